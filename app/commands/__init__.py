@@ -1,0 +1,1 @@
+"""One module per `ling-chat` command: `add_arguments(parser)` and `run(args) -> int`."""

@@ -1,0 +1,58 @@
+"""The errors ling-chat reports to the user, one line each.
+
+LingChatError                 str(error) is the one line the user sees
+├── ConfigError               a broken config file or a bad setting
+├── StorageError              the history database cannot be used
+│   ├── DatabaseCorrupt       the file is not a usable SQLite database (left untouched)
+│   └── DatabaseLocked        another process holds the write lock past the busy timeout
+├── BackendError              the model side failed
+│   ├── ModelNotFound         the model path or checkpoint does not exist
+│   ├── EngineCrashed         SGLang's scheduler died
+│   ├── ProofFailed           an optimization is not engaged: refuse to start
+│   └── ServerError           a remote server refused, timed out or broke a stream
+└── ExportError               an export could not be written
+"""
+
+
+class LingChatError(Exception):
+    """Base of every error shown to the user; `str()` is the message."""
+
+
+class ConfigError(LingChatError):
+    """A config file or setting is invalid."""
+
+
+class StorageError(LingChatError):
+    """The history database cannot be used."""
+
+
+class DatabaseCorrupt(StorageError):
+    """The database file is not a usable SQLite database."""
+
+
+class DatabaseLocked(StorageError):
+    """The database stayed locked past the busy timeout."""
+
+
+class BackendError(LingChatError):
+    """The model backend failed."""
+
+
+class ModelNotFound(BackendError):
+    """The model path does not exist or holds no checkpoint."""
+
+
+class EngineCrashed(BackendError):
+    """SGLang's scheduler or detokenizer process died."""
+
+
+class ProofFailed(BackendError):
+    """At least one optimization is not engaged; the report says which."""
+
+
+class ServerError(BackendError):
+    """A remote SGLang server could not be used."""
+
+
+class ExportError(LingChatError):
+    """An export could not be written."""

@@ -1,0 +1,139 @@
+"""Settings: one pydantic-settings model read from config.toml, LING_CHAT_* and CLI flags.
+
+Precedence, highest first: CLI flags (passed as keyword arguments), environment
+variables (`LING_CHAT_MODEL_PATH`, `LING_CHAT_SAMPLING__TEMPERATURE`, ...), the TOML
+file in the platformdirs config dir (`LING_CHAT_CONFIG` points elsewhere), defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from platformdirs import user_config_path, user_data_path
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from app.chat import Sampling
+from app.errors import ConfigError
+
+APP_NAME = "ling-chat"
+DEFAULT_MODEL = "inclusionAI/Ling-3.0-flash-fp4"
+
+
+def config_file() -> Path:
+    """Where the TOML config lives (`LING_CHAT_CONFIG` overrides)."""
+    override = os.environ.get("LING_CHAT_CONFIG")
+    return Path(override) if override else user_config_path(APP_NAME) / "config.toml"
+
+
+class Profile(StrEnum):
+    """Which optimizations the engine turns on (the other profiles exist for A/B runs)."""
+
+    STACK = "stack"
+    """Humming MoE + FP8 LM head + NEXTN MTP with a shared head: the product."""
+    BASELINE = "baseline"
+    """The official recipe: FlashInfer MXFP4 MoE, BF16 head with FP32 logits, no MTP."""
+    HUMMING = "humming"
+    HUMMING_FP8 = "humming+fp8"
+
+
+class SamplingSettings(BaseModel):
+    """Default sampling for new conversations (Ling-3.0-flash's recommended values)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: float = Field(0.6, ge=0.0, le=2.0)
+    top_p: float = Field(0.95, gt=0.0, le=1.0)
+    top_k: int = Field(29, ge=-1)
+    """-1 disables top-k."""
+    max_new_tokens: int = Field(4096, ge=1, le=131072)
+
+    def to_sampling(self) -> Sampling:
+        """The plain dataclass the backends take."""
+        return Sampling(**self.model_dump())
+
+
+class Settings(BaseSettings):
+    """Everything a user can configure."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="LING_CHAT_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    model_path: str = DEFAULT_MODEL
+    """Local checkpoint directory or Hugging Face id of the MXFP4 checkpoint."""
+    profile: Profile = Profile.STACK
+    sampling: SamplingSettings = SamplingSettings()
+    mem_fraction: float = Field(0.65, gt=0.05, lt=0.98)
+    """Share of GPU memory SGLang may take; 0.65 leaves room on the Spark's unified memory."""
+    data_dir: Path = Field(default_factory=lambda: user_data_path(APP_NAME))
+    """Where history.db, logs and traces live."""
+    min_accept_length: float = Field(1.5, ge=1.0, le=4.0)
+    """The warm-up accept length below which the proof refuses to start."""
+    keymap: dict[str, str] = Field(default_factory=dict)
+    """Binding id -> keys, e.g. {"stop_reply" = "ctrl+x"}; ids are listed in the help screen."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (
+            init_settings,
+            env_settings,
+            TomlConfigSettingsSource(settings_cls, toml_file=config_file()),
+        )
+
+    @property
+    def db_path(self) -> Path:
+        """The SQLite history file."""
+        return self.data_dir / "history.db"
+
+    @property
+    def log_dir(self) -> Path:
+        """Where SGLang's and ling-chat's logs go."""
+        return self.data_dir / "logs"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build Settings from all sources; a bad file or value raises a one-line ConfigError.
+
+    Args:
+        overrides: values from CLI flags; None values are ignored.
+    """
+    path = config_file()
+    given = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return Settings(**given)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path)) from exc
+
+
+def _describe(exc: ValidationError, path: Path) -> str:
+    """The first validation problem as one line naming where it came from and what is allowed."""
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "settings"
+    env_name = "LING_CHAT_" + where.replace(".", "__").upper()
+    source = env_name if env_name in os.environ else str(path)
+    allowed = error["msg"]
+    if error["type"] == "extra_forbidden":
+        allowed = f"unknown setting; allowed: {', '.join(sorted(Settings.model_fields))}"
+    return f"{source}: {where} = {error.get('input')!r} is invalid: {allowed}"

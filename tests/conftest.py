@@ -1,0 +1,34 @@
+"""Shared pytest set-up: the `gpu` marker runs only with --run-gpu, and isolated dirs."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-gpu", action="store_true", help="run tests marked gpu (needs CUDA and SGLang)"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-gpu"):
+        return
+    skip = pytest.mark.skip(reason="needs a GPU: run with --run-gpu on the GPU machine")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Keep every test away from the real config file, data dir and LING_CHAT_* variables."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("LING_CHAT_"):
+            monkeypatch.delenv(name)
+    root = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("LING_CHAT_CONFIG", str(root / "config.toml"))
+    monkeypatch.setenv("LING_CHAT_DATA_DIR", str(root / "data"))
+    return root
