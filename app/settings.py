@@ -44,6 +44,8 @@ class Profile(StrEnum):
     """The official recipe: FlashInfer MXFP4 MoE, BF16 head with FP32 logits, no MTP."""
     HUMMING = "humming"
     HUMMING_FP8 = "humming+fp8"
+    HUMMING_NEXTN = "humming+nextn"
+    """Humming + NEXTN with the BF16 head: isolates what the FP8 head adds to the stack."""
 
 
 class SamplingSettings(BaseModel):
@@ -51,11 +53,11 @@ class SamplingSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    temperature: float = Field(0.6, ge=0.0, le=2.0)
-    top_p: float = Field(0.95, gt=0.0, le=1.0)
-    top_k: int = Field(29, ge=-1)
+    temperature: float = Field(default=0.6, ge=0.0, le=2.0)
+    top_p: float = Field(default=0.95, gt=0.0, le=1.0)
+    top_k: int = Field(default=29, ge=-1)
     """-1 disables top-k."""
-    max_new_tokens: int = Field(4096, ge=1, le=131072)
+    max_new_tokens: int = Field(default=4096, ge=1, le=131072)
 
     def to_sampling(self) -> Sampling:
         """The plain dataclass the backends take."""
@@ -76,11 +78,11 @@ class Settings(BaseSettings):
     """Local checkpoint directory or Hugging Face id of the MXFP4 checkpoint."""
     profile: Profile = Profile.STACK
     sampling: SamplingSettings = SamplingSettings()
-    mem_fraction: float = Field(0.65, gt=0.05, lt=0.98)
+    mem_fraction: float = Field(default=0.65, gt=0.05, lt=0.98)
     """Share of GPU memory SGLang may take; 0.65 leaves room on the Spark's unified memory."""
     data_dir: Path = Field(default_factory=lambda: user_data_path(APP_NAME))
     """Where history.db, logs and traces live."""
-    min_accept_length: float = Field(1.5, ge=1.0, le=4.0)
+    min_accept_length: float = Field(default=1.5, ge=1.0, le=4.0)
     """The warm-up accept length below which the proof refuses to start."""
     keymap: dict[str, str] = Field(default_factory=dict)
     """Binding id -> keys, e.g. {"stop_reply" = "ctrl+x"}; ids are listed in the help screen."""

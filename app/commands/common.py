@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
+from typing import Any
 
+from app.backend.engine_config import EngineConfig
+from app.backend.protocol import ChatBackend
+from app.errors import ConfigError
 from app.settings import Profile, Settings, load_settings
 
 
@@ -16,6 +21,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help="optimizations to engage (default: stack; the others are for A/B runs)",
     )
     parser.add_argument("--mem-fraction", type=float, help="share of GPU memory for SGLang")
+    add_sglang_arguments(parser)
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,3 +33,48 @@ def settings_from(args: argparse.Namespace) -> Settings:
     """Settings with the CLI flags that were given on top of env and config file."""
     names = ("model_path", "profile", "mem_fraction", "data_dir")
     return load_settings(**{name: getattr(args, name, None) for name in names})
+
+
+def add_sglang_arguments(parser: argparse.ArgumentParser) -> None:
+    """--sglang-arg KEY=VALUE: extra SGLang server arguments (JSON values or strings)."""
+    parser.add_argument(
+        "--sglang-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="pass an SGLang server argument through, e.g. load_format=dummy (repeatable)",
+    )
+
+
+def sglang_overrides(pairs: list[str]) -> dict[str, Any]:
+    """Parse KEY=VALUE pairs; VALUE is JSON when it parses, else a string."""
+    overrides: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--sglang-arg {pair!r}: expected KEY=VALUE")
+        try:
+            overrides[key.replace("-", "_")] = json.loads(value)
+        except json.JSONDecodeError:
+            overrides[key.replace("-", "_")] = value
+    return overrides
+
+
+def engine_config(settings: Settings, overrides: dict[str, Any] | None = None) -> EngineConfig:
+    """The engine's configuration from Settings (the backend never sees Settings)."""
+    return EngineConfig(
+        model_path=settings.model_path,
+        profile=settings.profile.value,
+        mem_fraction=settings.mem_fraction,
+        log_dir=settings.log_dir,
+        min_accept_length=settings.min_accept_length,
+        overrides=overrides or {},
+    )
+
+
+def make_engine_backend(settings: Settings, args: argparse.Namespace | None = None) -> ChatBackend:
+    """The in-process SGLang engine for these settings (and any --sglang-arg flags)."""
+    from app.backend.engine import EngineBackend
+
+    pairs = getattr(args, "sglang_arg", None) or []
+    return EngineBackend(engine_config(settings, sglang_overrides(pairs)))

@@ -1,0 +1,67 @@
+"""The in-process engine as `ling-chat bench` drives it: one proven engine per profile."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from app.backend.engine import EngineBackend
+from app.backend.engine_config import EngineConfig
+from app.backend.protocol import ProofReport
+from app.bench.protocol import BenchSample, EngineFactory
+from app.errors import BackendError, ProofFailed
+
+
+class EngineBench:
+    """A started EngineBackend behind the benchmark's `BenchEngine` protocol."""
+
+    def __init__(self, backend: EngineBackend, report: ProofReport) -> None:
+        self.backend = backend
+        self.report = report
+
+    async def generate(
+        self, *, input_ids: list[int] | None, prompt: str | None, sampling_params: dict[str, Any]
+    ) -> BenchSample:
+        try:
+            raw = await self.backend.generate(
+                input_ids=input_ids, prompt=prompt, sampling_params=sampling_params
+            )
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise BackendError(f"request failed: {type(exc).__name__}: {exc}") from exc
+        return BenchSample(raw.started_at, raw.arrivals, raw.text, raw.meta_info, raw.ended_at)
+
+    def describe(self) -> dict[str, Any]:
+        config_file = Path(self.backend.config.model_path) / "config.json"
+        return {
+            "config": {**self.backend.server_kwargs, "sglang": self.backend.info.sglang_version},
+            "proof": self.report.to_dict(),
+            "model_config": json.loads(config_file.read_text()) if config_file.is_file() else None,
+        }
+
+    async def shutdown(self) -> None:
+        await self.backend.shutdown()
+
+
+def bench_engine_factory(config: EngineConfig, *, require_proof: bool = True) -> EngineFactory:
+    """Profile name -> a started engine; refuses an unproven one unless told otherwise."""
+
+    async def start(profile: str) -> EngineBench:
+        backend = EngineBackend(dataclasses.replace(config, profile=profile))
+        try:
+            async for _stage in backend.start():
+                pass
+            report = await backend.proof()
+        except BaseException:
+            await backend.shutdown()
+            raise
+        if require_proof and not report.ok:
+            await backend.shutdown()
+            failed = "; ".join(f"{line.key}: {line.evidence}" for line in report.failed)
+            raise ProofFailed(f"{profile} refused ({failed})")
+        return EngineBench(backend, report)
+
+    return start

@@ -1,0 +1,480 @@
+"""The in-process SGLang engine with ling-chat's model changes, behind `ChatBackend`.
+
+SGLang's Engine is built and driven on a thread of its own with its own event loop
+(its tokenizer manager binds to the loop of its first request); the UI's loop gets
+events through a queue. The scheduler runs ling-chat's entry function
+(app/backend/patches), so the FP8 head, the shared draft head and the proof
+collector exist inside the process that runs the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from app.backend.engine_config import EngineConfig, GpuFacts, server_args
+from app.backend.patches import PLAN_ENV, REFUSAL, PatchPlan
+from app.backend.proof import build_report, refusal_report
+from app.backend.protocol import (
+    BackendInfo,
+    LoadStage,
+    ProofReport,
+    ReplyDone,
+    ReplyError,
+    ReplyEvent,
+    TextChunk,
+)
+from app.chat import ChatMessage, Role, Sampling
+from app.errors import BackendError, EngineCrashed, ModelNotFound
+
+T = TypeVar("T")
+WARMUP_PROMPT = "Count from 1 to 60 in words, separated by commas."
+WARMUP_TOKENS = 64
+LOAD_STAGE = "Loading weights, compiling Humming kernels, capturing CUDA graphs"
+
+
+def check_model_path(model_path: str) -> None:
+    """Fail fast on a local path that is missing or holds no config.json.
+
+    Raises:
+        ModelNotFound: one line naming the path.
+    """
+    path = Path(model_path).expanduser()
+    looks_local = path.is_absolute() or model_path.startswith((".", "~")) or path.exists()
+    if not looks_local:
+        return  # a Hugging Face id: SGLang resolves (and caches) it
+    if not path.is_dir():
+        raise ModelNotFound(f"model path {path} does not exist")
+    if not (path / "config.json").is_file():
+        raise ModelNotFound(f"model path {path} has no config.json")
+
+
+def logging_config(log_file: Path) -> dict[str, Any]:
+    """A dictConfig that sends every SGLang process's logging to `log_file`."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"plain": {"format": "%(asctime)s %(process)d %(name)s: %(message)s"}},
+        "handlers": {
+            "file": {
+                "class": "logging.FileHandler",
+                "filename": str(log_file),
+                "formatter": "plain",
+            }
+        },
+        "root": {"level": "INFO", "handlers": ["file"]},
+    }
+
+
+def gpu_facts() -> GpuFacts:
+    """What this GPU and the installed kernels allow."""
+    import importlib.util
+
+    import torch
+
+    major, minor = torch.cuda.get_device_capability()
+    has_fa3 = False
+    try:
+        import sgl_kernel.flash_ops  # noqa: F401
+
+        has_fa3 = True
+    except ImportError:
+        pass
+    return GpuFacts(
+        sm=major * 10 + minor,
+        has_fa3=has_fa3,
+        has_flashinfer=importlib.util.find_spec("flashinfer") is not None,
+        has_xgrammar=importlib.util.find_spec("xgrammar") is not None,
+    )
+
+
+def engine_class(scheduler_entry: Callable[..., None] | None = None) -> type:
+    """SGLang's Engine with ling-chat's scheduler and detokenizer entries."""
+    from sglang.srt.entrypoints.engine import Engine
+
+    from app.backend import patches
+
+    class LingEngine(Engine):
+        run_scheduler_process_func = staticmethod(scheduler_entry or patches.run_scheduler_process)
+        run_detokenizer_process_func = staticmethod(patches.run_detokenizer_process)
+
+    return LingEngine
+
+
+@dataclass(frozen=True, slots=True)
+class RawGeneration:
+    """One request's timing and final meta_info, for benchmarks."""
+
+    started_at: float
+    arrivals: list[float]
+    text: str
+    meta_info: dict[str, Any]
+    ended_at: float
+
+
+class EngineThread:
+    """A daemon thread running an event loop that owns one SGLang Engine."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
+        """Run `coro` on the engine loop; await the result from any loop."""
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def call(self, fn: Callable[[], T]) -> Awaitable[T]:
+        """Run a blocking `fn` on the engine thread (it blocks that loop meanwhile)."""
+
+        async def run() -> T:
+            return fn()
+
+        return self.submit(run())
+
+    def stop(self) -> None:
+        """Stop the loop; the daemon thread ends with it."""
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+class EngineBackend:
+    """Ling-3.0-flash on SGLang 0.5.23 in this process, proven before use."""
+
+    def __init__(
+        self, config: EngineConfig, *, scheduler_entry: Callable[..., None] | None = None
+    ) -> None:
+        """Args:
+        config: what to run.
+        scheduler_entry: a module-level function replacing ling-chat's scheduler entry
+            (GPU tests only; it must install ling-chat's patches itself).
+        """
+        self.config = config
+        self._scheduler_entry = scheduler_entry
+        self._thread: EngineThread | None = None
+        self._engine: Any = None
+        self._sglang_pids: list[int] = []
+        self._report: ProofReport | None = None
+        self._rid: str | None = None
+        self._crashed = threading.Event()
+        self._version = "unknown"
+        self.server_kwargs: dict[str, Any] = {}
+        """The SGLang server arguments of the running engine."""
+
+    @property
+    def info(self) -> BackendInfo:
+        """Static facts about this backend."""
+        return BackendInfo(
+            kind="engine",
+            model=self.config.model_path,
+            sglang_version=self._version,
+            profile=self.config.profile,
+            speculative=self.config.levers.nextn,
+        )
+
+    @property
+    def log_file(self) -> Path:
+        """Where SGLang and its child processes write."""
+        log_dir = self.config.log_dir or Path.cwd()
+        return log_dir / "sglang.log"
+
+    async def start(self) -> AsyncIterator[LoadStage]:
+        """Import SGLang, boot the engine, warm it up and judge the proof."""
+        t0 = time.perf_counter()
+
+        def stage(name: str, done: bool, detail: str = "") -> LoadStage:
+            return LoadStage(name, done, time.perf_counter() - t0, detail)
+
+        check_model_path(self.config.model_path)
+        yield stage("Importing SGLang", False)
+        self._thread = EngineThread()
+        try:
+            engine_cls = await self._thread.call(lambda: engine_class(self._scheduler_entry))
+            gpu = await self._thread.call(gpu_facts)
+        except ImportError as exc:
+            raise BackendError(
+                f"SGLang is not installed ({exc.name}): pip install 'ling-chat[engine]'"
+            ) from exc
+        yield stage("Importing SGLang", True)
+        self._prepare_environment()
+        self._install_sigquit_handler()
+        kwargs = self.server_kwargs = server_args(self.config, gpu)
+        yield stage(LOAD_STAGE, False, f"log: {self.log_file}")
+        before = _children()
+        boot = asyncio.ensure_future(self._thread.call(lambda: engine_cls(**kwargs)))
+        with open(self.log_file, encoding="utf-8", errors="replace") as log:
+            log.seek(0, os.SEEK_END)
+            while not boot.done():
+                await asyncio.wait({boot}, timeout=0.5)
+                if lines := [line.strip() for line in log.readlines() if line.strip()]:
+                    yield stage(LOAD_STAGE, False, lines[-1][-160:])
+        self._sglang_pids = sorted(_children() - before)
+        try:
+            self._engine = boot.result()
+        except Exception as exc:
+            if refusal := self._refusal(exc):
+                self._report = refusal
+                yield stage(LOAD_STAGE, True, "refused")
+                return
+            raise EngineCrashed(
+                f"SGLang failed to start ({type(exc).__name__}: {exc}); see {self.log_file}"
+            ) from exc
+        atexit.unregister(self._engine.shutdown)
+        self._version = await self._thread.call(_sglang_version)
+        yield stage(LOAD_STAGE, True)
+        yield stage("Measuring accept length", False, WARMUP_PROMPT)
+        accept = await self._warmup()
+        yield stage("Measuring accept length", True, f"{accept}")
+        facts = self._engine._scheduler_init_result.scheduler_infos[0].get("ling_chat_proof", {})
+        self._report = build_report(
+            facts,
+            profile=self.config.profile,
+            min_accept_length=self.config.min_accept_length,
+            warmup_accept_length=accept,
+        )
+
+    async def proof(self) -> ProofReport:
+        """The report judged at start-up."""
+        if self._report is None:
+            raise BackendError("the engine has not been started")
+        return self._report
+
+    async def stream_reply(
+        self, messages: Sequence[ChatMessage], sampling: Sampling
+    ) -> AsyncIterator[ReplyEvent]:
+        """Stream a reply through SGLang's async_generate, reasoning split from the answer."""
+        if self._engine is None or self._thread is None:
+            raise BackendError("the engine is not running")
+        prompt = await self._thread.call(lambda: self.chat_prompt(messages))
+        queue: asyncio.Queue[ReplyEvent] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        rid = self._rid = uuid.uuid4().hex
+        produce = self._thread.submit(
+            self._produce(
+                prompt,
+                sampling.as_sglang(),
+                rid,
+                lambda e: loop.call_soon_threadsafe(queue.put_nowait, e),
+            )
+        )
+        try:
+            while True:
+                event = await queue.get()
+                yield event
+                if isinstance(event, ReplyDone | ReplyError):
+                    break
+        finally:
+            self._rid = None
+            if not produce.done():  # the consumer left early: abort the request
+                await self.stop_reply_for(rid)
+            await asyncio.wait({asyncio.ensure_future(produce)}, timeout=5)
+
+    async def generate(
+        self,
+        *,
+        sampling_params: dict[str, Any],
+        input_ids: list[int] | None = None,
+        prompt: str | None = None,
+    ) -> RawGeneration:
+        """One streamed request from token ids or raw text, timed on the engine thread."""
+        if self._engine is None or self._thread is None:
+            raise BackendError("the engine is not running")
+        engine = self._engine
+
+        async def run() -> RawGeneration:
+            started = time.perf_counter()
+            arrivals: list[float] = []
+            chunk: dict[str, Any] = {}
+            tokens = 0
+            stream = await engine.async_generate(
+                prompt=prompt, input_ids=input_ids, sampling_params=sampling_params, stream=True
+            )
+            async for chunk in stream:
+                now = time.perf_counter()
+                if (count := chunk.get("meta_info", {}).get("completion_tokens", 0)) > tokens:
+                    tokens = count
+                    arrivals.append(now)
+            meta = _jsonable(chunk.get("meta_info", {}))
+            return RawGeneration(
+                started, arrivals, chunk.get("text", ""), meta, time.perf_counter()
+            )
+
+        return await self._thread.submit(run())
+
+    async def call_tokenizer_manager(self, method: str, *args: Any) -> Any:
+        """Await `engine.tokenizer_manager.<method>(*args)` on the engine loop (profiling)."""
+        if self._engine is None or self._thread is None:
+            raise BackendError("the engine is not running")
+        return await self._thread.submit(getattr(self._engine.tokenizer_manager, method)(*args))
+
+    async def stop_reply(self) -> None:
+        """Abort the reply in flight; its stream ends with finish reason `abort`."""
+        if self._rid is not None:
+            await self.stop_reply_for(self._rid)
+
+    async def stop_reply_for(self, rid: str) -> None:
+        """Abort request `rid` on the engine loop (zmq sockets are not thread-safe)."""
+        if self._engine is not None and self._thread is not None:
+            engine = self._engine
+            await self._thread.call(lambda: engine.tokenizer_manager.abort_request(rid))
+
+    async def shutdown(self) -> None:
+        """Stop SGLang's own processes (never any other child of this app)."""
+        engine, self._engine = self._engine, None
+        if engine is not None and self._thread is not None:
+            watchdog = getattr(engine.tokenizer_manager, "_subprocess_watchdog", None)
+            if watchdog is not None:
+                await self._thread.call(watchdog.stop)
+        await asyncio.to_thread(_stop_processes, self._sglang_pids)
+        self._sglang_pids = []
+        if self._thread is not None:
+            self._thread.stop()
+            self._thread = None
+
+    def chat_prompt(self, messages: Sequence[ChatMessage]) -> str:
+        """The prompt text from the model's own chat template."""
+        tokenizer = self._engine.tokenizer_manager.tokenizer
+        turns = [{"role": m.role.value, "content": m.content} for m in messages]
+        return str(tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True))
+
+    async def _produce(
+        self,
+        prompt: str,
+        sampling_params: dict[str, Any],
+        rid: str,
+        emit: Callable[[ReplyEvent], Any],
+    ) -> None:
+        """Runs on the engine loop: generate and emit events until the reply ends."""
+        from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+        parser = ReasoningParser("ling3", stream_reasoning=True, force_reasoning=True)
+        text = ""
+        try:
+            stream = await self._engine.async_generate(
+                prompt=prompt, sampling_params=sampling_params, stream=True, rid=rid
+            )
+            async for chunk in stream:
+                now = time.perf_counter()
+                meta = chunk.get("meta_info", {})
+                delta, text = chunk.get("text", "")[len(text) :], chunk.get("text", "")
+                reasoning, answer = parser.parse_stream_chunk(delta) if delta else ("", "")
+                if reasoning or answer:
+                    emit(
+                        TextChunk(
+                            answer or "",
+                            reasoning or "",
+                            int(meta.get("completion_tokens", 0)),
+                            now,
+                        )
+                    )
+                finish = meta.get("finish_reason")
+                if finish is not None:
+                    tail_reasoning, tail_answer = parser.parse_stream_end()
+                    if tail_reasoning or tail_answer:
+                        emit(
+                            TextChunk(
+                                tail_answer or "",
+                                tail_reasoning or "",
+                                int(meta.get("completion_tokens", 0)),
+                                now,
+                            )
+                        )
+                    kind = finish.get("type", "stop") if isinstance(finish, dict) else str(finish)
+                    emit(ReplyDone(kind, _jsonable(meta), now))
+                    return
+            emit(
+                ReplyError(
+                    "the engine ended the stream without a finish reason", time.perf_counter()
+                )
+            )
+        except Exception as exc:
+            crashed = " (SGLang's scheduler died)" if self._crashed.is_set() else ""
+            emit(
+                ReplyError(
+                    f"{type(exc).__name__}: {exc}{crashed}; see {self.log_file}",
+                    time.perf_counter(),
+                )
+            )
+
+    async def _warmup(self) -> float | None:
+        """A short greedy chat reply; its accept length (None without speculation)."""
+        messages = [ChatMessage(Role.USER, WARMUP_PROMPT)]
+        meta: dict[str, Any] = {}
+        sampling = Sampling(temperature=0.0, top_p=1.0, top_k=-1, max_new_tokens=WARMUP_TOKENS)
+        async for event in self.stream_reply(messages, sampling):
+            if isinstance(event, ReplyDone):
+                meta = dict(event.meta_info)
+            elif isinstance(event, ReplyError):
+                raise EngineCrashed(f"the warm-up generation failed: {event.message}")
+        value = meta.get("spec_accept_length")
+        return float(value) if value is not None else None
+
+    def _prepare_environment(self) -> None:
+        """Logging to a file in the data dir, and the plan for the scheduler's patches."""
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        self.log_file.touch()
+        config_path = self.log_file.with_suffix(".logging.json")
+        config_path.write_text(json.dumps(logging_config(self.log_file)))
+        os.environ["SGLANG_LOGGING_CONFIG_PATH"] = str(config_path)
+        plan = PatchPlan(fp8_head=self.config.levers.fp8_head, log_file=str(self.log_file))
+        os.environ[PLAN_ENV] = plan.to_env()
+
+    def _install_sigquit_handler(self) -> None:
+        """SGLang's children SIGQUIT the parent when they die: record it, don't die."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGQUIT, lambda signum, frame: self._crashed.set())
+
+    def _refusal(self, exc: BaseException) -> ProofReport | None:
+        """A `patches.refusal` raised in the scheduler, as a failed proof report."""
+        text = f"{exc}\n{self.log_file.read_text(errors='replace')[-20000:]}"
+        if match := REFUSAL.search(text):
+            return refusal_report(self.config.profile, match.group(1), match.group(2).strip())
+        return None
+
+
+def _sglang_version() -> str:
+    import sglang
+
+    return str(sglang.__version__)
+
+
+def _jsonable(meta: dict[str, Any]) -> dict[str, Any]:
+    """meta_info without its live references (output_ids lists, tensors)."""
+    return json.loads(json.dumps(meta, default=str))
+
+
+def _children() -> set[int]:
+    """PIDs of this process's direct children."""
+    import psutil
+
+    return {child.pid for child in psutil.Process().children()}
+
+
+def _stop_processes(pids: list[int], timeout_s: float = 30.0) -> None:
+    """Terminate each process tree in `pids`, then kill what is left; wait for exit."""
+    import psutil
+
+    procs: list[psutil.Process] = []
+    for pid in pids:
+        try:
+            root = psutil.Process(pid)
+            procs += [*root.children(recursive=True), root]
+        except psutil.NoSuchProcess:
+            continue
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=timeout_s)
+    for proc in alive:
+        proc.kill()
+    psutil.wait_procs(alive, timeout=timeout_s)

@@ -1,0 +1,307 @@
+"""The proof rules: evidence read from the running model in, one verdict per lever out.
+
+Pure functions over the `ling_chat_proof` facts that app/backend/patches/evidence.py
+collects inside SGLang's scheduler (plus the warm-up accept length measured by the
+backend). Nothing here looks at the arguments the engine was started with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from app.backend.engine_config import (
+    NEXTN_DRAFT_TOKENS,
+    NEXTN_STEPS,
+    NEXTN_TOPK,
+    PROFILES,
+    Levers,
+)
+from app.backend.protocol import ProofLine, ProofReport, Verdict
+
+HUMMING_METHOD = "Mxfp4HummingMoEMethod"
+HUMMING_CORE = "HummingRunnerCore"
+FP8_METHOD = "LingFp8LMHeadMethod"
+FP8_DTYPE = "float8_e4m3fn"
+MIN_COSINE = 0.99
+"""Least cosine similarity of FP8 vs BF16 logits over the self-test's random hidden states."""
+MIN_TOP1 = 0.95
+"""Least top-1 agreement of FP8 vs BF16 logits on hidden states equal to head rows (a clear
+winner each); random states are near-ties, so their agreement (87-89% on H200) is only shown."""
+GRAPH_PHASES_NEXTN = ("target_verify", "draft_decode", "draft_extend")
+GRAPH_PHASES_PLAIN = ("decode",)
+
+Facts = Mapping[str, Any]
+Rule = Callable[[Facts, Levers], ProofLine]
+
+
+def build_report(
+    facts: Facts,
+    *,
+    profile: str,
+    min_accept_length: float,
+    warmup_accept_length: float | None,
+) -> ProofReport:
+    """Judge every lever of `profile` from the facts; see the module docstring."""
+    levers = PROFILES[profile]
+    lines = [rule(facts, levers) for rule in RULES]
+    lines.append(_accept(levers, min_accept_length, warmup_accept_length))
+    return ProofReport(
+        profile=profile,
+        lines=tuple(lines),
+        facts={**facts, "warmup_accept_length": warmup_accept_length},
+    )
+
+
+def refusal_report(profile: str, key: str, message: str) -> ProofReport:
+    """The report when the engine refused to start (a LING_CHAT_REFUSED error)."""
+    title = TITLES.get(key, key)
+    line = ProofLine(key, title, Verdict.FAIL, message, FIXES.get(key, ""))
+    return ProofReport(profile=profile, lines=(line,), facts={"refused": {key: message}})
+
+
+TITLES = {
+    "humming": "Humming MXFP4 MoE kernels",
+    "fp8_head": "FP8 LM head",
+    "fp8_head_speed": "FP8 LM head pays off",
+    "fp32_head": "FP32 LM head off (exclusive with FP8)",
+    "shared_head": "Draft shares the target's LM head module",
+    "nextn": "NEXTN MTP 3 steps / top-1 / 4 tokens",
+    "cuda_graphs": "CUDA graphs captured",
+    "no_faking": "No result-faking variables",
+    "accept_length": "Warm-up accept length",
+}
+FIXES = {
+    "humming": "install humming-kernels==0.1.12 with cuda-python (NVRTC), use the mixed "
+    "FP8 + MXFP4-experts checkpoint, and keep moe_runner_backend='humming' (never auto)",
+    "fp8_head": "run ling-chat's engine (it installs the FP8 head in the scheduler); the "
+    "GPU needs SGLang's CUTLASS FP8 path (sm_89 or newer)",
+    "fp8_head_speed": "the FP8 head is slower than BF16 on this GPU: report it, and use "
+    "--profile humming+nextn until it is fixed",
+    "fp32_head": "unset enable_fp32_lm_head and the config's enable_lm_head_fp32",
+    "shared_head": "run ling-chat's engine: stock SGLang shares only the weight tensor, "
+    "which the draft misreads once the head is FP8",
+    "nextn": "use a checkpoint with num_nextn_predict_layers=1 and let ling-chat set "
+    "NEXTN 3/1/4 (draft path = model path)",
+    "cuda_graphs": "do not disable CUDA graphs; use an attention backend that supports "
+    "them (fa3 or triton, not torch_native or flex)",
+    "no_faking": "unset the listed variables",
+    "accept_length": "check the draft (MTP) weights and the shared head; a collapsed "
+    "accept length makes NEXTN slower than no speculation",
+}
+
+
+def _line(key: str, ok: bool, evidence: str) -> ProofLine:
+    verdict = Verdict.PASS if ok else Verdict.FAIL
+    return ProofLine(key, TITLES[key], verdict, evidence, "" if ok else FIXES[key])
+
+
+def _off(key: str, really_off: bool, evidence: str) -> ProofLine:
+    """A lever turned off by request: OFF when verified off, FAIL when it is on anyway."""
+    if really_off:
+        return ProofLine(key, TITLES[key], Verdict.OFF, f"off by request; {evidence}")
+    return ProofLine(
+        key, TITLES[key], Verdict.FAIL, f"off by request but engaged: {evidence}", FIXES[key]
+    )
+
+
+def _error(facts: Facts, *keys: str) -> str | None:
+    """The collection error of any of `keys`, if one could not be read."""
+    for key in keys:
+        value = facts.get(key)
+        if value is None and key not in OPTIONAL:
+            return f"{key}: not reported by the engine"
+        if isinstance(value, Mapping) and "error" in value:
+            return f"{key}: {value['error']}"
+    return None
+
+
+OPTIONAL = {"moe_draft", "head_draft", "sharing", "speculative"}
+
+
+def _humming(facts: Facts, levers: Levers) -> ProofLine:
+    if err := _error(facts, "moe_target", "moe_draft", "humming"):
+        return _line("humming", False, err)
+    layers = list(facts["moe_target"]) + list(facts.get("moe_draft") or [])
+    on = [
+        layer
+        for layer in layers
+        if layer["quant_method"] == HUMMING_METHOD
+        and layer["runner_core"] == HUMMING_CORE
+        and layer["mxfp4_backend"] == "humming"
+    ]
+    methods = sorted({layer["quant_method"] for layer in layers})
+    if not levers.humming:
+        return _off("humming", not on, f"MoE layers run {', '.join(methods) or 'nothing'}")
+    hum = facts["humming"]
+    draft_layers = len(facts.get("moe_draft") or [])
+    captured = facts.get("capture_calls", {}).get("humming_runner", 0)
+    acts = sorted({str(layer["activation_dtype"]) for layer in on})
+    mode = "W4A8" if any("float8" in a for a in acts) else "W4A16"
+    ok = (
+        bool(layers)
+        and len(on) == len(layers)
+        and captured > 0
+        and hum["kernels_captured"] > 0
+        and hum["captured_cubins_in_cache"] == hum["kernels_captured"]
+    )
+    evidence = (
+        f"{len(on)}/{len(layers)} MoE layers ({len(layers) - draft_layers} target, "
+        f"{draft_layers} draft) on {HUMMING_METHOD}/{HUMMING_CORE}"
+        + (f" (others: {', '.join(methods)})" if len(on) != len(layers) else "")
+        + f"; runner ran {captured}x in graph capture with {hum['kernels_captured']} JIT "
+        f"kernels, {hum['captured_cubins_in_cache']} of them in {hum['cache_dir']} "
+        f"({hum['compiler']}); {mode} (activations {', '.join(acts) or '?'})"
+    )
+    return _line("humming", ok, evidence)
+
+
+def _fp8_head(facts: Facts, levers: Levers) -> ProofLine:
+    if err := _error(facts, "head_target", "fp8_head"):
+        return _line("fp8_head", False, err)
+    head = facts["head_target"]
+    fp8 = facts["fp8_head"]
+    if not levers.fp8_head:
+        return _off(
+            "fp8_head",
+            head["weight_dtype"] != FP8_DTYPE and not fp8.get("installed"),
+            f"head weight {head['weight_dtype']} via {head['quant_method']}",
+        )
+    if not fp8.get("installed"):
+        return _line(
+            "fp8_head", False, f"head is {head['weight_dtype']} via {head['quant_method']}"
+        )
+    ok = (
+        head["weight_dtype"] == FP8_DTYPE
+        and head["quant_method"] == FP8_METHOD
+        and fp8["captured_calls"] > 0
+        and fp8["cosine_min"] >= MIN_COSINE
+        and fp8["top1_agreement"] >= MIN_TOP1
+    )
+    evidence = (
+        f"{head['weight_dtype']} {head['weight_shape']} via {head['quant_method']}, "
+        f"scales {fp8['scale_shape']}; ran {fp8['captured_calls']}x in graph capture; "
+        f"self-test vs BF16: cosine min {fp8['cosine_min']:.4f} (>= {MIN_COSINE}) on "
+        f"{2 * fp8['selftest_rows']} states, top-1 agreement {fp8['top1_agreement']:.1%} "
+        f"(>= {MIN_TOP1:.0%}) on {fp8['selftest_rows']} head-row states "
+        f"({fp8.get('top1_random', 0):.1%} on near-tied random ones); "
+        f"{fp8['bytes_bf16'] / 1e6:.0f} MB -> {fp8['bytes_fp8'] / 1e6:.0f} MB"
+    )
+    return _line("fp8_head", ok, evidence)
+
+
+def _fp8_speed(facts: Facts, levers: Levers) -> ProofLine:
+    fp8 = facts.get("fp8_head") or {}
+    if not levers.fp8_head:
+        return ProofLine("fp8_head_speed", TITLES["fp8_head_speed"], Verdict.OFF, "no FP8 head")
+    if not fp8.get("installed"):
+        return _line("fp8_head_speed", False, "no FP8 head was timed")
+    speedup = {str(m): float(s) for m, s in fp8["speedup"].items()}
+    timing = fp8["timing_us"]
+    need = float(fp8["min_speedup"])
+    ok = min(speedup.values()) >= need
+    evidence = "; ".join(
+        f"M={m}: BF16 {timing['bf16'][m]} us vs FP8 {timing['fp8'][m]} us = {speedup[m]:.2f}x"
+        for m in sorted(speedup, key=int)
+    )
+    return _line("fp8_head_speed", ok, f"{evidence} (needs >= {need:.2f}x, timed at load)")
+
+
+def _fp32_head(facts: Facts, levers: Levers) -> ProofLine:
+    if err := _error(facts, "head_target"):
+        return _line("fp32_head", False, err)
+    head = facts["head_target"]
+    on = head["fp32_logits"] or head["config_fp32_logits"]
+    if levers.fp32_logits:
+        evidence = "FP32 logits on, as this profile's BF16-head recipe asks"
+        return ProofLine("fp32_head", "FP32 LM head (official recipe)", Verdict.PASS, evidence)
+    return _line(
+        "fp32_head",
+        not on,
+        f"logits processor use_fp32_lm_head={head['fp32_logits']}, "
+        f"config enable_lm_head_fp32={head['config_fp32_logits']}",
+    )
+
+
+def _shared_head(facts: Facts, levers: Levers) -> ProofLine:
+    sharing = facts.get("sharing")
+    if not levers.nextn:
+        return _off("shared_head", sharing is None, "no draft model")
+    if err := _error(facts, "sharing"):
+        return _line("shared_head", False, err)
+    if sharing is None:
+        return _line("shared_head", False, "no draft model is running")
+    draft = facts.get("head_draft") or {}
+    ok = bool(sharing["head_module_shared"] and sharing["embed_shared"])
+    evidence = (
+        f"draft.lm_head is target.lm_head: {sharing['head_module_shared']}; "
+        f"embeddings shared: {sharing['embed_shared']}; draft head reads "
+        f"{draft.get('weight_dtype')} via {draft.get('quant_method')}"
+    )
+    return _line("shared_head", ok, evidence)
+
+
+def _nextn(facts: Facts, levers: Levers) -> ProofLine:
+    spec = facts.get("speculative")
+    if not levers.nextn:
+        return _off("nextn", spec is None, "no speculative worker")
+    if err := _error(facts, "speculative"):
+        return _line("nextn", False, err)
+    if spec is None:
+        return _line("nextn", False, "no speculative worker is running")
+    shape = (spec["num_steps"], spec["topk"], spec["num_draft_tokens"])
+    ok = shape == (NEXTN_STEPS, NEXTN_TOPK, NEXTN_DRAFT_TOKENS)
+    return _line(
+        "nextn",
+        ok,
+        f"{spec['worker']} with {spec['draft_worker']}: {shape[0]} steps, top-{shape[1]}, "
+        f"{shape[2]} draft tokens",
+    )
+
+
+def _graphs(facts: Facts, levers: Levers) -> ProofLine:
+    if err := _error(facts, "cuda_graphs"):
+        return _line("cuda_graphs", False, err)
+    phases = set(facts["cuda_graphs"]["phases"])
+    need = GRAPH_PHASES_NEXTN if levers.nextn else GRAPH_PHASES_PLAIN
+    missing = [p for p in need if p not in phases]
+    evidence = f"captured: {', '.join(sorted(phases)) or 'none'}" + (
+        f"; missing: {', '.join(missing)}" if missing else ""
+    )
+    return _line("cuda_graphs", not missing, evidence)
+
+
+def _no_faking(facts: Facts, levers: Levers) -> ProofLine:
+    if err := _error(facts, "env"):
+        return _line("no_faking", False, err)
+    set_vars = {k: v for k, v in facts["env"].items() if v not in (None, "")}
+    evidence = (
+        "set: " + ", ".join(f"{k}={v}" for k, v in set_vars.items())
+        if set_vars
+        else f"unset in the scheduler: {', '.join(facts['env'])}"
+    )
+    return _line("no_faking", not set_vars, evidence)
+
+
+def _accept(levers: Levers, minimum: float, measured: float | None) -> ProofLine:
+    if not levers.nextn:
+        return ProofLine("accept_length", TITLES["accept_length"], Verdict.OFF, "no speculation")
+    if measured is None:
+        return _line("accept_length", False, "no accept length was measured in the warm-up")
+    return _line(
+        "accept_length",
+        measured >= minimum,
+        f"{measured:.2f} tokens per verify round in the warm-up (needs >= {minimum:.2f})",
+    )
+
+
+RULES: tuple[Rule, ...] = (
+    _humming,
+    _fp8_head,
+    _fp8_speed,
+    _fp32_head,
+    _shared_head,
+    _nextn,
+    _graphs,
+    _no_faking,
+)

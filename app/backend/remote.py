@@ -1,0 +1,408 @@
+"""RemoteBackend: chat with a running SGLang 0.5.23 server over HTTP.
+
+Source paths are relative to the `sglang/srt/` package of the 0.5.23 wheel.
+
+Endpoint choice. Replies stream from `POST /v1/chat/completions`
+(`entrypoints/http_server.py:1870-1879`), not from the native `/generate`:
+- `/generate` takes raw `text` or `input_ids` (`http_server.py:928-990`) and the server
+  offers no endpoint that renders the chat template alone, so the client would have to
+  ship Ling's tokenizer and template; the chat endpoint applies the server's own template
+  and splits thinking from the answer with the server's reasoning parser (`ling3` for
+  Ling-3.0), giving `reasoning_content` deltas (`openai/serving_chat.py:973-1001`).
+- It loses nothing: with `return_spec_tokens_details` the final meta_info's `spec_*` keys
+  (present only once the request finished, `managers/tokenizer_manager.py:2753-2754`)
+  come back in a last `sglext.spec_tokens_details` chunk (`serving_chat.py:2513-2516,
+  2703-2764`), and `stream_options.continuous_usage_stats` puts the cumulative token count
+  on every chunk. `wire.py` maps both back to native meta_info names.
+- It works the same on a plain SGLang server.
+
+Start-up: `GET /health` (never needs the API key, `utils/auth.py:101-105`; may run a
+one-token generation for up to 20 s, `http_server.py:218, 721-799`), then
+`GET /server_info` (`http_server.py:863-890`), then a short greedy warm-up reply whose
+`spec_accept_length` feeds the proof. The server info JSON is the resolved server args
+with `scheduler_infos[0]` merged in at the top level (`utils/common.py:3584-3593`,
+`http_server.py:2857-2861`), so ling-chat's patched scheduler's `get_init_info()`
+evidence is read from the top-level key `"ling_chat_proof"`.
+
+Stop: `POST /abort_request {"rid": ...}` (`http_server.py:1721-1731`) makes the server end
+the stream with `finish_reason: "abort"` and its final statistics; if it does not within
+`STOP_GRACE_S`, the connection is closed (SGLang then aborts the request itself 2 s later,
+`managers/tokenizer_manager.py:2427-2438`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from app.backend.engine_config import PROFILES
+from app.backend.proof import build_report
+from app.backend.protocol import (
+    BackendInfo,
+    LoadStage,
+    ProofReport,
+    ReplyDone,
+    ReplyError,
+    ReplyEvent,
+    TextChunk,
+)
+from app.backend.wire import ChatStream, SSELines, WireError, chat_request
+from app.chat import ChatMessage, Role, Sampling
+from app.errors import ConfigError, ProofFailed, ServerError
+
+logger = logging.getLogger(__name__)
+
+REQUEST_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+"""For /health (up to 20 s of SGLang's own check), /server_info and /abort_request."""
+STREAM_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=120.0)
+"""For replies: headers arrive only after the first token (`serving_chat.py:2422-2428`),
+so `read` covers queueing plus the prefill of a long conversation."""
+STOP_GRACE_S = 2.0
+"""How long `stop_reply` waits for the server to end an aborted stream itself."""
+PROOF_KEY = "ling_chat_proof"
+"""Where ling-chat's patched scheduler publishes its evidence in `/server_info`."""
+WARMUP_MESSAGES = (ChatMessage(Role.USER, "Count from 1 to 40, separated by commas."),)
+WARMUP_SAMPLING = Sampling(temperature=0.0, top_p=1.0, top_k=1, max_new_tokens=48)
+"""Greedy and predictable, so a working draft head shows a clear accept length."""
+
+
+@dataclass(slots=True, eq=False)
+class _Reply:
+    """One reply in flight: its request id and the task reading its stream."""
+
+    rid: str
+    events: asyncio.Queue[ReplyEvent | None] = field(default_factory=asyncio.Queue)
+    """The reply's events, then None once the reading task ended."""
+    stopping: bool = False
+    task: asyncio.Task[None] | None = None
+
+
+class RemoteBackend:
+    """A `ChatBackend` for an SGLang server at `base_url` (`kind="server"`).
+
+    `start()` raises `ServerError` when the server cannot be used and `ProofFailed` when
+    an optimization is not proven; `proof()` then still returns the report. With
+    `allow_unoptimized=True` start-up succeeds anyway: the UI learns it from
+    `(await backend.proof()).ok` being False (the last `proof` stage says so too).
+    `warnings` holds what the UI should show before chatting (e.g. plain HTTP across
+    the network).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        client: httpx.AsyncClient | None = None,
+        min_accept_length: float = 1.5,
+        allow_unoptimized: bool = False,
+        profile: str = "stack",
+    ) -> None:
+        url = httpx.URL(base_url)
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ConfigError(f"server URL must be http:// or https://HOST[:PORT]: {base_url!r}")
+        if profile not in PROFILES:
+            raise ConfigError(f"unknown profile {profile!r}: one of {', '.join(PROFILES)}")
+        self.base_url = base_url.rstrip("/")
+        self.min_accept_length = min_accept_length
+        self.allow_unoptimized = allow_unoptimized
+        self.profile = profile
+        self.warnings: list[str] = []
+        if url.scheme == "http" and not is_loopback(url.host):
+            self.warnings.append(
+                f"plain http:// to {url.host}: prompts, replies and the API key cross the "
+                "network unencrypted (use https:// or an SSH tunnel)"
+            )
+            logger.warning(self.warnings[-1])
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._api_key_given = api_key is not None
+        self._owns_client = client is None
+        self._client = client if client is not None else httpx.AsyncClient()
+        self._server_info: Mapping[str, Any] = {}
+        self._report: ProofReport | None = None
+        self._reply: _Reply | None = None
+
+    @property
+    def info(self) -> BackendInfo:
+        """What the server runs; model and version stay empty until `start()` read them."""
+        server = self._server_info
+        return BackendInfo(
+            kind="server",
+            model=str(server.get("model_path") or ""),
+            sglang_version=str(server.get("version") or ""),
+            profile=self.profile,
+            speculative=bool(server.get("speculative_algorithm")),
+        )
+
+    async def start(self) -> AsyncIterator[LoadStage]:
+        """Connect, read the server info, warm up, judge the proof."""
+        began = time.perf_counter()
+
+        def stage(name: str, done: bool, detail: str = "") -> LoadStage:
+            return LoadStage(name, done, time.perf_counter() - began, detail)
+
+        yield stage("connect", False, self.base_url)
+        await self._get("/health")
+        yield stage("connect", True, "; ".join(self.warnings) or "server is up")
+
+        yield stage("server info", False)
+        self._server_info = server = await self._read_server_info()
+        algorithm = server.get("speculative_algorithm") or "off"
+        yield stage(
+            "server info",
+            True,
+            f"SGLang {server['version']}, {server['model_path']}, speculative {algorithm}",
+        )
+
+        yield stage("warm-up", False, f"{WARMUP_SAMPLING.max_new_tokens} greedy tokens")
+        accept = await self._warm_up()
+        yield stage(
+            "warm-up",
+            True,
+            "no speculative stats" if accept is None else f"accept length {accept:.2f}",
+        )
+
+        yield stage("proof", False)
+        facts = server.get(PROOF_KEY)
+        # A plain server has no proof: every lever is judged on empty facts and fails.
+        self._report = report = build_report(
+            facts if isinstance(facts, dict) else {},
+            profile=self.profile,
+            min_accept_length=self.min_accept_length,
+            warmup_accept_length=accept,
+        )
+        if not report.ok and not self.allow_unoptimized:
+            why = (
+                ", ".join(line.title for line in report.failed)
+                if isinstance(facts, dict)
+                else f"it publishes no {PROOF_KEY} (a server not started by ling-chat)"
+            )
+            raise ProofFailed(
+                f"{self.base_url} is not proven optimized ({report.summary()}): {why}; "
+                "use ling-chat's server, or allow an unoptimized one"
+            )
+        yield stage(
+            "proof",
+            True,
+            report.summary() if report.ok else f"{report.summary()}: unproven, chatting anyway",
+        )
+
+    async def proof(self) -> ProofReport:
+        """The report judged by `start()`, also after it raised `ProofFailed`."""
+        if self._report is None:
+            raise RuntimeError("proof() needs start() to have reached the proof stage")
+        return self._report
+
+    async def stream_reply(
+        self, messages: Sequence[ChatMessage], sampling: Sampling
+    ) -> AsyncIterator[ReplyEvent]:
+        """Stream one reply; the last event is a `ReplyDone` or a `ReplyError`."""
+        reply = _Reply(rid=f"ling-chat-{uuid.uuid4().hex}")
+        model = str(self._server_info.get("served_model_name") or "default")
+        body = chat_request(messages, sampling, model=model, rid=reply.rid)
+        reply.task = asyncio.create_task(self._read_reply(reply, body))
+        reply.task.add_done_callback(lambda _: reply.events.put_nowait(None))
+        self._reply = reply
+        try:
+            while True:
+                event = await reply.events.get()
+                if event is None:  # the reader ended without a last event: it crashed
+                    reply.task.result()
+                    return
+                yield event
+                if not isinstance(event, TextChunk):
+                    return
+        finally:
+            if self._reply is reply:
+                self._reply = None
+            reply.task.cancel()
+            await asyncio.gather(reply.task, return_exceptions=True)
+
+    async def stop_reply(self) -> None:
+        """Abort the reply in flight; its stream ends with `ReplyDone("abort")`."""
+        reply = self._reply
+        if reply is None or reply.task is None or reply.task.done():
+            return
+        reply.stopping = True
+        if await self._abort_on_server(reply.rid):
+            await asyncio.wait({reply.task}, timeout=STOP_GRACE_S)
+        reply.task.cancel()  # no-op when the server ended the stream itself
+        await asyncio.gather(reply.task, return_exceptions=True)
+
+    async def shutdown(self) -> None:
+        """End any reply in flight and close the HTTP client if this backend made it."""
+        reply = self._reply
+        if reply is not None and reply.task is not None:
+            reply.stopping = True
+            reply.task.cancel()
+            await asyncio.gather(reply.task, return_exceptions=True)
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def _warm_up(self) -> float | None:
+        """Run the warm-up reply; its `spec_accept_length`, None without speculation."""
+        events = [event async for event in self.stream_reply(WARMUP_MESSAGES, WARMUP_SAMPLING)]
+        last = events[-1]
+        if isinstance(last, ReplyError):
+            raise ServerError(f"warm-up reply failed: {last.message}")
+        accept = last.meta_info.get("spec_accept_length") if isinstance(last, ReplyDone) else None
+        return float(accept) if isinstance(accept, int | float) else None
+
+    async def _read_reply(self, reply: _Reply, body: Mapping[str, Any]) -> None:
+        """Read the reply into `reply.events`; the last event put is a Done or an Error."""
+        stream = ChatStream(reply.rid)
+        try:
+            failure = await self._read_stream(reply, stream, body)
+        except asyncio.CancelledError:
+            if reply.stopping:
+                reply.events.put_nowait(stream.aborted(time.perf_counter()))
+            raise
+        if stream.ended:
+            return
+        if reply.stopping:  # the abort cut the stream off
+            reply.events.put_nowait(stream.aborted(time.perf_counter()))
+            return
+        failure = failure or (
+            f"the reply stream from {self.base_url} ended early (no [DONE]): "
+            "the server may have died"
+        )
+        reply.events.put_nowait(ReplyError(failure, time.perf_counter()))
+
+    async def _read_stream(
+        self, reply: _Reply, stream: ChatStream, body: Mapping[str, Any]
+    ) -> str | None:
+        """Put the stream's events; returns a one-line failure, or None once the body ended."""
+        what = "POST /v1/chat/completions"
+        try:
+            async with self._client.stream(
+                "POST",
+                self._url("/v1/chat/completions"),
+                json=body,
+                headers=self._headers,
+                timeout=STREAM_TIMEOUT,
+            ) as response:
+                if response.status_code != 200:
+                    await response.aread()
+                    return self._status_message(response, what)
+                lines = SSELines()
+                async for data in response.aiter_bytes():
+                    at = time.perf_counter()
+                    for line in lines.feed(data):
+                        for event in stream.feed(line, at):
+                            reply.events.put_nowait(event)
+                        if stream.ended:
+                            return None
+        except WireError as exc:
+            return f"{self.base_url} sent a broken reply stream: {exc}"
+        except httpx.HTTPError as exc:
+            return self._transport_message(exc, what, STREAM_TIMEOUT)
+        return None
+
+    async def _abort_on_server(self, rid: str) -> bool:
+        """POST /abort_request; False when the server did not take it."""
+        try:
+            response = await self._client.post(
+                self._url("/abort_request"),
+                json={"rid": rid},
+                headers=self._headers,
+                timeout=REQUEST_TIMEOUT,
+            )
+        except httpx.HTTPError as exc:
+            logger.warning("abort_request for %s failed: %s", rid, exc)
+            return False
+        return response.status_code == 200
+
+    async def _get(self, path: str) -> httpx.Response:
+        what = f"GET {path}"
+        try:
+            response = await self._client.get(
+                self._url(path), headers=self._headers, timeout=REQUEST_TIMEOUT
+            )
+        except httpx.HTTPError as exc:
+            raise ServerError(self._transport_message(exc, what, REQUEST_TIMEOUT)) from exc
+        if response.status_code != 200:
+            raise ServerError(self._status_message(response, what))
+        return response
+
+    async def _read_server_info(self) -> dict[str, Any]:
+        response = await self._get("/server_info")
+        not_sglang = f"{self.base_url} is not an SGLang server: GET /server_info returned"
+        try:
+            info = response.json()
+        except ValueError:
+            kind = response.headers.get("content-type", "no content type").split(";")[0]
+            raise ServerError(f"{not_sglang} {kind}, not JSON") from None
+        if not (
+            isinstance(info, dict) and isinstance(info.get("version"), str) and "model_path" in info
+        ):
+            raise ServerError(f"{not_sglang} JSON without SGLang's 'version' and 'model_path'")
+        return info
+
+    def _url(self, path: str) -> str:
+        return f"{self.base_url}{path}"
+
+    def _status_message(self, response: httpx.Response, what: str) -> str:
+        """One line for a non-200 answer (401/403 come from `utils/auth.py:192-204`)."""
+        code = response.status_code
+        if code == 401 and self._api_key_given:
+            return f"{self.base_url} rejected the API key (HTTP 401 on {what}): check the key"
+        if code == 401:
+            return f"{self.base_url} requires an API key (HTTP 401 on {what}): pass one"
+        if code == 403:
+            return f"{self.base_url} refused the API key (HTTP 403 on {what}): wrong key?"
+        if code == 404:
+            return f"{self.base_url} is not an SGLang server ({what}: HTTP 404)"
+        if code == 503 and what == "GET /health":
+            return f"{self.base_url} is not ready (HTTP 503 on {what}): still loading or unhealthy"
+        return f"{what} to {self.base_url} failed: HTTP {code}{_error_detail(response)}"
+
+    def _transport_message(self, exc: httpx.HTTPError, what: str, timeout: httpx.Timeout) -> str:
+        """One line for a failure below HTTP: refused, timed out, cut off."""
+        if isinstance(exc, httpx.ConnectTimeout):
+            return f"timed out connecting to {self.base_url} after {timeout.connect:g} s ({what})"
+        if isinstance(exc, httpx.ReadTimeout):
+            return (
+                f"{self.base_url} sent nothing for {timeout.read:g} s ({what}): "
+                "the server is stuck or overloaded"
+            )
+        if isinstance(exc, httpx.ConnectError):
+            reason = _one_line(str(exc)) or "connection failed"
+            return f"cannot connect to {self.base_url} ({what}): {reason}"
+        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
+            return f"{self.base_url} closed the connection ({what}): the server may have died"
+        return f"{what} to {self.base_url} failed: {type(exc).__name__}: {_one_line(str(exc))}"
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost, 127.0.0.0/8 and ::1."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _error_detail(response: httpx.Response) -> str:
+    """`: message` from an SGLang error body (`serving_base.py:205-221`), else ''."""
+    try:
+        body = response.json()
+    except ValueError:
+        return ""
+    message = (body.get("message") or body.get("error")) if isinstance(body, dict) else None
+    if isinstance(message, dict):
+        message = message.get("message")
+    return f": {_one_line(str(message))}" if message else ""
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,0 +1,287 @@
+"""Recorded sessions: `RecordingBackend` writes a trace, `ReplayBackend` plays it back.
+
+A trace is one JSON file (schema `TRACE_FORMAT`, version `TRACE_VERSION`):
+
+    {"format": "ling-chat-trace", "version": 1, "recorded_at": "2025-01-01T00:00:00+00:00",
+     "info": {"kind": "engine", "model": ..., "sglang_version": ..., "profile": ...,
+              "speculative": true},
+     "stages": [{"name": ..., "done": false, "elapsed_s": 0.0, "detail": ""}, ...],
+     "proof": {...ProofReport.to_dict()...} | null,
+     "replies": [{"request": {"messages": [{"role": "user", "content": ...}],
+                              "sampling": {"temperature": ..., ...}},
+                  "events": [{"type": "chunk", "t": 0.21, "answer": ..., "reasoning": ...,
+                              "completion_tokens": 3},
+                             ...,
+                             {"type": "done", "t": 4.2, "finish_reason": "stop",
+                              "meta_info": {...}}]}]}
+
+`t` is seconds since the request was sent; the last event of a reply is a `done` or an
+`error` (`{"type": "error", "t": ..., "message": ...}`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from app.backend.protocol import (
+    BackendInfo,
+    ChatBackend,
+    LoadStage,
+    ProofReport,
+    ReplyDone,
+    ReplyError,
+    ReplyEvent,
+    TextChunk,
+)
+from app.chat import ChatMessage, Sampling
+from app.errors import BackendError
+
+TRACE_FORMAT: Final = "ling-chat-trace"
+TRACE_VERSION: Final = 1
+MAX_STAGE_GAP_S: Final = 1.0
+"""Replayed start-up never waits longer than this between two stages (loads take minutes)."""
+
+
+def event_to_dict(event: ReplyEvent, started_at: float) -> dict[str, Any]:
+    """One reply event as trace JSON, its time made relative to `started_at`."""
+    t = round(event.at - started_at, 6)
+    if isinstance(event, TextChunk):
+        return {
+            "type": "chunk",
+            "t": t,
+            "answer": event.answer,
+            "reasoning": event.reasoning,
+            "completion_tokens": event.completion_tokens,
+        }
+    if isinstance(event, ReplyDone):
+        return {
+            "type": "done",
+            "t": t,
+            "finish_reason": event.finish_reason,
+            "meta_info": dict(event.meta_info),
+        }
+    return {"type": "error", "t": t, "message": event.message}
+
+
+def event_from_dict(data: Mapping[str, Any], at: float) -> ReplyEvent:
+    """Rebuild a reply event from trace JSON, stamped with arrival time `at`."""
+    kind = data["type"]
+    if kind == "chunk":
+        return TextChunk(
+            answer=data["answer"],
+            reasoning=data["reasoning"],
+            completion_tokens=int(data["completion_tokens"]),
+            at=at,
+        )
+    if kind == "done":
+        return ReplyDone(finish_reason=data["finish_reason"], meta_info=data["meta_info"], at=at)
+    if kind == "error":
+        return ReplyError(message=data["message"], at=at)
+    raise ValueError(f"unknown event type {kind!r}")
+
+
+def write_trace(path: Path, trace: Mapping[str, Any]) -> None:
+    """Write `trace` to `path` atomically: a crash leaves the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            json.dump(trace, file, ensure_ascii=False)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_trace(path: Path) -> dict[str, Any]:
+    """Read and check a trace file; problems raise a one-line `BackendError`."""
+    try:
+        trace = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise BackendError(f"{path}: no such trace file") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BackendError(f"{path}: not a readable trace ({exc})") from exc
+    if not isinstance(trace, dict) or trace.get("format") != TRACE_FORMAT:
+        raise BackendError(f"{path}: not a ling-chat trace")
+    if trace.get("version") != TRACE_VERSION:
+        raise BackendError(
+            f"{path}: trace version {trace.get('version')!r} is not supported "
+            f"(this ling-chat reads version {TRACE_VERSION})"
+        )
+    try:
+        BackendInfo(**trace["info"])
+        for stage in trace["stages"]:
+            LoadStage(**stage)
+        if trace["proof"] is not None:
+            ProofReport.from_dict(trace["proof"])
+        for reply in trace["replies"]:
+            for event in reply["events"]:
+                event_from_dict(event, 0.0)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BackendError(f"{path}: malformed trace ({exc!r})") from exc
+    return trace
+
+
+class ReplayBackend:
+    """A `ChatBackend` that plays a recorded trace in real time (or `speed` times faster).
+
+    Successive requests play successive recorded replies, starting over after the last.
+    """
+
+    def __init__(self, path: Path | str, *, speed: float = 1.0) -> None:
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        self._path = Path(path)
+        self._trace = read_trace(self._path)
+        self._speed = speed
+        self._next_reply = 0
+        self._abort = asyncio.Event()
+        recorded = self._trace["info"]
+        self._info = BackendInfo(**{**recorded, "kind": "replay"})
+
+    @property
+    def info(self) -> BackendInfo:
+        """The recorded backend's facts, with `kind == "replay"`."""
+        return self._info
+
+    @property
+    def reply_count(self) -> int:
+        """How many replies the trace holds."""
+        return len(self._trace["replies"])
+
+    async def start(self) -> AsyncIterator[LoadStage]:
+        """Replay the recorded load stages, each gap capped at `MAX_STAGE_GAP_S`."""
+        previous = 0.0
+        for data in self._trace["stages"]:
+            stage = LoadStage(**data)
+            gap = max(0.0, stage.elapsed_s - previous) / self._speed
+            await asyncio.sleep(min(gap, MAX_STAGE_GAP_S))
+            previous = stage.elapsed_s
+            yield stage
+
+    async def proof(self) -> ProofReport:
+        """The recorded proof report."""
+        if self._trace["proof"] is None:
+            raise BackendError(f"{self._path}: the trace holds no proof report")
+        return ProofReport.from_dict(self._trace["proof"])
+
+    async def stream_reply(
+        self, messages: Sequence[ChatMessage], sampling: Sampling
+    ) -> AsyncIterator[ReplyEvent]:
+        """Play the next recorded reply with its recorded timing; ignores the request."""
+        started = time.perf_counter()
+        if not self._trace["replies"]:
+            yield ReplyError(f"{self._path}: the trace holds no replies", at=started)
+            return
+        reply = self._trace["replies"][self._next_reply % self.reply_count]
+        self._next_reply += 1
+        self._abort.clear()
+        final = reply["events"][-1] if reply["events"] else {}
+        prompt_tokens = final.get("meta_info", {}).get("prompt_tokens", 0)
+        completion_tokens = 0
+        for data in reply["events"]:
+            delay = started + data["t"] / self._speed - time.perf_counter()
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._abort.wait(), delay)
+            if self._abort.is_set():
+                meta = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+                yield ReplyDone("abort", meta, at=time.perf_counter())
+                return
+            event = event_from_dict(data, time.perf_counter())
+            if isinstance(event, TextChunk):
+                completion_tokens = event.completion_tokens
+            yield event
+
+    async def stop_reply(self) -> None:
+        """End the reply being played with `finish_reason == "abort"`."""
+        self._abort.set()
+
+    async def shutdown(self) -> None:
+        """Nothing to stop."""
+
+
+class RecordingBackend:
+    """Wraps any `ChatBackend` and records what passes through it to a trace file.
+
+    The file is rewritten atomically after start-up, the proof and each finished reply,
+    so a crash loses at most the reply in flight.
+    """
+
+    def __init__(self, inner: ChatBackend, path: Path | str) -> None:
+        self._inner = inner
+        self._path = Path(path)
+        self._trace: dict[str, Any] = {
+            "format": TRACE_FORMAT,
+            "version": TRACE_VERSION,
+            "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "info": asdict(inner.info),
+            "stages": [],
+            "proof": None,
+            "replies": [],
+        }
+
+    @property
+    def info(self) -> BackendInfo:
+        """The wrapped backend's facts."""
+        return self._inner.info
+
+    async def start(self) -> AsyncIterator[LoadStage]:
+        """Pass the stages through, recording each; the trace is written when start-up ends."""
+        async for stage in self._inner.start():
+            self._trace["stages"].append(asdict(stage))
+            yield stage
+        self._save()
+
+    async def proof(self) -> ProofReport:
+        """Pass the proof report through and record it."""
+        report = await self._inner.proof()
+        self._trace["proof"] = report.to_dict()
+        self._save()
+        return report
+
+    async def stream_reply(
+        self, messages: Sequence[ChatMessage], sampling: Sampling
+    ) -> AsyncIterator[ReplyEvent]:
+        """Pass the reply through; once it has ended, record it and rewrite the trace."""
+        started = time.perf_counter()
+        events: list[dict[str, Any]] = []
+        async for event in self._inner.stream_reply(messages, sampling):
+            events.append(event_to_dict(event, started))
+            if not isinstance(event, TextChunk):
+                self._trace["replies"].append(
+                    {
+                        "request": {
+                            "messages": [
+                                {"role": str(m.role), "content": m.content} for m in messages
+                            ],
+                            "sampling": asdict(sampling),
+                        },
+                        "events": events,
+                    }
+                )
+                self._save()
+            yield event
+
+    async def stop_reply(self) -> None:
+        """Stop the wrapped backend's reply."""
+        await self._inner.stop_reply()
+
+    async def shutdown(self) -> None:
+        """Shut the wrapped backend down."""
+        await self._inner.shutdown()
+
+    def _save(self) -> None:
+        write_trace(self._path, self._trace)

@@ -1,0 +1,68 @@
+"""`ling-chat serve`: SGLang's own HTTP server running ling-chat's patched scheduler.
+
+The model changes are the in-process engine's (same scheduler entry, same plan), the
+evidence reaches clients in `/server_info` under `ling_chat_proof`, and once SGLang's
+warm-up is done the server judges itself through its own HTTP API, exactly as a remote
+client would, and shuts down if the proof fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Callable
+
+from app.backend.engine import gpu_facts
+from app.backend.engine_config import EngineConfig, server_args
+from app.backend.patches import PLAN_ENV, PatchPlan
+from app.backend.protocol import ProofReport
+from app.backend.remote import RemoteBackend
+
+
+def serve(config: EngineConfig, report_out: Callable[[ProofReport], None]) -> bool:
+    """Run the server until it stops; returns False when its proof refused it."""
+    from sglang.srt.entrypoints.http_server import launch_server
+    from sglang.srt.server_args import ServerArgs
+
+    from app.backend import patches
+
+    os.environ[PLAN_ENV] = PatchPlan(fp8_head=config.levers.fp8_head).to_env()
+    args = ServerArgs(**server_args(config, gpu_facts()))
+    verdict: list[bool] = []
+
+    def judge_self() -> None:
+        """Runs in SGLang's warm-up thread once the server is ready."""
+        report = asyncio.run(self_proof(args.host, args.port, args.api_key, config))
+        report_out(report)
+        verdict.append(report.ok)
+        if not report.ok:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    launch_server(
+        args,
+        run_scheduler_process_func=patches.run_scheduler_process,
+        run_detokenizer_process_func=patches.run_detokenizer_process,
+        launch_callback=judge_self,
+    )
+    return all(verdict)
+
+
+async def self_proof(
+    host: str, port: int, api_key: str | None, config: EngineConfig
+) -> ProofReport:
+    """The proof as a client sees it: server info plus a measured warm-up reply."""
+    local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    client = RemoteBackend(
+        f"http://{local}:{port}",
+        api_key=api_key,
+        min_accept_length=config.min_accept_length,
+        allow_unoptimized=True,
+        profile=config.profile,
+    )
+    try:
+        async for _stage in client.start():
+            pass
+        return await client.proof()
+    finally:
+        await client.shutdown()

@@ -1,0 +1,199 @@
+"""SGLang 0.5.23's OpenAI-compatible chat stream: the request body and an SSE line parser.
+
+Pure functions and state, no I/O: `remote.py` does the HTTP. Source paths are relative
+to the `sglang/srt/` package of the 0.5.23 wheel.
+
+Wire format of one streamed reply (`entrypoints/openai/serving_chat.py`, `_generate_chat_stream`):
+
+    data: {"id": RID, "object": "chat.completion.chunk", ..., "choices": [{"index": 0,
+           "delta": {"reasoning_content": null, "role": "assistant", "content": ""},
+           "logprobs": null, "finish_reason": null, "matched_stop": null}]}
+    data: {... "delta": {"reasoning_content": "Let me"} ..., "usage": {...}}   reasoning
+    data: {... "delta": {"reasoning_content": null, "content": "Hi"} ..., "usage": {...}}
+    data: {... "delta": {"reasoning_content": null}, "finish_reason": "stop", ...}
+    data: {... "choices": [], "sglext": {"spec_tokens_details": {...}}}   :2735-2764
+    data: {... "choices": [], "usage": {...}}                            :2767-2797
+    data: [DONE]                                                         :2805
+
+Chunk shapes: `entrypoints/openai/sse_utils.py:13-99` (content chunks) and
+`entrypoints/openai/protocol.py:1388-1402` (`ChatCompletionStreamResponse`, the sglext
+and usage chunks). A failure after the stream started is `data: {"error": {...}}`
+(`serving_chat.py:2566-2579, 2799-2803`; shape `serving_base.py:223-237`).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.backend.protocol import ReplyDone, ReplyError, ReplyEvent, TextChunk
+from app.chat import ChatMessage, Sampling
+
+_FINISH_REASONS = {"stop": "stop", "length": "length", "abort": "abort", "tool_calls": "stop"}
+"""Chat finish reasons (`protocol.py:1373-1377`) as the protocol's three; others read as stop."""
+
+_CONDITIONAL_SPEC_KEYS = frozenset(
+    {
+        "spec_cap_length",
+        "spec_block_accept_length",
+        "spec_correct_drafts_histogram",
+        "spec_cap_lens_histogram",
+    }
+)
+"""Keys native meta_info carries only when set (`managers/tokenizer_manager.py:3176-3209`);
+`SpecTokensDetails` (`protocol.py:456-467`) fills them with 0 or [] instead."""
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+class WireError(ValueError):
+    """A line that is not part of SGLang's chat event stream."""
+
+
+class SSELines:
+    """Split a UTF-8 byte stream into event-stream lines, ended by CRLF, LF or CR only.
+
+    Not httpx's `aiter_lines`: it splits like `str.splitlines`, also at U+0085, U+2028
+    and U+2029, which JSON strings may hold unescaped (SGLang writes raw UTF-8), so
+    model text holding one would cut a `data:` line in two.
+    """
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pending = ""
+
+    def feed(self, data: bytes) -> list[str]:
+        """The lines completed by `data`; a trailing CR waits for a possible LF."""
+        text = self._pending + self._decoder.decode(data)
+        held = "\r" if text.endswith("\r") else ""
+        *lines, rest = _LINE_END.split(text[: len(text) - len(held)])
+        self._pending = rest + held
+        return lines
+
+
+def chat_request(
+    messages: Sequence[ChatMessage], sampling: Sampling, *, model: str, rid: str
+) -> dict[str, Any]:
+    """The `/v1/chat/completions` body for one streamed reply.
+
+    `ChatCompletionRequest` fields (`entrypoints/openai/protocol.py:909-1050`):
+    `return_spec_tokens_details` adds the final `sglext.spec_tokens_details` chunk,
+    `continuous_usage_stats` puts the cumulative `usage` on every text chunk
+    (`serving_chat.py:984-991, 1034-1041`), and `rid` becomes the request id that
+    `/abort_request` takes (`serving_chat.py:1395`; kept as given, `managers/io_struct.py:563`).
+    """
+    return {
+        "model": model,
+        "messages": [{"role": str(m.role), "content": m.content} for m in messages],
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        "return_spec_tokens_details": True,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "top_k": sampling.top_k,
+        "max_completion_tokens": sampling.max_new_tokens,
+        "rid": rid,
+    }
+
+
+@dataclass(slots=True)
+class ChatStream:
+    """The state of one streamed reply: feed it SSE lines, get `ReplyEvent`s back."""
+
+    rid: str
+    completion_tokens: int = 0
+    ended: bool = False
+    """True once `[DONE]` or an error event arrived: read no further."""
+    _finish: dict[str, Any] | None = None
+    _usage: dict[str, Any] = field(default_factory=dict)
+    _spec: dict[str, Any] = field(default_factory=dict)
+
+    def feed(self, line: str, at: float) -> list[ReplyEvent]:
+        """Parse one line (without its newline) that arrived at `at`.
+
+        Raises:
+            WireError: the line is not valid SSE from SGLang, or its JSON is broken.
+        """
+        if not line or line.startswith(":"):
+            return []
+        field_name, sep, value = line.partition(":")
+        if field_name in ("event", "id", "retry"):
+            return []  # `event: sglext_ids` framing (serving_chat.py:2735-2755)
+        if field_name != "data" or not sep:
+            raise WireError(f"not an event-stream line: {line[:80]!r}")
+        payload = value.removeprefix(" ")
+        if payload == "[DONE]":
+            return [self._done(at)]
+        try:
+            chunk = json.loads(payload)
+        except json.JSONDecodeError as exc:
+            raise WireError(f"invalid JSON in an event ({exc.msg}): {payload[:80]!r}") from None
+        if not isinstance(chunk, dict):
+            raise WireError(f"an event is not a JSON object: {payload[:80]!r}")
+        return self._chunk(chunk, at)
+
+    def aborted(self, at: float) -> ReplyDone:
+        """The end of a reply the client stopped before the server finished it."""
+        self._finish = {"type": "abort"}
+        return ReplyDone("abort", self.meta_info(), at)
+
+    def meta_info(self) -> dict[str, Any]:
+        """What arrived so far, under SGLang's native meta_info names."""
+        meta: dict[str, Any] = {"id": self.rid, "completion_tokens": self.completion_tokens}
+        if self._finish is not None:
+            meta["finish_reason"] = dict(self._finish)
+        for key in ("prompt_tokens", "reasoning_tokens"):
+            if isinstance(self._usage.get(key), int):
+                meta[key] = self._usage[key]
+        details = self._usage.get("prompt_tokens_details")
+        if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+            meta["cached_tokens"] = details["cached_tokens"]
+        meta.update(self._spec)
+        return meta
+
+    def _done(self, at: float) -> ReplyEvent:
+        self.ended = True
+        if self._finish is None:
+            return ReplyError("the reply stream ended without a finish reason", at)
+        return ReplyDone(_FINISH_REASONS.get(self._finish["type"], "stop"), self.meta_info(), at)
+
+    def _chunk(self, chunk: Mapping[str, Any], at: float) -> list[ReplyEvent]:
+        error = chunk.get("error")
+        if error is not None:
+            self.ended = True
+            message = error.get("message") if isinstance(error, dict) else error
+            return [ReplyError(f"the server reported an error: {message}", at)]
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._usage = usage
+            if isinstance(usage.get("completion_tokens"), int):
+                self.completion_tokens = usage["completion_tokens"]
+        sglext = chunk.get("sglext")
+        if isinstance(sglext, dict) and isinstance(sglext.get("spec_tokens_details"), dict):
+            self._spec = {
+                key: value
+                for key, value in sglext["spec_tokens_details"].items()
+                if key.startswith("spec_") and (value or key not in _CONDITIONAL_SPEC_KEYS)
+            }
+        choices = chunk.get("choices", [])
+        if not isinstance(choices, list):
+            raise WireError(f"'choices' is not a list: {choices!r:.80}")
+        events: list[ReplyEvent] = []
+        for choice in choices:
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if not isinstance(delta, dict):
+                raise WireError(f"a choice without a delta: {choice!r:.80}")
+            reasoning = delta.get("reasoning_content") or ""
+            answer = delta.get("content") or ""
+            if reasoning or answer:
+                events.append(TextChunk(str(answer), str(reasoning), self.completion_tokens, at))
+            if choice.get("finish_reason"):
+                self._finish = {"type": choice["finish_reason"]}
+                if choice.get("matched_stop") is not None:
+                    self._finish["matched"] = choice["matched_stop"]
+        return events

@@ -1,0 +1,68 @@
+"""The roofline columns of a benchmark row, from app.telemetry's byte model.
+
+Plain rows: bytes per decode step at the row's mean context, achieved GB/s = bytes /
+median TPOT. Speculative rows: bytes per emitted token = one draft+verify cycle's bytes /
+the aggregate accept length a, and the ceiling a / r, r taken with independently routed
+verify tokens (the conservative bound; perf-anchors.md §1.5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from app.backend.engine_config import NEXTN_STEPS, PROFILES
+from app.bench.results import RooflineColumns, WorkloadSummary
+from app.telemetry.mtp import mtp_cycle
+from app.telemetry.roofline import LmHead, ModelShape, Precision, achieved_gbps, roofline
+
+
+def lm_head(profile: str) -> LmHead:
+    """How a profile serves the LM head (unknown profiles: BF16)."""
+    levers = PROFILES.get(profile)
+    if levers is None:
+        return LmHead.BF16
+    if levers.fp8_head:
+        return LmHead.FP8
+    return LmHead.FP32_LOGITS if levers.fp32_logits else LmHead.BF16
+
+
+def roofline_columns(
+    profile: str, summary: WorkloadSummary, facts: Mapping[str, Any], *, peak_gbps: float
+) -> RooflineColumns | None:
+    """The row's columns; None without a config.json in `facts` or a usable one.
+
+    Args:
+        profile: decides the LM head's format.
+        summary: the measured workload.
+        facts: the engine's `describe()`: `model_config` and `config` are read.
+        peak_gbps: the memory system's peak bandwidth.
+    """
+    model_config = facts.get("model_config")
+    if not model_config or summary.context_tokens is None:
+        return None
+    head, context = lm_head(profile), round(summary.context_tokens)
+    try:
+        line = roofline(model_config, context_tokens=context, peak_gbps=peak_gbps, head=head)
+        per_token, ceiling = line.step.total, None
+        if summary.accept_length is not None:
+            steps = (facts.get("config") or {}).get("speculative_num_steps") or NEXTN_STEPS
+            cycle = mtp_cycle(
+                ModelShape.from_config(model_config),
+                Precision.from_config(model_config, head),
+                context_tokens=context,
+                draft_steps=int(steps),
+            )
+            per_token = cycle.bytes_per_token(summary.accept_length)
+            ceiling = cycle.speedup_ceiling(summary.accept_length)
+    except ValueError:
+        return None  # not a Ling-3.0 config: the byte model does not apply
+    achieved = achieved_gbps(per_token, summary.tpot_s) if summary.tpot_s else None
+    return RooflineColumns(
+        context_tokens=context,
+        bytes_per_step=line.step.total,
+        ceiling_tps=line.ceiling_tps,
+        achieved_gbps=achieved,
+        peak_share=achieved / peak_gbps if achieved is not None else None,
+        mtp_ceiling=ceiling,
+    )

@@ -1,0 +1,74 @@
+"""The narrow engine interface the benchmark drives, and what one request returns.
+
+The real implementation wraps the in-process SGLang engine (`app.backend.engine`);
+tests drive the runner with a scripted double. Timestamps are `time.perf_counter()`
+values taken by the engine adapter as the stream is consumed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class BenchSample:
+    """One finished request, timed on the client side of the stream."""
+
+    started_at: float
+    """perf_counter() just before the request was submitted."""
+    arrivals: Sequence[float]
+    """perf_counter() of every streamed chunk that carried new tokens, in order."""
+    text: str
+    """The whole generated text (not a delta)."""
+    meta_info: Mapping[str, Any]
+    """SGLang's final meta_info: completion_tokens, finish_reason, spec_verify_ct, ..."""
+    ended_at: float
+    """perf_counter() when the stream ended."""
+
+
+class BenchEngine(Protocol):
+    """A started engine serving one request at a time."""
+
+    async def generate(
+        self,
+        *,
+        input_ids: list[int] | None,
+        prompt: str | None,
+        sampling_params: dict[str, Any],
+    ) -> BenchSample:
+        """Stream one request to the end; exactly one of `input_ids` and `prompt` is set.
+
+        `prompt` is raw text, sent without a chat template. `sampling_params` is passed
+        to SGLang unchanged.
+
+        Raises:
+            BackendError: the request failed (it is recorded as an error, the run goes on).
+        """
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready facts about the running engine.
+
+        Keys: `config` (the SGLang server arguments and versions that matter),
+        `proof` (`ProofReport.to_dict()`, or None), and `model_config` (the checkpoint's
+        config.json as a dict, for the roofline; None when unknown).
+        """
+        ...
+
+    async def shutdown(self) -> None:
+        """Stop the engine and free the GPU for the next profile."""
+        ...
+
+
+EngineFactory = Callable[[str], Awaitable[BenchEngine]]
+"""Profile name -> a started, proven engine for that profile."""
+
+
+def finish_reason(meta_info: Mapping[str, Any]) -> str | None:
+    """`stop`, `length` or `abort` from SGLang's meta_info (a dict there, a str in replays)."""
+    reason = meta_info.get("finish_reason")
+    if isinstance(reason, Mapping):
+        reason = reason.get("type")
+    return str(reason) if reason is not None else None

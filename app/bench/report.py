@@ -1,0 +1,219 @@
+"""Plain-text tables of a run (each lever against the row above and the baseline), and
+the comparison of two runs with regressions flagged."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.backend.engine_config import PROFILES
+from app.bench.plot import CEILING, bars
+from app.bench.results import BenchRun, ProfileResult, RooflineColumns, WorkloadSummary
+
+BASELINE = "baseline"
+_LEVERS = {"humming": "Humming", "fp8_head": "FP8 head", "nextn": "NEXTN"}
+_NONE = "—"
+
+
+def lever_label(profile: str, previous: str | None) -> str:
+    """What a row changes against the row above, e.g. `+Humming`; else the profile name."""
+    levers, before = PROFILES.get(profile), PROFILES.get(previous or "")
+    if levers is None or before is None:
+        return profile
+    changes = [
+        ("+" if getattr(levers, attr) else "-") + name
+        for attr, name in _LEVERS.items()
+        if getattr(levers, attr) != getattr(before, attr)
+    ]
+    return " ".join(changes) or "="
+
+
+@dataclass(frozen=True, slots=True)
+class TableRow:
+    """One profile's line in a workload's table."""
+
+    profile: str
+    lever: str
+    summary: WorkloadSummary | None
+    roofline: RooflineColumns | None
+    error: str | None
+    vs_prev: float | None
+    """Decode tok/s relative to the nearest row above that has one (0.123 = +12.3%)."""
+    vs_baseline: float | None
+    """Decode tok/s relative to the `baseline` profile (else the first row with a speed)."""
+
+
+def table_rows(profiles: Sequence[ProfileResult], workload: str) -> list[TableRow]:
+    """The rows of one workload's table, in run order, with the decode-speed deltas."""
+    speeds = {}
+    for result in profiles:
+        found = result.workload(workload)
+        if found is not None and found.summary.decode_tps is not None:
+            speeds[result.profile] = found.summary.decode_tps
+    base = speeds.get(BASELINE, next(iter(speeds.values()), None))
+    rows, previous, prev_speed = [], None, None
+    for result in profiles:
+        found = result.workload(workload)
+        speed = speeds.get(result.profile)
+        rows.append(
+            TableRow(
+                profile=result.profile,
+                lever=lever_label(result.profile, previous),
+                summary=found.summary if found else None,
+                roofline=found.roofline if found else None,
+                error=result.error
+                or (f"{found.summary.errors} failed requests" if found and speed is None else None),
+                vs_prev=_ratio(speed, prev_speed),
+                vs_baseline=_ratio(speed, base),
+            )
+        )
+        previous = result.profile
+        prev_speed = speed if speed is not None else prev_speed
+    return rows
+
+
+def _ratio(value: float | None, reference: float | None) -> float | None:
+    return value / reference - 1 if value is not None and reference else None
+
+
+def _fmt(value: float | None, spec: str, scale: float = 1.0) -> str:
+    return _NONE if value is None else format(value * scale, spec)
+
+
+def _pct(value: float | None) -> str:
+    return _NONE if value is None else f"{value * 100:+.1f}%"
+
+
+def grid(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
+    """Columns padded to their widest cell; the first `left` columns align left."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
+    lines = []
+    for cells in (headers, *rows):
+        padded = [
+            cell.ljust(width) if i < left else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        ]
+        lines.append("  ".join(padded).rstrip())
+    return "\n".join(lines)
+
+
+def workload_title(description: Mapping[str, Any]) -> str:
+    """One line saying what a workload sent, e.g. `synthetic: 32768 in / 2048 out, ...`."""
+    d = description
+    name = d["name"]
+    counts = f"{d['reps']} reps x {d['num_prompts']} prompts after {d['warmup']} warm-up, batch 1"
+    if name == "synthetic":
+        what = f"{d['input_len']} in / {d['output_len']} out, greedy, ignore_eos"
+    else:
+        sampling = d["sampling"]
+        what = (
+            f"{d['dataset']}, {d['shots']}-shot CoT, T={sampling['temperature']}"
+            f" top_p={sampling['top_p']} top_k={sampling['top_k']}"
+        )
+    return f"{name}: {what}; {counts}"
+
+
+def speed_table(rows: Sequence[TableRow]) -> str:
+    """Speed, latency, accept length and accuracy, with each row's deltas."""
+    headers = ["profile", "lever", "tok/s", "vs prev", "vs base", "TPOT ms", "p95", "TTFT s"]
+    headers += ["E2E s mean", "p50", "p95", "accept", "median", "accuracy", "err", "trunc"]
+    lines = []
+    for row in rows:
+        s = row.summary
+        if s is None:
+            lines.append([row.profile, row.lever] + [_NONE] * (len(headers) - 2))
+            continue
+        lines.append(
+            [
+                row.profile,
+                row.lever,
+                _fmt(s.decode_tps, ".2f"),
+                _pct(row.vs_prev),
+                _pct(row.vs_baseline),
+                _fmt(s.tpot_s, ".2f", 1000),
+                _fmt(s.tpot_p95_s, ".2f", 1000),
+                _fmt(s.ttft_s, ".3f"),
+                _fmt(s.latency_mean_s, ".2f"),
+                _fmt(s.latency_p50_s, ".2f"),
+                _fmt(s.latency_p95_s, ".2f"),
+                _fmt(s.accept_length, ".2f"),
+                _fmt(s.accept_length_median, ".2f"),
+                _fmt(s.accuracy, ".1%"),
+                str(s.errors),
+                _NONE if s.truncated is None else str(s.truncated),
+            ]
+        )
+    return grid(headers, lines, left=2)
+
+
+def roofline_table(rows: Sequence[TableRow], peak_gbps: float) -> str:
+    """Bytes per step and achieved bandwidth against the peak; a/r on speculative rows."""
+    headers = ["profile", "context", "GB/step", "ceiling tok/s", "GB/s", f"% of {peak_gbps:g}"]
+    headers.append("MTP a/r")
+    lines = []
+    for row in rows:
+        r = row.roofline
+        if r is None:
+            lines.append([row.profile] + [_NONE] * (len(headers) - 1))
+            continue
+        lines.append(
+            [
+                row.profile,
+                str(r.context_tokens),
+                _fmt(r.bytes_per_step, ".3f", 1e-9),
+                _fmt(r.ceiling_tps, ".1f"),
+                _fmt(r.achieved_gbps, ".1f"),
+                _fmt(r.peak_share, ".1%"),
+                _fmt(r.mtp_ceiling, ".2f"),
+            ]
+        )
+    return grid(headers, lines)
+
+
+def speed_plot(rows: Sequence[TableRow], peak_gbps: float) -> str:
+    """Decode tok/s bars with each row's bandwidth ceiling (times a/r on speculative rows)."""
+    items = [
+        (
+            row.profile,
+            row.summary.decode_tps if row.summary else None,
+            row.roofline.ceiling_tps * (row.roofline.mtp_ceiling or 1.0) if row.roofline else None,
+        )
+        for row in rows
+    ]
+    title = "decode tok/s"
+    if any(ceiling for _, _, ceiling in items):
+        title += f" ({CEILING} bandwidth ceiling at {peak_gbps:g} GB/s)"
+    return f"{title}\n{bars(items)}"
+
+
+def render_run(run: BenchRun) -> str:
+    """Every workload's speed table, roofline table, plot and failures."""
+    peak = float(run.plan["peak_gbps"])
+    blocks = []
+    for description in run.plan["workloads"]:
+        rows = table_rows(run.profiles, description["name"])
+        block = [workload_title(description), speed_table(rows)]
+        if any(row.roofline for row in rows):
+            block.append(roofline_table(rows, peak))
+        block.append(speed_plot(rows, peak))
+        block += [f"{row.profile}: {row.error}" for row in rows if row.error]
+        blocks.append("\n\n".join(block))
+    return "\n\n\n".join(blocks)
+
+
+def tables_json(run: BenchRun) -> dict[str, list[dict[str, Any]]]:
+    """The rows of every workload's table (profile, lever, decode tok/s and deltas)."""
+    return {
+        description["name"]: [
+            {
+                "profile": row.profile,
+                "lever": row.lever,
+                "decode_tps": row.summary.decode_tps if row.summary else None,
+                "vs_prev": row.vs_prev,
+                "vs_baseline": row.vs_baseline,
+            }
+            for row in table_rows(run.profiles, description["name"])
+        ]
+        for description in run.plan["workloads"]
+    }

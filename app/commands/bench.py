@@ -1,0 +1,250 @@
+"""Benchmark batch-1 decode, profile by profile (`bench compare A.json B.json` diffs two runs)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.backend.engine_config import PROFILES
+from app.bench.bandwidth import roofline_columns
+from app.bench.compare import compare_runs, render_comparison
+from app.bench.gsm8k import load_gsm8k
+from app.bench.report import render_run, tables_json
+from app.bench.results import BenchRun
+from app.bench.runner import run_bench
+from app.bench.workloads import Workload, reasoning_workload, synthetic_workload
+from app.commands.common import (
+    add_model_arguments,
+    engine_config,
+    settings_from,
+    sglang_overrides,
+)
+from app.errors import BackendError, ConfigError, ExportError
+from app.telemetry.roofline import DGX_SPARK_GBPS
+
+DEFAULT_PROFILES = ("baseline", "humming", "humming+fp8", "stack")
+ENGINE_PACKAGES = ("sglang", "torch", "humming")
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}")
+        return value
+
+    return parse
+
+
+def _profiles(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if unknown := [name for name in names if name not in PROFILES]:
+        raise argparse.ArgumentTypeError(
+            f"unknown profile {', '.join(unknown)}; choose from {', '.join(PROFILES)}"
+        )
+    return names
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The benchmark's options, and the `compare` subcommand."""
+    add_model_arguments(parser)
+    parser.add_argument(
+        "--profiles",
+        type=_profiles,
+        help=f"comma-separated profiles, run in this order (default: {','.join(DEFAULT_PROFILES)})",
+    )
+    parser.add_argument(
+        "--workload",
+        choices=["synthetic", "reasoning", "both"],
+        help="what to send (default: both with --dataset, else synthetic)",
+    )
+    parser.add_argument(
+        "--input-len",
+        type=_count(1),
+        default=32768,
+        help="synthetic prompt tokens (default: 32768)",
+    )
+    parser.add_argument(
+        "--output-len",
+        type=_count(2),
+        default=2048,
+        help="synthetic reply tokens, and the cap on reasoning replies (default: 2048)",
+    )
+    parser.add_argument(
+        "--dataset", type=Path, help="GSM8K-format JSONL for the reasoning workload"
+    )
+    parser.add_argument(
+        "--num-prompts", type=_count(1), default=5, help="requests per repetition (default: 5)"
+    )
+    parser.add_argument("--reps", type=_count(1), default=2, help="repetitions (default: 2)")
+    parser.add_argument(
+        "--warmup", type=_count(0), default=1, help="unmeasured requests first (default: 1)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic token ids")
+    parser.add_argument(
+        "--peak-gbps",
+        type=float,
+        default=DGX_SPARK_GBPS,
+        help=f"peak memory bandwidth for the roofline (default: {DGX_SPARK_GBPS:g}, DGX Spark)",
+    )
+    parser.add_argument("--json", type=Path, help="write every number, per request too, here")
+    parser.add_argument(
+        "--allow-unproven",
+        action="store_true",
+        help="measure a profile whose proof fails (random weights collapse accept length)",
+    )
+    sub = parser.add_subparsers(dest="bench_command", metavar="{compare}")
+    compare = sub.add_parser(
+        "compare",
+        help="per-profile changes from run A to run B; exit status 1 on a regression",
+        description="Per-profile changes from run A to run B; exit status 1 on a regression.",
+    )
+    compare.add_argument("a", type=Path, metavar="A.json")
+    compare.add_argument("b", type=Path, metavar="B.json")
+    compare.add_argument(
+        "--threshold",
+        type=float,
+        default=5.0,
+        help="percent change for the worse that counts as a regression (default: 5)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark (or `compare`); 1 when anything failed or regressed."""
+    if args.bench_command == "compare":
+        return _compare(args)
+    return _bench(args)
+
+
+def _workloads(args: argparse.Namespace) -> list[Workload]:
+    choice = args.workload or ("both" if args.dataset else "synthetic")
+    if choice != "synthetic" and args.dataset is None:
+        raise ConfigError(f"--workload {choice} needs --dataset PATH (GSM8K-format JSONL)")
+    counts = {"num_prompts": args.num_prompts, "reps": args.reps, "warmup": args.warmup}
+    workloads = []
+    if choice in ("synthetic", "both"):
+        workloads.append(
+            synthetic_workload(
+                input_len=args.input_len, output_len=args.output_len, seed=args.seed, **counts
+            )
+        )
+    if choice in ("reasoning", "both"):
+        items = load_gsm8k(args.dataset)
+        workloads.append(
+            reasoning_workload(
+                items, max_new_tokens=args.output_len, dataset=str(args.dataset), **counts
+            )
+        )
+    return workloads
+
+
+def _bench(args: argparse.Namespace) -> int:
+    if args.profile and args.profiles:
+        raise ConfigError("give --profiles or --profile, not both")
+    profiles = args.profiles or ([args.profile] if args.profile else list(DEFAULT_PROFILES))
+    if args.json is not None and not args.json.parent.is_dir():
+        raise ConfigError(f"--json {args.json}: no such directory")
+    workloads = _workloads(args)
+    settings = settings_from(args)
+    overrides = sglang_overrides(args.sglang_arg)
+    try:
+        from app.backend.bench_engine import bench_engine_factory
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in ENGINE_PACKAGES:
+            raise
+        raise BackendError(
+            f"the engine is not installed ({exc.name} missing): pip install 'ling-chat[engine]'"
+        ) from exc
+    factory = bench_engine_factory(
+        engine_config(settings, overrides), require_proof=not args.allow_unproven
+    )
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    results = asyncio.run(
+        run_bench(
+            factory,
+            profiles,
+            workloads,
+            roofline=functools.partial(roofline_columns, peak_gbps=args.peak_gbps),
+            log=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    )
+    plan = {
+        "profiles": profiles,
+        "workloads": [workload.describe() for workload in workloads],
+        "peak_gbps": args.peak_gbps,
+        "model_path": settings.model_path,
+        "mem_fraction": settings.mem_fraction,
+        "engine_overrides": overrides,
+    }
+    run_result = BenchRun(
+        created_at=started,
+        git=git_state(Path(__file__).resolve().parent),
+        plan=plan,
+        profiles=results,
+    )
+    print(render_run(run_result))
+    if args.json is not None:
+        write_json(run_result, args.json)
+    failed = any(p.error or any(w.summary.errors for w in p.workloads) for p in run_result.profiles)
+    return 1 if failed else 0
+
+
+def write_json(run: BenchRun, path: Path) -> None:
+    """The run plus each workload's table rows, as indented JSON.
+
+    Raises:
+        ExportError: the file cannot be written.
+    """
+    data = {**run.to_dict(), "tables": tables_json(run)}
+    try:
+        # default=str: a stray Path or enum in the engine's facts must not lose a long run.
+        path.write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise ExportError(f"{path}: cannot write ({exc.strerror})") from exc
+
+
+def read_json(path: Path) -> BenchRun:
+    """A run written by `write_json`.
+
+    Raises:
+        ConfigError: the file is unreadable or not a ling-chat benchmark result.
+    """
+    try:
+        return BenchRun.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from exc
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path}: not a ling-chat bench result ({exc})") from exc
+
+
+def git_state(directory: Path) -> dict[str, Any] | None:
+    """{"commit", "dirty"} of the checkout holding `directory`, or None without one."""
+
+    def git(*argv: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(directory), *argv],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+
+    try:
+        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _compare(args: argparse.Namespace) -> int:
+    comparison = compare_runs(read_json(args.a), read_json(args.b), threshold_pct=args.threshold)
+    print(f"A: {args.a}\nB: {args.b}\n")
+    print(render_comparison(comparison, threshold_pct=args.threshold))
+    return 1 if comparison.regressions else 0

@@ -1,0 +1,51 @@
+"""Start the engine, print the proof that every optimization is engaged, and stop."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Callable
+
+from app.backend.protocol import ChatBackend, ProofReport, Verdict
+from app.commands.common import add_data_arguments, add_model_arguments, settings_from
+
+MARKS = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.OFF: "off "}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_model_arguments(parser)
+    add_data_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.commands.common import make_engine_backend
+
+    backend = make_engine_backend(settings_from(args), args)
+    report = asyncio.run(run_doctor(backend))
+    return 0 if report.ok else 2
+
+
+async def run_doctor(backend: ChatBackend, out: Callable[[str], None] = print) -> ProofReport:
+    """Start `backend` showing each stage, print its proof report, shut it down."""
+    try:
+        async for stage in backend.start():
+            state = "done" if stage.done else "..."
+            detail = f"  {stage.detail}" if stage.detail and not stage.done else ""
+            out(f"[{stage.elapsed_s:6.1f}s] {stage.name} {state}{detail}")
+        report = await backend.proof()
+    finally:
+        await backend.shutdown()
+    out(format_report(report))
+    return report
+
+
+def format_report(report: ProofReport) -> str:
+    """The report as plain text: a line per lever, evidence and fix indented below."""
+    lines = [f"ling-chat proof ({report.summary()})"]
+    for line in report.lines:
+        lines.append(f"  {MARKS[line.verdict]}  {line.title}")
+        lines.append(f"        {line.evidence}")
+        if line.verdict is Verdict.FAIL and line.fix:
+            lines.append(f"        fix: {line.fix}")
+    lines.append("ready: every optimization is engaged" if report.ok else "refused to start")
+    return "\n".join(lines)

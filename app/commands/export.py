@@ -1,0 +1,57 @@
+"""Export conversations (all, or --id ones) as Markdown, JSON, JSONL or a standalone HTML page."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from app.commands.common import add_data_arguments, settings_from
+from app.storage import ChatStore
+from app.storage.export import FORMATS, collect, write_atomic
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--id`, `--format`, `-o/--output` and `--data-dir`."""
+    parser.add_argument(
+        "--id",
+        dest="ids",
+        type=int,
+        action="append",
+        metavar="ID",
+        help="conversation to export (repeatable; default: all, archived included)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=list(FORMATS),
+        help="output format (default: from the --output suffix, else md)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="file to write, `-` for stdout (default: ling-chat-export-DATE.FORMAT here)",
+    )
+    add_data_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the export and say where it went."""
+    fmt = args.format or _format_from(args.output)
+    with ChatStore.open(settings_from(args).db_path) as store:
+        export = collect(store, args.ids)
+    chunks = FORMATS[fmt](export)
+    if args.output == "-":
+        sys.stdout.writelines(chunks)
+        return 0
+    path = Path(args.output or f"ling-chat-export-{datetime.now():%Y%m%d-%H%M%S}.{fmt}")
+    write_atomic(path, chunks)
+    count = len(export.threads)
+    print(f"Exported {count} conversation{'s' * (count != 1)} to {path}")
+    return 0
+
+
+def _format_from(output: str | None) -> str:
+    suffix = Path(output).suffix.lstrip(".").lower() if output else ""
+    return suffix if suffix in FORMATS else "md"

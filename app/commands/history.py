@@ -1,0 +1,87 @@
+"""List past conversations (newest first), search them, or show one: `history show ID`."""
+
+from __future__ import annotations
+
+import argparse
+
+from app.commands.common import add_data_arguments, settings_from
+from app.storage import ChatStore, Conversation, StoredMessage
+from app.storage.render import SPEAKERS, local_time, settings_line, speed_line, status_note
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--search`, `--all`, `--limit`, `--data-dir` and the `show ID` action."""
+    parser.add_argument("--search", metavar="TEXT", help="only messages containing TEXT")
+    parser.add_argument("--all", action="store_true", help="include archived conversations")
+    parser.add_argument("--limit", type=int, metavar="N", help="show at most N entries")
+    add_data_arguments(parser)
+    actions = parser.add_subparsers(dest="history_action", metavar="ACTION")
+    show = actions.add_parser(
+        "show", help="print one conversation", description="Print one conversation."
+    )
+    show.add_argument("id", type=int, metavar="ID", help="conversation id (see `history`)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the list, the search hits or one conversation."""
+    with ChatStore.open(settings_from(args).db_path) as store:
+        if args.history_action == "show":
+            conversation = store.get_conversation(args.id)
+            print(_render_conversation(conversation, store.messages(conversation.id)))
+        elif args.search is not None:
+            _print_hits(store, args.search, args.limit)
+        else:
+            _print_list(store, args.all, args.limit)
+    return 0
+
+
+def _print_list(store: ChatStore, include_archived: bool, limit: int | None) -> None:
+    conversations = store.list_conversations(include_archived=include_archived, limit=limit)
+    if not conversations:
+        print("No conversations yet: run `ling-chat` to start one.")
+        return
+    counts = store.message_counts()
+    width = max(2, len(str(max(c.id for c in conversations))))
+    print(f"{'ID':>{width}}  {'UPDATED':16}  {'MSGS':>4}  TITLE")
+    for c in conversations:
+        archived = "  (archived)" if c.archived else ""
+        print(
+            f"{c.id:>{width}}  {local_time(c.updated_at):16}  {counts.get(c.id, 0):>4}  "
+            f"{c.title}{archived}"
+        )
+
+
+def _print_hits(store: ChatStore, text: str, limit: int | None) -> None:
+    hits = store.search(text, limit=50 if limit is None else limit)
+    if not hits:
+        print(f"No messages contain {text!r}.")
+        return
+    width = len(str(max(hit.conversation_id for hit in hits)))
+    for hit in hits:
+        print(f"{hit.conversation_id:>{width}}  {hit.title}: {hit.snippet}")
+
+
+def _render_conversation(conversation: Conversation, messages: list[StoredMessage]) -> str:
+    lines = [
+        f"#{conversation.id} {conversation.title}",
+        f"started {local_time(conversation.created_at)} · {settings_line(conversation)}",
+    ]
+    if conversation.system_prompt:
+        lines += ["", "System prompt:", _indent(conversation.system_prompt)]
+    for message in messages:
+        lines += ["", f"{SPEAKERS[message.role]} · {local_time(message.created_at)}"]
+        if message.reasoning:
+            lines += ["  (reasoning)", _indent(message.reasoning, "  │ ")]
+        if message.content:
+            lines.append(_indent(message.content))
+        if speed := speed_line(message.stats):
+            lines.append(f"  {speed}")
+        if note := status_note(message):
+            lines.append(f"  ({note})")
+    if not messages:
+        lines += ["", "(no messages)"]
+    return "\n".join(lines)
+
+
+def _indent(text: str, prefix: str = "  ") -> str:
+    return "\n".join((prefix + line).rstrip() for line in text.splitlines())

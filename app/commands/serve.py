@@ -1,0 +1,52 @@
+"""Serve the patched engine over HTTP (SGLang's server, ling-chat's proof) for remote chat."""
+
+from __future__ import annotations
+
+import argparse
+
+from app.backend.remote import is_loopback
+from app.commands.common import (
+    add_data_arguments,
+    add_model_arguments,
+    engine_config,
+    settings_from,
+    sglang_overrides,
+)
+from app.commands.doctor import format_report
+from app.errors import ConfigError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_model_arguments(parser)
+    add_data_arguments(parser)
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
+    parser.add_argument("--port", type=int, default=30000)
+    parser.add_argument("--api-key", help="required when binding to a non-loopback address")
+    parser.add_argument("--tp", type=int, default=1, help="tensor-parallel size (GPUs)")
+
+
+def run(args: argparse.Namespace) -> int:
+    overrides = serve_overrides(args)
+    config = engine_config(settings_from(args), overrides)
+    from app.backend.server import serve
+
+    ok = serve(config, lambda report: print(format_report(report), flush=True))
+    return 0 if ok else 2
+
+
+def serve_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """SGLang server arguments for serving; refuses an open bind without an API key."""
+    if not is_loopback(args.host) and not args.api_key:
+        raise ConfigError(f"serving on {args.host} needs --api-key (or bind to 127.0.0.1)")
+    if args.tp < 1:
+        raise ConfigError(f"--tp {args.tp}: must be at least 1")
+    return {
+        **sglang_overrides(args.sglang_arg),
+        "host": args.host,
+        "port": args.port,
+        "api_key": args.api_key,
+        "tp_size": args.tp,
+        # Serving may batch several clients; batch 1 is the in-process chat's setting.
+        "max_running_requests": None,
+        "cuda_graph_bs_decode": None,
+    }

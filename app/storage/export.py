@@ -1,0 +1,143 @@
+"""Exporting conversations as Markdown, JSON, JSONL or HTML, written atomically.
+
+JSON (schema version 1) is one document:
+    {"schema_version": 1, "exported_at": ISO, "engine_runs": [run, ...],
+     "conversations": [conversation, ...]}
+JSONL holds one self-contained conversation per line (an empty history is an empty file):
+    {"schema_version": 1, "engine_runs": [the runs it uses], "conversation": conversation}
+A conversation has every `Conversation` field plus "messages"; a message every
+`StoredMessage` field, with "stats" as `ReplyStats.to_dict()` or null; a run every
+`EngineRun` field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from app.errors import ExportError
+from app.storage import render
+from app.storage.database import utc_now
+from app.storage.models import Conversation, EngineRun, StoredMessage
+from app.storage.store import ChatStore
+
+SCHEMA_VERSION = 1
+"""Bumped whenever a JSON/JSONL field changes meaning or goes away."""
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    """A conversation with its messages, oldest first."""
+
+    conversation: Conversation
+    messages: list[StoredMessage]
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    """Everything an export holds."""
+
+    threads: list[Thread]
+    engine_runs: dict[int, EngineRun]
+    """The engine runs the replies were measured on, by id."""
+    exported_at: str
+
+
+def collect(store: ChatStore, ids: Sequence[int] | None = None) -> Export:
+    """Read the given conversations (in that order), or all of them oldest first.
+
+    Archived conversations are included; an unknown id raises StorageError.
+    """
+    if ids is None:
+        conversations = sorted(store.list_conversations(include_archived=True), key=lambda c: c.id)
+    else:
+        conversations = [store.get_conversation(i) for i in dict.fromkeys(ids)]
+    threads = [Thread(c, store.messages(c.id)) for c in conversations]
+    run_ids = sorted({run_id for thread in threads for run_id in _run_ids(thread)})
+    runs = {run_id: store.get_engine_run(run_id) for run_id in run_ids}
+    return Export(threads, runs, utc_now())
+
+
+def as_json(export: Export) -> Iterator[str]:
+    """The export as one JSON document."""
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "exported_at": export.exported_at,
+        "engine_runs": [_run_record(run) for run in export.engine_runs.values()],
+        "conversations": [_thread_record(thread) for thread in export.threads],
+    }
+    yield json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+def as_jsonl(export: Export) -> Iterator[str]:
+    """The export as JSON Lines, one conversation per line."""
+    for thread in export.threads:
+        line = {
+            "schema_version": SCHEMA_VERSION,
+            "engine_runs": [_run_record(export.engine_runs[i]) for i in sorted(_run_ids(thread))],
+            "conversation": _thread_record(thread),
+        }
+        yield json.dumps(line, ensure_ascii=False) + "\n"
+
+
+FORMATS: dict[str, Callable[[Export], Iterable[str]]] = {
+    "md": lambda export: render.markdown(export.threads),
+    "json": as_json,
+    "jsonl": as_jsonl,
+    "html": lambda export: render.html_page(export.threads),
+}
+"""Export format name (also the file extension) -> renderer."""
+
+
+def write_atomic(path: Path, chunks: Iterable[str]) -> None:
+    """Write text to `path` through a temporary file in the same folder and `os.replace`.
+
+    Either the whole new text lands or the old file stays as it was; if producing the
+    chunks raises, that exception propagates and no temporary file is left behind.
+    A new file is private to the user (mode 0600).
+
+    Raises:
+        ExportError: the file could not be written.
+    """
+    try:
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise ExportError(f"cannot write to {path.parent}: {exc.strerror}") from exc
+    temp = Path(name)
+    try:
+        with open(fd, "w", encoding="utf-8") as handle:
+            handle.writelines(chunks)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise ExportError(f"cannot write {path}: {exc.strerror}") from exc
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def _run_ids(thread: Thread) -> set[int]:
+    return {m.engine_run_id for m in thread.messages if m.engine_run_id is not None}
+
+
+def _thread_record(thread: Thread) -> dict[str, Any]:
+    record = asdict(thread.conversation)
+    record["messages"] = [_message_record(message) for message in thread.messages]
+    return record
+
+
+def _message_record(message: StoredMessage) -> dict[str, Any]:
+    record = {field.name: getattr(message, field.name) for field in fields(message)}
+    record["stats"] = message.stats.to_dict() if message.stats is not None else None
+    return record
+
+
+def _run_record(run: EngineRun) -> dict[str, Any]:
+    return {**asdict(run), "proof": dict(run.proof)}

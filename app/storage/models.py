@@ -1,0 +1,84 @@
+"""What the history store hands out: frozen records, never live rows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from app.chat import Role, Sampling
+from app.telemetry import ReplyStats
+
+
+class MessageStatus(StrEnum):
+    """How a stored message ended."""
+
+    COMPLETE = "complete"
+    PARTIAL = "partial"
+    """Still being written, or its writer died: the text is what was flushed."""
+    STOPPED = "stopped"
+    """The user stopped the reply."""
+    ERROR = "error"
+    """The backend failed; `StoredMessage.error` says how."""
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """One chat and the settings its replies are generated with."""
+
+    id: int
+    title: str
+    system_prompt: str
+    model: str
+    sampling: Sampling
+    created_at: str
+    """ISO-8601 UTC, like every timestamp in the store."""
+    updated_at: str
+    """Bumped whenever a message is added, finished or deleted."""
+    archived: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """One message as stored; assistant replies keep reasoning apart from the answer."""
+
+    id: int
+    conversation_id: int
+    role: Role
+    content: str
+    reasoning: str
+    status: MessageStatus
+    created_at: str
+    stats: ReplyStats | None
+    error: str | None
+    engine_run_id: int | None = None
+    """The engine run that measured this reply, when its stats were recorded with one."""
+    updated_at: str = ""
+    """When the row was last written (the last flush of a partial reply)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A message matching a search; `snippet` is one line with matches marked «like this»."""
+
+    conversation_id: int
+    message_id: int
+    title: str
+    snippet: str
+
+
+@dataclass(frozen=True, slots=True)
+class EngineRun:
+    """One start of the model side, with the proof of what it ran."""
+
+    id: int
+    kind: str
+    model: str
+    sglang_version: str
+    profile: str
+    proof_summary: str
+    """`ProofReport.summary()`, e.g. `stack: 8 pass, 0 fail, 0 off`."""
+    proof: Mapping[str, Any]
+    """`ProofReport.to_dict()`."""
+    started_at: str

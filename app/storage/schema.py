@@ -1,0 +1,117 @@
+"""The history schema as append-only sqlite-utils migrations: never edit one, add m00N_…."""
+
+from __future__ import annotations
+
+from sqlite_utils import Database, Migrations
+from sqlite_utils.db import ForeignKey
+
+MIGRATIONS = Migrations("ling-chat")
+"""Applied in order by `Connection`; each runs in one transaction with its bookkeeping."""
+
+
+@MIGRATIONS()
+def m001_initial(db: Database) -> None:
+    """Engine runs, conversations, messages with full-text search, per-reply measurements."""
+    db.table("engine_runs").create(
+        {
+            "id": int,
+            "kind": str,
+            "model": str,
+            "sglang_version": str,
+            "profile": str,
+            "proof_summary": str,
+            "proof": str,  # ProofReport.to_dict() as JSON
+            "started_at": str,
+        },
+        pk="id",
+        not_null=[
+            "kind",
+            "model",
+            "sglang_version",
+            "profile",
+            "proof_summary",
+            "proof",
+            "started_at",
+        ],
+    )
+    db.table("conversations").create(
+        {
+            "id": int,
+            "title": str,
+            "system_prompt": str,
+            "model": str,
+            "sampling": str,  # Sampling as JSON
+            "created_at": str,
+            "updated_at": str,
+            "archived": int,
+        },
+        pk="id",
+        not_null=[
+            "title",
+            "system_prompt",
+            "model",
+            "sampling",
+            "created_at",
+            "updated_at",
+            "archived",
+        ],
+        defaults={"archived": 0},
+    )
+    db.table("messages").create(
+        {
+            "id": int,
+            "conversation_id": int,
+            "role": str,
+            "content": str,
+            "reasoning": str,
+            "status": str,  # complete | partial | stopped | error
+            "error": str,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        not_null=[
+            "conversation_id",
+            "role",
+            "content",
+            "reasoning",
+            "status",
+            "created_at",
+            "updated_at",
+        ],
+        foreign_keys=[
+            ForeignKey("messages", "conversation_id", "conversations", "id", on_delete="CASCADE")
+        ],
+    )
+    db.table("messages").create_index(["conversation_id"])
+    db.table("measurements").create(
+        {
+            "id": int,
+            "message_id": int,
+            "engine_run_id": int,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "ttft_s": float,
+            "tpot_s": float,
+            "decode_tps": float,
+            "latency_s": float,
+            "accept_length": float,
+            "accept_rate": float,
+            "verify_ct": int,
+            "accept_histogram": str,  # JSON list
+            "extra": str,  # JSON object
+        },
+        pk="id",
+        not_null=["message_id", "prompt_tokens", "completion_tokens", "latency_s"],
+        foreign_keys=[
+            ForeignKey("measurements", "message_id", "messages", "id", on_delete="CASCADE"),
+            ForeignKey("measurements", "engine_run_id", "engine_runs", "id", on_delete="SET NULL"),
+        ],
+    )
+    db.table("measurements").create_index(["message_id"], unique=True)
+    db.table("measurements").create_index(["engine_run_id"])
+    # Trigram: substring search in any language (CJK too); terms under 3 characters
+    # are matched with LIKE by ChatStore.search.
+    db.table("messages").enable_fts(
+        ["content", "reasoning"], tokenize="trigram", create_triggers=True
+    )

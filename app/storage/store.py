@@ -1,0 +1,297 @@
+"""ChatStore: the one way into the history database (conversations, messages, search)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from app.backend.protocol import ProofReport
+from app.chat import Role, Sampling
+from app.errors import StorageError
+from app.storage import rows
+from app.storage.database import Connection, utc_now
+from app.storage.models import Conversation, EngineRun, MessageStatus, SearchHit, StoredMessage
+from app.storage.writer import ReplyWriter
+
+_SNIPPET_BEFORE = 30
+_SNIPPET_AFTER = 60
+
+
+class ChatStore:
+    """Conversations, messages and measurements in one SQLite file.
+
+    Every method commits before it returns; failures raise one-line `StorageError`s
+    (`DatabaseCorrupt`, `DatabaseLocked`). Use a store on the thread that opened it.
+    """
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    @classmethod
+    def open(cls, path: Path, busy_timeout_s: float = 5.0) -> ChatStore:
+        """Open (creating and migrating as needed) the history file.
+
+        Args:
+            path: the database file; missing parent folders are created.
+            busy_timeout_s: how long to wait for another process's write lock.
+
+        Raises:
+            DatabaseCorrupt: the file is not a usable SQLite database (left untouched).
+            DatabaseLocked: a migration waited past the busy timeout.
+            StorageError: the file or its folder cannot be created, read or written.
+        """
+        return cls(Connection(path, busy_timeout_s))
+
+    def close(self) -> None:
+        """Close the database."""
+        self._connection.close()
+
+    def __enter__(self) -> ChatStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def record_engine_run(
+        self, *, kind: str, model: str, sglang_version: str, profile: str, proof: dict[str, Any]
+    ) -> int:
+        """Remember one start of the model side; returns its id for `start_reply`.
+
+        Args:
+            kind: `engine`, `server` or `replay`.
+            model: the checkpoint served.
+            sglang_version: SGLang's version string.
+            profile: the optimization profile.
+            proof: `ProofReport.to_dict()`, or `{}` when no proof ran.
+        """
+        summary = ProofReport.from_dict(proof).summary() if proof else ""
+        row = {
+            "kind": kind,
+            "model": model,
+            "sglang_version": sglang_version,
+            "profile": profile,
+            "proof_summary": summary,
+            "proof": json.dumps(proof),
+            "started_at": utc_now(),
+        }
+        with self._connection.write() as db:
+            return rows.insert(db, "engine_runs", row)
+
+    def get_engine_run(self, run_id: int) -> EngineRun:
+        """One engine run; an unknown id raises StorageError."""
+        with self._connection.errors():
+            found = list(
+                self._connection.db.query("SELECT * FROM engine_runs WHERE id = ?", [run_id])
+            )
+        if not found:
+            raise StorageError(f"no engine run {run_id}")
+        return rows.engine_run(found[0])
+
+    def create_conversation(
+        self,
+        title: str = "New chat",
+        *,
+        system_prompt: str = "",
+        model: str = "",
+        sampling: Sampling | None = None,
+    ) -> Conversation:
+        """Start a conversation (default sampling when none is given)."""
+        now = utc_now()
+        row = {
+            "title": title,
+            "system_prompt": system_prompt,
+            "model": model,
+            "sampling": rows.sampling_json(sampling or Sampling()),
+            "created_at": now,
+            "updated_at": now,
+            "archived": 0,
+        }
+        with self._connection.write() as db:
+            conversation_id = rows.insert(db, "conversations", row)
+        return self.get_conversation(conversation_id)
+
+    def list_conversations(
+        self, *, include_archived: bool = False, limit: int | None = None
+    ) -> list[Conversation]:
+        """Conversations, most recently updated first."""
+        where = "" if include_archived else "WHERE archived = 0"
+        sql = f"SELECT * FROM conversations {where} ORDER BY updated_at DESC, id DESC LIMIT ?"
+        with self._connection.errors():
+            found = self._connection.db.query(sql, [-1 if limit is None else limit])
+            return [rows.conversation(row) for row in found]
+
+    def get_conversation(self, conversation_id: int) -> Conversation:
+        """One conversation; an unknown id raises StorageError."""
+        with self._connection.errors():
+            found = list(
+                self._connection.db.query(
+                    "SELECT * FROM conversations WHERE id = ?", [conversation_id]
+                )
+            )
+        if not found:
+            raise StorageError(f"no conversation {conversation_id}")
+        return rows.conversation(found[0])
+
+    def message_counts(self) -> dict[int, int]:
+        """Number of messages per conversation id (conversations without any are left out)."""
+        sql = "SELECT conversation_id, count(*) AS n FROM messages GROUP BY conversation_id"
+        with self._connection.errors():
+            return {row["conversation_id"]: row["n"] for row in self._connection.db.query(sql)}
+
+    def rename(self, conversation_id: int, title: str) -> None:
+        """Change a conversation's title."""
+        self._update_conversation(conversation_id, title=title)
+
+    def set_archived(self, conversation_id: int, archived: bool) -> None:
+        """Hide a conversation from the default list, or bring it back."""
+        self._update_conversation(conversation_id, archived=int(archived))
+
+    def update_settings(
+        self,
+        conversation_id: int,
+        *,
+        system_prompt: str | None = None,
+        sampling: Sampling | None = None,
+    ) -> None:
+        """Change the system prompt and/or sampling of later replies (None keeps a value)."""
+        changes: dict[str, Any] = {}
+        if system_prompt is not None:
+            changes["system_prompt"] = system_prompt
+        if sampling is not None:
+            changes["sampling"] = rows.sampling_json(sampling)
+        self._update_conversation(conversation_id, **changes)
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        """Delete a conversation with its messages and their measurements."""
+        with self._connection.write() as db:
+            if not db.execute("DELETE FROM conversations WHERE id = ?", [conversation_id]).rowcount:
+                raise StorageError(f"no conversation {conversation_id}")
+
+    def messages(self, conversation_id: int) -> list[StoredMessage]:
+        """A conversation's messages, oldest first, with their measurements."""
+        self.get_conversation(conversation_id)
+        with self._connection.errors():
+            return rows.select_messages(
+                self._connection.db, "m.conversation_id = ?", [conversation_id]
+            )
+
+    def add_user_message(self, conversation_id: int, content: str) -> StoredMessage:
+        """Store (and commit) the user's message; call it before generation starts."""
+        now = utc_now()
+        row = {
+            "conversation_id": conversation_id,
+            "role": Role.USER.value,
+            "content": content,
+            "reasoning": "",
+            "status": MessageStatus.COMPLETE.value,
+            "error": None,
+            "created_at": now,
+            "updated_at": now,
+        }
+        with self._connection.write() as db:
+            if not rows.touch(db, conversation_id, now):
+                raise StorageError(f"no conversation {conversation_id}")
+            message_id = rows.insert(db, "messages", row)
+            (message,) = rows.select_messages(db, "m.id = ?", [message_id])
+        return message
+
+    def delete_message(self, message_id: int) -> None:
+        """Delete one message (to regenerate a reply or edit and resend a question)."""
+        with self._connection.write() as db:
+            found = list(
+                db.query("SELECT conversation_id FROM messages WHERE id = ?", [message_id])
+            )
+            if not found:
+                raise StorageError(f"no message {message_id}")
+            db.execute("DELETE FROM messages WHERE id = ?", [message_id])
+            rows.touch(db, found[0]["conversation_id"], utc_now())
+
+    def search(self, text: str, *, limit: int = 50) -> list[SearchHit]:
+        """Messages containing every whitespace-separated term of `text`, newest first.
+
+        Terms are matched literally and case-insensitively as substrings (no query
+        syntax), in the answer or the reasoning.
+        """
+        terms = text.split()
+        if not terms:
+            return []
+        where, params = [], []
+        long_terms = [term for term in terms if len(term) >= 3]
+        if long_terms:
+            where.append("m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)")
+            params.append(" ".join('"' + term.replace('"', '""') + '"' for term in long_terms))
+        for term in terms:
+            if len(term) < 3:  # below the trigram index's reach
+                where.append(r"(m.content LIKE ? ESCAPE '\' OR m.reasoning LIKE ? ESCAPE '\')")
+                pattern = "%" + re.sub(r"([\\%_])", r"\\\1", term) + "%"
+                params += [pattern, pattern]
+        sql = (
+            "SELECT m.id, m.conversation_id, c.title, m.content, m.reasoning FROM messages AS m"
+            " JOIN conversations AS c ON c.id = m.conversation_id"
+            f" WHERE {' AND '.join(where)} ORDER BY m.id DESC LIMIT ?"
+        )
+        with self._connection.errors():
+            found = list(self._connection.db.query(sql, [*params, limit]))
+        return [
+            SearchHit(
+                conversation_id=row["conversation_id"],
+                message_id=row["id"],
+                title=row["title"],
+                snippet=_snippet(row["content"], row["reasoning"], terms),
+            )
+            for row in found
+        ]
+
+    def start_reply(
+        self,
+        conversation_id: int,
+        *,
+        engine_run_id: int | None = None,
+        flush_interval_s: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> ReplyWriter:
+        """A writer for the assistant's next reply in a conversation.
+
+        Args:
+            conversation_id: where the reply goes (must exist).
+            engine_run_id: the `record_engine_run` id its measurements belong to.
+            flush_interval_s: the most text-arrival time a crash may lose.
+            clock: seconds, for the flush interval (tests pass a fake).
+        """
+        self.get_conversation(conversation_id)
+        return ReplyWriter(
+            self._connection,
+            conversation_id,
+            engine_run_id=engine_run_id,
+            flush_interval_s=flush_interval_s,
+            clock=clock,
+        )
+
+    def _update_conversation(self, conversation_id: int, **changes: Any) -> None:
+        with self._connection.write() as db:
+            sets = ", ".join(f"{column} = ?" for column in changes) or "id = id"
+            sql = f"UPDATE conversations SET {sets} WHERE id = ?"
+            if not db.execute(sql, [*changes.values(), conversation_id]).rowcount:
+                raise StorageError(f"no conversation {conversation_id}")
+
+
+def _snippet(content: str, reasoning: str, terms: list[str]) -> str:
+    """One line around the first match, matches marked «like this»."""
+    pattern = re.compile("|".join(re.escape(term) for term in terms), re.IGNORECASE)
+    text = content if pattern.search(content) else reasoning
+    text = " ".join(text.split())
+    first = pattern.search(text)
+    start = max(0, first.start() - _SNIPPET_BEFORE) if first else 0
+    end = min(len(text), (first.end() if first else 0) + _SNIPPET_AFTER)
+    excerpt = pattern.sub(lambda match: f"«{match.group()}»", text[start:end])
+    return ("…" if start else "") + excerpt + ("…" if end < len(text) else "")

@@ -1,0 +1,152 @@
+"""Writing a streamed reply so that a crash loses at most one flush interval of text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlite_utils import Database
+
+from app.chat import Role
+from app.errors import StorageError
+from app.storage import rows
+from app.storage.database import Connection, utc_now
+from app.storage.models import MessageStatus, StoredMessage
+from app.telemetry import ReplyStats
+
+
+class ReplyWriter:
+    """Stores one assistant reply while it streams; get one from `ChatStore.start_reply`.
+
+    The row is created, with status `partial`, by the first `append` that carries text;
+    later text is committed once `flush_interval_s` has passed since the last commit, so
+    a killed process leaves a `partial` reply holding everything flushed before the kill.
+    """
+
+    def __init__(
+        self,
+        connection: Connection,
+        conversation_id: int,
+        *,
+        engine_run_id: int | None,
+        flush_interval_s: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self.message_id: int | None = None
+        """None until the first text arrived."""
+        self._connection = connection
+        self._conversation_id = conversation_id
+        self._engine_run_id = engine_run_id
+        self._flush_interval_s = flush_interval_s
+        self._clock = clock
+        self._answer: list[str] = []
+        self._reasoning: list[str] = []
+        self._dirty = False
+        self._flushed_at = 0.0
+        self._finished = False
+
+    def append(self, answer: str = "", reasoning: str = "") -> None:
+        """Add text deltas; empty deltas are ignored.
+
+        Args:
+            answer: new text of the answer.
+            reasoning: new text of the reasoning (thinking) part.
+        """
+        self._check_open()
+        if not answer and not reasoning:
+            return
+        self._answer.append(answer)
+        self._reasoning.append(reasoning)
+        self._dirty = True
+        if self.message_id is None:
+            with self._connection.write() as db:
+                message_id = self._insert(db, MessageStatus.PARTIAL, None, utc_now())
+            self.message_id = message_id
+            self._mark_flushed()
+        elif self._clock() - self._flushed_at >= self._flush_interval_s:
+            self.flush()
+
+    def flush(self) -> None:
+        """Commit the text received so far now (e.g. from a timer while the stream stalls)."""
+        self._check_open()
+        if self.message_id is None or not self._dirty:
+            return
+        with self._connection.write() as db:
+            db.execute(
+                "UPDATE messages SET content = ?, reasoning = ?, updated_at = ? WHERE id = ?",
+                [*self._text(), utc_now(), self.message_id],
+            )
+        self._mark_flushed()
+
+    def finish(
+        self, status: MessageStatus, stats: ReplyStats | None = None, error: str | None = None
+    ) -> StoredMessage | None:
+        """Store the final text, status and measurements in one transaction.
+
+        A reply that never produced text leaves no row and returns None (the user's
+        message stays, ready to be sent again), except with status ERROR: that one is
+        stored, empty, to keep the error. If this raises StorageError the reply stays
+        as last flushed and `finish` may be called again.
+
+        Args:
+            status: how the reply ended.
+            stats: the reply's measurements, if any.
+            error: what went wrong, for status ERROR.
+
+        Returns:
+            The stored reply, or None when nothing was stored or the reply (or its
+            conversation) was deleted while it streamed.
+        """
+        self._check_open()
+        if self.message_id is None and status is not MessageStatus.ERROR:
+            self._finished = True
+            return None
+        now = utc_now()
+        with self._connection.write() as db:
+            message_id = self.message_id
+            if message_id is None:
+                message_id = self._insert(db, status, error, now)
+            elif not db.execute(
+                "UPDATE messages SET content = ?, reasoning = ?, status = ?, error = ?,"
+                " updated_at = ? WHERE id = ?",
+                [*self._text(), status.value, error, now, message_id],
+            ).rowcount:
+                self._finished = True
+                return None
+            if stats is not None:
+                measured = rows.measurement(message_id, self._engine_run_id, stats)
+                db.table("measurements").insert(measured)
+            rows.touch(db, self._conversation_id, now)
+            (message,) = rows.select_messages(db, "m.id = ?", [message_id])
+        self.message_id = message_id
+        self._finished = True
+        return message
+
+    def _insert(self, db: Database, status: MessageStatus, error: str | None, now: str) -> int:
+        if not rows.touch(db, self._conversation_id, now):
+            raise StorageError(f"no conversation {self._conversation_id}")
+        content, reasoning = self._text()
+        row = {
+            "conversation_id": self._conversation_id,
+            "role": Role.ASSISTANT.value,
+            "content": content,
+            "reasoning": reasoning,
+            "status": status.value,
+            "error": error,
+            "created_at": now,
+            "updated_at": now,
+        }
+        return rows.insert(db, "messages", row)
+
+    def _text(self) -> tuple[str, str]:
+        """The answer and reasoning so far (joined once, so appends stay cheap)."""
+        self._answer = ["".join(self._answer)]
+        self._reasoning = ["".join(self._reasoning)]
+        return self._answer[0], self._reasoning[0]
+
+    def _mark_flushed(self) -> None:
+        self._dirty = False
+        self._flushed_at = self._clock()
+
+    def _check_open(self) -> None:
+        if self._finished:
+            raise RuntimeError("this reply is already finished")

@@ -1,0 +1,186 @@
+"""LingChatApp: start the model side with its proof on screen, then chat; always shut down."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+
+from rich.text import Text
+from textual import work
+from textual.app import App, SystemCommand
+from textual.screen import Screen
+
+from app.backend.protocol import ChatBackend, ProofReport
+from app.chat import Sampling
+from app.errors import BackendError, ProofFailed
+from app.storage import ChatStore
+from app.ui.bindings import APP_ACTIONS, CHAT_ACTIONS, keys_for
+from app.ui.format import proof_text
+from app.ui.screens.chat import ChatContext, ChatScreen
+from app.ui.screens.dialogs import HelpScreen
+from app.ui.screens.startup import StartupScreen
+
+EXIT_BACKEND_FAILED = 1
+EXIT_PROOF_FAILED = 2
+
+
+class LingChatApp(App[None], inherit_bindings=False):
+    """The ling-chat terminal app around one `ChatBackend` and one `ChatStore`."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "ling-chat"
+    BINDINGS = [action.binding() for action in APP_ACTIONS]
+
+    def __init__(
+        self,
+        backend: ChatBackend,
+        store: ChatStore,
+        *,
+        sampling: Sampling,
+        keymap: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+        allow_unoptimized: bool = False,
+        proof_hold_s: float = 5.0,
+        refresh_hz: float = 15.0,
+    ) -> None:
+        """Build the app; nothing starts before it runs.
+
+        Args:
+            backend: the model side.
+            store: the history database.
+            sampling: sampling for new conversations.
+            keymap: binding id -> keys, from the config file.
+            clock: perf_counter-like clock (tests pass a fixed one).
+            allow_unoptimized: chat even when the proof failed (`--server` to a plain
+                server); otherwise a failed proof shows its fixes and exits with 2.
+            proof_hold_s: how long a passing proof report stays up before chatting.
+            refresh_hz: how often streamed text and live numbers are drawn.
+        """
+        super().__init__()
+        self.backend = backend
+        self.store = store
+        self._sampling = sampling
+        self._user_keymap = dict(keymap or {})
+        self._clock = clock
+        self._allow_unoptimized = allow_unoptimized
+        self._proof_hold_s = proof_hold_s
+        self._refresh_hz = refresh_hz
+        self.proof: ProofReport | None = None
+        """The start-up proof, once it ran."""
+        self.engine_run_id: int | None = None
+        self._startup = StartupScreen(backend.info, clock)
+        self._backend_closed = False
+        self._quit_code = 0
+        self._quit_message: Text | None = None
+
+    async def on_mount(self) -> None:
+        self.set_keymap(self._user_keymap)
+        unknown = sorted(set(self._user_keymap) - {a.id for a in APP_ACTIONS + CHAT_ACTIONS})
+        if unknown:
+            self.notify(f"Unknown binding ids in keymap: {', '.join(unknown)} (F1 lists them).")
+        if self.backend.info.kind == "replay":
+            self.title = "ling-chat · replay of a recorded session"
+        await self.push_screen(self._startup)
+        self._start_backend()
+
+    @work(group="startup", exclusive=True)
+    async def _start_backend(self) -> None:
+        """Load the model with its stages on screen, then judge the proof."""
+        screen = self._startup
+        info = self.backend.info
+        try:
+            async for stage in self.backend.start():
+                screen.show_stage(stage)
+            screen.show_checking()
+            report = await self.backend.proof()
+        except ProofFailed as error:
+            found = await self._report_after_refusal()
+            if found is None:
+                await self._fail(error, EXIT_PROOF_FAILED)
+                return
+            report = found
+        except BackendError as error:
+            await self._fail(error, EXIT_BACKEND_FAILED)
+            return
+        self.proof = report
+        screen.show_report(report)
+        if not report.ok and not self._allow_unoptimized:
+            self._quit_code, self._quit_message = EXIT_PROOF_FAILED, proof_text(report)
+            await self.close_backend()
+            await screen.wait_for_key(
+                "ling-chat refuses to start: the model does not run as promised. "
+                "Apply the fixes above, then try again. Press any key to exit."
+            )
+            self.exit(return_code=self._quit_code, message=self._quit_message)
+            return
+        self.engine_run_id = self.store.record_engine_run(
+            kind=info.kind,
+            model=info.model,
+            sglang_version=info.sglang_version,
+            profile=info.profile,
+            proof=report.to_dict(),
+        )
+        hint = "Press any key to start chatting."
+        if not report.ok:
+            hint = f"Optimizations are NOT proven (--allow-unoptimized). {hint}"
+        await screen.wait_for_key(hint, timeout_s=self._proof_hold_s)
+        context = ChatContext(
+            backend=self.backend,
+            store=self.store,
+            proof=report,
+            default_sampling=self._sampling,
+            engine_run_id=self.engine_run_id,
+            clock=self._clock,
+            keymap=self._user_keymap,
+            refresh_hz=self._refresh_hz,
+        )
+        await self.switch_screen(ChatScreen(context))
+
+    async def _report_after_refusal(self) -> ProofReport | None:
+        """The report behind a `ProofFailed` from start(), when the backend has one."""
+        try:
+            return await self.backend.proof()
+        except BackendError:
+            return None
+
+    async def _fail(self, error: BackendError, code: int) -> None:
+        """Start-up failed: show the one line, shut down, exit with `code`."""
+        self._startup.show_error(str(error))
+        await self.close_backend()
+        self.exit(return_code=code, message=Text(f"ling-chat: error: {error}", style="red"))
+
+    async def close_backend(self) -> None:
+        """Shut the backend down, once."""
+        if not self._backend_closed:
+            self._backend_closed = True
+            await self.backend.shutdown()
+
+    async def action_quit(self) -> None:
+        """Quit: a reply in flight is stopped and stored, then the backend shuts down."""
+        for worker in self.workers:
+            if worker.group == "startup":
+                worker.cancel()
+        if isinstance(self.screen, ChatScreen):
+            await self.screen.stop_for_quit()
+        await self.close_backend()
+        self.exit(return_code=self._quit_code, message=self._quit_message)
+
+    def action_help(self) -> None:
+        """Show every key and its binding id."""
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self._user_keymap))
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        """The command palette: every action of the screen, with its keys."""
+        actions = APP_ACTIONS + (CHAT_ACTIONS if isinstance(screen, ChatScreen) else ())
+        for action in actions:
+            if action.id == "command_palette":
+                continue
+            target = screen if action in CHAT_ACTIONS else self
+            yield SystemCommand(
+                action.description,
+                f"{keys_for(action, self._user_keymap)} · binding id {action.id}",
+                partial(self.run_action, action.action, target),
+            )
+        yield SystemCommand("Theme", "Change the colour theme", self.action_change_theme)

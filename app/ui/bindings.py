@@ -1,0 +1,87 @@
+"""Every key binding of the app, each with an id the config file's `keymap` can remap."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One user action: its binding id, default keys, action name and help text."""
+
+    id: str
+    keys: str
+    action: str
+    description: str
+    show: bool = False
+    """Shown in the footer."""
+    priority: bool = True
+    """Wins over the focused widget (the prompt would otherwise take some keys)."""
+
+    def binding(self) -> Binding:
+        """The Textual binding."""
+        return Binding(
+            self.keys,
+            self.action,
+            self.description,
+            show=self.show,
+            priority=self.priority,
+            id=self.id,
+        )
+
+
+APP_ACTIONS: Final = (
+    Action("help", "f1", "help", "Keys & help", show=True),
+    Action("command_palette", "ctrl+p", "command_palette", "Commands"),
+    Action("quit", "ctrl+q,ctrl+c", "quit", "Quit", show=True),
+)
+"""Actions available on every screen."""
+
+CHAT_ACTIONS: Final = (
+    Action("send", "ctrl+s", "send", "Send", show=True),
+    Action("stop_reply", "escape", "stop_reply", "Stop reply", show=True, priority=False),
+    Action("new_chat", "ctrl+n", "new_chat", "New chat", show=True),
+    Action("regenerate", "ctrl+r", "regenerate", "Regenerate last reply", show=True),
+    Action("edit_last", "f4", "edit_last", "Edit & resend last message"),
+    Action("copy_reply", "f5", "copy_reply", "Copy last reply"),
+    Action("copy_code", "f6", "copy_code", "Copy a code block (again: the one before)"),
+    Action("search", "ctrl+f", "search", "Search chats"),
+    Action("rename_chat", "f2", "rename_chat", "Rename chat"),
+    Action("delete_chat", "f8", "delete_chat", "Delete chat"),
+    Action("chat_settings", "f3", "chat_settings", "System prompt & sampling"),
+    Action("toggle_reasoning", "ctrl+t", "toggle_reasoning", "Show/hide thinking"),
+    Action("toggle_sidebar", "ctrl+b", "toggle_sidebar", "Show/hide chat list"),
+    Action("toggle_speed", "f9", "toggle_speed", "Show/hide speed panel"),
+    Action("show_proof", "f12", "show_proof", "Proof report"),
+)
+"""Actions of the chat screen."""
+
+ALL_ACTIONS: Final = APP_ACTIONS + CHAT_ACTIONS
+
+
+_KEY_NAMES: Final = {"escape": "Esc", "enter": "Enter", "delete": "Del", "tab": "Tab"}
+
+
+def pretty_keys(keys: str) -> str:
+    """Keys as people write them: `ctrl+s,escape` -> `Ctrl+S / Esc`."""
+
+    def pretty(key: str) -> str:
+        *mods, name = key.strip().split("+")
+        name = _KEY_NAMES.get(name, name.upper() if len(name) <= 3 else name.capitalize())
+        return "+".join([*(m.capitalize() for m in mods), name])
+
+    return " / ".join(pretty(key) for key in keys.split(","))
+
+
+def action_by_id(action_id: str) -> Action:
+    """The action with this binding id."""
+    return next(action for action in ALL_ACTIONS if action.id == action_id)
+
+
+def keys_for(action: Action, keymap: Mapping[str, str]) -> str:
+    """The keys `action` is bound to once the user's keymap is applied, for display."""
+    return pretty_keys(keymap.get(action.id, action.keys))

@@ -1,0 +1,81 @@
+"""Formatting of numbers, reply stats and the proof report for display."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from rich.text import Text
+
+from app.backend.protocol import ProofReport, Verdict
+from app.storage import MessageStatus
+from app.telemetry import ReplyStats
+
+DASH: Final = "–"
+VERDICT_MARKS: Final = {Verdict.PASS: "✓", Verdict.FAIL: "✗", Verdict.OFF: "○"}
+VERDICT_STYLES: Final = {Verdict.PASS: "green", Verdict.FAIL: "bold red", Verdict.OFF: "dim"}
+STATUS_MARKS: Final = {
+    MessageStatus.COMPLETE: "✓",
+    MessageStatus.STOPPED: "■ stopped",
+    MessageStatus.PARTIAL: "… partial",
+    MessageStatus.ERROR: "✗ error",
+}
+
+
+def rate(tps: float | None) -> str:
+    """Tokens per second, e.g. `612 tok/s`."""
+    return DASH if tps is None else f"{tps:,.0f} tok/s" if tps >= 100 else f"{tps:.1f} tok/s"
+
+
+def seconds(value: float | None) -> str:
+    """A duration: `0.21 s`, `12.3 s` or `3 m 05 s`."""
+    if value is None:
+        return DASH
+    if value < 10:
+        return f"{value:.2f} s"
+    if value < 60:
+        return f"{value:.1f} s"
+    minutes, secs = divmod(int(value), 60)
+    return f"{minutes} m {secs:02d} s"
+
+
+def millis(value: float | None) -> str:
+    """A short duration in milliseconds, e.g. `1.69 ms`."""
+    return DASH if value is None else f"{value * 1000:.2f} ms"
+
+
+def ratio(value: float | None) -> str:
+    """An accept length or tokens-per-step value, e.g. `3.12`."""
+    return DASH if value is None else f"{value:.2f}"
+
+
+def stats_line(status: MessageStatus, stats: ReplyStats | None, error: str | None = None) -> str:
+    """The line under a finished reply, e.g. `✓ 612 tok/s · accept 3.12 (260 rounds) · …`."""
+    parts = [STATUS_MARKS[status]]
+    if error:
+        parts[0] += f": {error}"
+    if stats is not None:
+        if stats.decode_tps is not None:
+            parts.append(rate(stats.decode_tps))
+        if stats.accept_length is not None:
+            parts.append(f"accept {ratio(stats.accept_length)} ({stats.verify_ct} rounds)")
+        if stats.ttft_s is not None:
+            parts.append(f"TTFT {seconds(stats.ttft_s)}")
+        parts.append(f"{stats.completion_tokens:,} tokens in {seconds(stats.latency_s)}")
+    return " · ".join(parts)
+
+
+def proof_text(report: ProofReport, *, fixes: bool = True) -> Text:
+    """The proof report, a line per optimization with its evidence (and fix if it failed)."""
+    title = "Proof: all optimizations engaged" if report.ok else "Proof FAILED"
+    text = Text.assemble((title, "bold" if report.ok else "bold red"), f"  ({report.summary()})")
+    for line in report.lines:
+        mark, style = VERDICT_MARKS[line.verdict], VERDICT_STYLES[line.verdict]
+        text.append("\n")
+        text.append(f" {mark} {line.verdict.value.upper():<4} ", style=style)
+        text.append(line.title, style="bold")
+        text.append(
+            f"\n        {line.evidence}", style="dim" if line.verdict is Verdict.OFF else ""
+        )
+        if fixes and line.verdict is Verdict.FAIL and line.fix:
+            text.append(f"\n        fix: {line.fix}", style="yellow")
+    return text

@@ -1,0 +1,147 @@
+"""`ReplyRun`: one reply in flight, from the backend's events to the store and the screen.
+
+The run is fed every event the moment it arrives (cheap bookkeeping only, so the backend's
+stream is always drained promptly) and the screen takes the text that has not been drawn
+yet on its own, throttled schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.backend.protocol import ReplyDone, ReplyError, ReplyEvent, TextChunk
+from app.chat import ChatMessage, Role, Sampling
+from app.storage import MessageStatus, ReplyWriter, StoredMessage
+from app.telemetry import ReplyStats, reply_stats
+from app.telemetry.windows import LiveRate, LiveSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyRequest:
+    """What is sent to the backend for one reply."""
+
+    conversation_id: int
+    messages: tuple[ChatMessage, ...]
+    sampling: Sampling
+
+
+class ReplyRun:
+    """The state of one streaming reply: text, timings, live speed, and its stored row."""
+
+    def __init__(
+        self, request: ReplyRequest, writer: ReplyWriter, clock: Callable[[], float]
+    ) -> None:
+        self.request = request
+        self._writer = writer
+        self._clock = clock
+        self.started_at = clock()
+        self.live = LiveRate()
+        self.arrivals: list[float] = []
+        self.answer = ""
+        self.reasoning = ""
+        self.first_answer_at: float | None = None
+        self._pending_answer: list[str] = []
+        self._pending_reasoning: list[str] = []
+        self.status: MessageStatus | None = None
+        """Set once the reply has ended and been stored."""
+        self.stats: ReplyStats | None = None
+        self.error: str | None = None
+        self.stop_requested = False
+
+    @property
+    def finished(self) -> bool:
+        """True once the reply has ended and been stored."""
+        return self.status is not None
+
+    @property
+    def message_id(self) -> int | None:
+        """The stored reply's id, once a row exists."""
+        return self._writer.message_id
+
+    @property
+    def ttft_s(self) -> float | None:
+        """Time to the first text, once it has arrived."""
+        return self.arrivals[0] - self.started_at if self.arrivals else None
+
+    def live_snapshot(self) -> LiveSnapshot:
+        """The live speed numbers so far."""
+        return self.live.snapshot()
+
+    def observe(self, event: ReplyEvent) -> None:
+        """Take one backend event: keep its text and timing and store it."""
+        if self.finished:
+            return
+        if isinstance(event, TextChunk):
+            self.arrivals.append(event.at)
+            self.live.observe(event.at, event.completion_tokens)
+            if event.reasoning:
+                self.reasoning += event.reasoning
+                self._pending_reasoning.append(event.reasoning)
+            if event.answer:
+                if self.first_answer_at is None:
+                    self.first_answer_at = event.at
+                self.answer += event.answer
+                self._pending_answer.append(event.answer)
+            self._writer.append(answer=event.answer, reasoning=event.reasoning)
+        elif isinstance(event, ReplyDone):
+            status = (
+                MessageStatus.STOPPED if event.finish_reason == "abort" else MessageStatus.COMPLETE
+            )
+            self._finish(status, event.meta_info, event.at)
+        elif isinstance(event, ReplyError):
+            self._finish(MessageStatus.ERROR, {}, event.at, event.message)
+
+    def fail(self, message: str) -> None:
+        """End the reply with an error raised outside the event stream."""
+        if not self.finished:
+            self._finish(MessageStatus.ERROR, {}, self._clock(), message)
+
+    def close(self) -> None:
+        """Store what arrived as stopped if the stream ended without a final event."""
+        if not self.finished:
+            self._finish(MessageStatus.STOPPED, {}, self._clock())
+
+    def flush(self) -> None:
+        """Commit the text received so far (for a stream that stalls)."""
+        self._writer.flush()
+
+    def take_pending(self) -> tuple[str, str]:
+        """The answer and reasoning text not drawn yet, as (answer, reasoning)."""
+        answer = "".join(self._pending_answer)
+        reasoning = "".join(self._pending_reasoning)
+        self._pending_answer.clear()
+        self._pending_reasoning.clear()
+        return answer, reasoning
+
+    def _finish(
+        self,
+        status: MessageStatus,
+        meta_info: Mapping[str, Any],
+        ended_at: float,
+        error: str | None = None,
+    ) -> None:
+        meta = {"completion_tokens": self.live.tokens, **meta_info}
+        self.stats = reply_stats(self.started_at, self.arrivals, meta, ended_at)
+        self.status = status
+        self.error = error
+        self._writer.finish(status, self.stats, error)
+
+
+def request_messages(
+    system_prompt: str, history: Sequence[StoredMessage]
+) -> tuple[ChatMessage, ...]:
+    """The chat sent to the model: the system prompt, then every turn with text.
+
+    Failed replies are left out; stopped ones are kept, as the user saw them.
+    """
+    messages = [ChatMessage(Role.SYSTEM, system_prompt)] if system_prompt.strip() else []
+    messages.extend(
+        ChatMessage(message.role, message.content)
+        for message in history
+        if message.content
+        and message.role is not Role.SYSTEM
+        and message.status is not MessageStatus.ERROR
+    )
+    return tuple(messages)

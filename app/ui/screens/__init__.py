@@ -1,0 +1,1 @@
+"""Screens: start-up, chat, and the modal dialogs."""

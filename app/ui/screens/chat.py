@@ -1,0 +1,515 @@
+"""The chat screen: sidebar, transcript, prompt and speed panel, and every chat action."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Final
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Header, Static, TextArea
+from textual.worker import Worker, WorkerCancelled, WorkerFailed
+
+from app.backend.protocol import ChatBackend, ProofReport
+from app.chat import Role, Sampling
+from app.errors import BackendError, StorageError
+from app.storage import ChatStore, Conversation, MessageStatus
+from app.telemetry import ReplyStats
+from app.telemetry.health import CollapseVerdict, SpecHealth, check_collapse, check_live_collapse
+from app.telemetry.session import summarize_session
+from app.ui.bindings import CHAT_ACTIONS, action_by_id, keys_for
+from app.ui.format import stats_line
+from app.ui.reply import ReplyRequest, ReplyRun, request_messages
+from app.ui.screens.dialogs import (
+    ChatSettings,
+    ConfirmDialog,
+    ProofScreen,
+    RenameDialog,
+    SettingsDialog,
+)
+from app.ui.widgets.messages import (
+    ReplyView,
+    Transcript,
+    UserMessage,
+    code_blocks,
+    message_widget,
+)
+from app.ui.widgets.sidebar import Sidebar
+from app.ui.widgets.speed_panel import SpeedPanel
+
+STOP_GRACE_S: Final = 5.0
+"""How long a stopped reply may take to end before its worker is cancelled."""
+TITLE_CHARS: Final = 48
+
+
+@dataclass(frozen=True, slots=True)
+class ChatContext:
+    """What the chat screen works with, handed over by the app once start-up succeeded."""
+
+    backend: ChatBackend
+    store: ChatStore
+    proof: ProofReport
+    default_sampling: Sampling
+    engine_run_id: int | None
+    clock: Callable[[], float]
+    keymap: Mapping[str, str] = field(default_factory=dict)
+    refresh_hz: float = 15.0
+    """How often streamed text and live numbers are drawn."""
+
+
+def title_from(text: str) -> str:
+    """A conversation title from its first message."""
+    line = " ".join(next((part for part in text.splitlines() if part.strip()), text).split())
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+
+
+class ChatScreen(Screen[None]):
+    """One conversation at a time, with its reply streaming into the transcript."""
+
+    BINDINGS = [action.binding() for action in CHAT_ACTIONS]
+
+    def __init__(self, context: ChatContext) -> None:
+        super().__init__(id="chat-screen")
+        self._ctx = context
+        self.conversation: Conversation | None = None
+        """The open conversation; None for a new chat not stored yet."""
+        self._draft = ChatSettings("", context.default_sampling)
+        self.run: ReplyRun | None = None
+        """The reply streaming now."""
+        self._view: ReplyView | None = None
+        self._worker: Worker[None] | None = None
+        self.session_stats: list[ReplyStats] = []
+        """Measurements of this session's completed replies, oldest first."""
+        self._code_cursor: tuple[ReplyView, int] | None = None
+        self._ticker: Timer | None = None
+        self._flusher: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="main"):
+            yield Sidebar(id="sidebar")
+            with Vertical(id="chat"):
+                yield Static("", id="banner")
+                yield Transcript(id="transcript")
+                yield TextArea(id="prompt", placeholder="Ask Ling anything…")
+            yield SpeedPanel(id="speed")
+        yield Footer()
+
+    def _keys(self, action_id: str) -> str:
+        """The keys of a chat action, as remapped by the keymap."""
+        return keys_for(action_by_id(action_id), self._ctx.keymap)
+
+    async def on_mount(self) -> None:
+        prompt = self.query_one("#prompt", TextArea)
+        prompt.border_subtitle = (
+            f"Enter: new line · {self._keys('send')}: send · {self._keys('stop_reply')}: stop"
+        )
+        self._set_banner(None)
+        speed = self.query_one(SpeedPanel)
+        speed.show_proof(self._ctx.proof)
+        speed.show_session(summarize_session([]))
+        self._ticker = self.set_interval(1 / self._ctx.refresh_hz, self._draw, pause=True)
+        self._flusher = self.set_interval(0.5, self._flush_store, pause=True)
+        conversations = self._ctx.store.list_conversations(limit=1)
+        if conversations:
+            await self._open(conversations[0].id)
+        else:
+            await self._new_draft()
+        prompt.focus()
+
+    # Conversations
+
+    async def _open(self, conversation_id: int, message_id: int | None = None) -> None:
+        store = self._ctx.store
+        self.conversation = store.get_conversation(conversation_id)
+        self.sub_title = self.conversation.title
+        transcript = self.query_one(Transcript)
+        await transcript.remove_children()
+        widgets = [w for m in store.messages(conversation_id) if (w := message_widget(m))]
+        await transcript.mount_all(widgets or [_note("No messages yet.")])
+        self._refresh_sidebar()
+        found = [w for w in widgets if getattr(w, "message_id", None) == message_id]
+        if found:
+            transcript.anchor(False)
+            transcript.scroll_to_widget(found[0], top=True, animate=False)
+            found[0].add_class("found")
+        else:
+            transcript.anchor()
+
+    async def _new_draft(self) -> None:
+        self.conversation = None
+        self._draft = ChatSettings("", self._ctx.default_sampling)
+        self.sub_title = "New chat"
+        transcript = self.query_one(Transcript)
+        await transcript.remove_children()
+        await transcript.mount(_note("New chat. Type below; it is saved when you send."))
+        self._refresh_sidebar()
+
+    def _refresh_sidebar(self) -> None:
+        sidebar = self.query_one(Sidebar)
+        if not sidebar.search_query:
+            current = self.conversation.id if self.conversation else None
+            sidebar.show_conversations(self._ctx.store.list_conversations(), current)
+
+    @on(Sidebar.SearchChanged)
+    def _search(self, event: Sidebar.SearchChanged) -> None:
+        if event.query:
+            self.query_one(Sidebar).show_hits(self._ctx.store.search(event.query))
+        else:
+            self._refresh_sidebar()
+
+    @on(Sidebar.Opened)
+    async def _opened(self, event: Sidebar.Opened) -> None:
+        if not self._busy():
+            await self._open(event.conversation_id, event.message_id)
+
+    # Sending and streaming
+
+    async def action_send(self) -> None:
+        """Send the prompt's text and stream the reply."""
+        prompt = self.query_one("#prompt", TextArea)
+        text = prompt.text.strip()
+        if not text or self._busy():
+            return
+        store = self._ctx.store
+        conversation = self.conversation
+        transcript = self.query_one(Transcript)
+        if conversation is None:
+            conversation = store.create_conversation(
+                title_from(text),
+                system_prompt=self._draft.system_prompt,
+                model=self._ctx.backend.info.model,
+                sampling=self._draft.sampling,
+            )
+            self.conversation = conversation
+            self.sub_title = conversation.title
+        if not transcript.query(UserMessage) and not transcript.query(ReplyView):
+            await transcript.remove_children()
+        message = store.add_user_message(conversation.id, text)
+        prompt.clear()
+        await transcript.mount(UserMessage(message.content, message.id))
+        await self._generate(conversation)
+
+    async def _generate(self, conversation: Conversation) -> None:
+        ctx = self._ctx
+        history = ctx.store.messages(conversation.id)
+        request = ReplyRequest(
+            conversation.id,
+            request_messages(conversation.system_prompt, history),
+            conversation.sampling,
+        )
+        writer = ctx.store.start_reply(conversation.id, engine_run_id=ctx.engine_run_id)
+        view = ReplyView(streaming=True)
+        transcript = self.query_one(Transcript)
+        await transcript.mount(view)
+        transcript.anchor()
+        self._view = view
+        self.run = ReplyRun(request, writer, ctx.clock)
+        self._refresh_sidebar()
+        self._run_timers(on=True)
+        self._worker = self._stream_reply(self.run, view)
+
+    @work(group="reply", exclusive=True)
+    async def _stream_reply(self, run: ReplyRun, view: ReplyView) -> None:
+        """Drain the backend's events into the run; drawing happens in `_draw`."""
+        backend = self._ctx.backend
+        try:
+            async for event in backend.stream_reply(run.request.messages, run.request.sampling):
+                run.observe(event)
+        except BackendError as error:
+            run.fail(str(error))
+        except StorageError as error:
+            self.notify(f"Could not save the reply: {error}", severity="error")
+            await backend.stop_reply()
+        finally:
+            self._close(run)
+            await self._show_end(run, view)
+
+    def _close(self, run: ReplyRun) -> None:
+        try:
+            run.close()
+        except StorageError as error:
+            self.notify(f"Could not save the reply: {error}", severity="error")
+
+    async def _draw(self) -> None:
+        run, view = self.run, self._view
+        if run is None or view is None:
+            return
+        answer, reasoning = run.take_pending()
+        if answer or reasoning:
+            await view.write(answer, reasoning)
+        live = run.live_snapshot()
+        self.query_one(SpeedPanel).show_live(live, run.ttft_s)
+        info = self._ctx.backend.info
+        verdict = check_live_collapse(live, speculative=info.speculative)
+        if verdict.status is SpecHealth.COLLAPSED:
+            self._show_verdict(verdict)
+
+    def _flush_store(self) -> None:
+        if self.run is not None and not self.run.finished:
+            try:
+                self.run.flush()
+            except StorageError as error:
+                self.notify(f"Could not save the reply: {error}", severity="error")
+
+    async def _show_end(self, run: ReplyRun, view: ReplyView) -> None:
+        self._run_timers(on=False)
+        answer, reasoning = run.take_pending()
+        await view.write(answer, reasoning)
+        status = run.status or MessageStatus.STOPPED
+        await view.finish(stats_line(status, run.stats, run.error))
+        view.message_id = run.message_id
+        speed = self.query_one(SpeedPanel)
+        speed.show_last(status, run.stats)
+        if status is MessageStatus.COMPLETE and run.stats is not None:
+            self.session_stats.append(run.stats)
+            speed.show_session(summarize_session(self.session_stats))
+            info = self._ctx.backend.info
+            self._show_verdict(check_collapse(self.session_stats, speculative=info.speculative))
+        if status is MessageStatus.ERROR:
+            self.notify(run.error or "unknown error", title="The reply failed", severity="error")
+        self.run = self._view = None
+        self._refresh_sidebar()
+
+    def _run_timers(self, *, on: bool) -> None:
+        for timer in (self._ticker, self._flusher):
+            if timer is not None:
+                timer.resume() if on else timer.pause()
+
+    def _show_verdict(self, verdict: CollapseVerdict) -> None:
+        if verdict.flagged:
+            self._set_banner(verdict.message)
+        elif verdict.status is SpecHealth.OK:
+            self._set_banner(None)
+
+    def _set_banner(self, warning: str | None) -> None:
+        """Show a warning above the transcript; None falls back to the proof's state."""
+        proof = self._ctx.proof
+        if warning is None and not proof.ok:
+            why = self._keys("show_proof")
+            warning = f"Optimizations not proven ({proof.summary()}): {why} shows why."
+        banner = self.query_one("#banner", Static)
+        banner.display = warning is not None
+        banner.update(Text(f"⚠ {warning}" if warning else ""))
+
+    def _busy(self) -> bool:
+        if self.run is None:
+            return False
+        self.notify(
+            f"A reply is streaming ({self._keys('stop_reply')} stops it).", severity="warning"
+        )
+        return True
+
+    async def action_stop_reply(self) -> None:
+        """Stop the reply; what arrived is kept and marked stopped."""
+        run = self.run
+        if run is None:
+            self.query_one("#prompt").focus()
+            return
+        if run.stop_requested:
+            return
+        run.stop_requested = True
+        if self._view is not None:
+            self._view.set_footer("■ stopping…")
+        await self._ctx.backend.stop_reply()
+        self.set_timer(STOP_GRACE_S, partial(self._force_stop, run))
+
+    def _force_stop(self, run: ReplyRun) -> None:
+        if self.run is run and self._worker is not None:
+            self._worker.cancel()
+
+    async def stop_for_quit(self, timeout_s: float = STOP_GRACE_S) -> None:
+        """Stop the reply in flight (if any) and wait until what arrived is stored."""
+        run, worker = self.run, self._worker
+        if run is None or worker is None:
+            return
+        await self.action_stop_reply()
+        try:
+            await asyncio.wait_for(worker.wait(), timeout_s)
+        except (TimeoutError, WorkerCancelled, WorkerFailed):
+            worker.cancel()
+        self._close(run)
+
+    # Editing the conversation
+
+    async def action_regenerate(self) -> None:
+        """Replace the last reply with a new one."""
+        conversation = self.conversation
+        if conversation is None or self._busy():
+            return
+        messages = self._ctx.store.messages(conversation.id)
+        if messages and messages[-1].role is Role.ASSISTANT:
+            await self._delete_messages([messages.pop().id])
+        if not messages or messages[-1].role is not Role.USER:
+            self.notify("There is no reply to regenerate.")
+            return
+        await self._generate(conversation)
+
+    async def action_edit_last(self) -> None:
+        """Take the last message back into the prompt (its reply is removed)."""
+        conversation = self.conversation
+        if conversation is None or self._busy():
+            return
+        messages = self._ctx.store.messages(conversation.id)
+        users = [i for i, m in enumerate(messages) if m.role is Role.USER]
+        if not users:
+            self.notify("There is no message to edit.")
+            return
+        last = messages[users[-1]]
+        await self._delete_messages([m.id for m in messages[users[-1] :]])
+        prompt = self.query_one("#prompt", TextArea)
+        prompt.load_text(last.content)
+        prompt.move_cursor(prompt.document.end)
+        prompt.focus()
+        self.notify(f"Edit the message, then {self._keys('send')} sends it again.")
+
+    async def _delete_messages(self, message_ids: list[int]) -> None:
+        for message_id in message_ids:
+            self._ctx.store.delete_message(message_id)
+        for widget in list(self.query_one(Transcript).children):
+            if getattr(widget, "message_id", None) in message_ids:
+                await widget.remove()
+
+    # Copying
+
+    def _target_reply(self) -> ReplyView | None:
+        """The focused reply, else the last one with an answer."""
+        if self.focused is not None:
+            for node in self.focused.ancestors_with_self:
+                if isinstance(node, ReplyView):
+                    return node
+        replies = [view for view in self.query(ReplyView) if view.answer]
+        return replies[-1] if replies else None
+
+    def action_copy_reply(self) -> None:
+        """Copy the answer of the last (or focused) reply."""
+        view = self._target_reply()
+        if view is None:
+            self.notify("There is no reply to copy.")
+            return
+        self.app.copy_to_clipboard(view.answer)
+        self.notify(f"Copied the reply ({len(view.answer):,} characters).")
+
+    def action_copy_code(self) -> None:
+        """Copy a code block of the last reply: the last one, then the one before, …"""
+        view = self._target_reply()
+        blocks = code_blocks(view.answer) if view is not None else []
+        if view is None or not blocks:
+            self.notify("There is no code block to copy.")
+            return
+        index = len(blocks) - 1
+        if self._code_cursor is not None and self._code_cursor[0] is view:
+            index = (self._code_cursor[1] - 1) % len(blocks)
+        self._code_cursor = (view, index)
+        language, code = blocks[index]
+        self.app.copy_to_clipboard(code)
+        label = f" ({language})" if language else ""
+        self.notify(f"Copied code block {index + 1} of {len(blocks)}{label}.")
+
+    # Chat management
+
+    async def action_new_chat(self) -> None:
+        """Start a new chat (stored when its first message is sent)."""
+        if not self._busy():
+            await self._new_draft()
+            self.query_one("#prompt").focus()
+
+    def action_search(self) -> None:
+        """Search all chats."""
+        sidebar = self.query_one(Sidebar)
+        sidebar.display = True
+        sidebar.focus_search()
+
+    def action_rename_chat(self) -> None:
+        """Rename the open chat."""
+        if self.conversation is None:
+            self.notify("This chat has no title yet: send a message first.")
+            return
+        self.app.push_screen(RenameDialog(self.conversation.title), self._renamed)
+
+    def _renamed(self, title: str | None) -> None:
+        if title and self.conversation is not None:
+            self._ctx.store.rename(self.conversation.id, title)
+            self.conversation = self._ctx.store.get_conversation(self.conversation.id)
+            self.sub_title = title
+            self._refresh_sidebar()
+
+    def action_delete_chat(self) -> None:
+        """Delete the open chat, after confirmation."""
+        conversation = self.conversation
+        if conversation is None or self._busy():
+            return
+        count = len(self._ctx.store.messages(conversation.id))
+        question = f"Delete “{conversation.title}” and its {count} messages? This cannot be undone."
+        self.app.push_screen(ConfirmDialog(question), partial(self._deleted, conversation.id))
+
+    async def _deleted(self, conversation_id: int, confirmed: bool | None) -> None:
+        if not confirmed or self._busy():
+            return
+        self._ctx.store.delete_conversation(conversation_id)
+        remaining = self._ctx.store.list_conversations(limit=1)
+        if remaining:
+            await self._open(remaining[0].id)
+        else:
+            await self._new_draft()
+        self.notify("Chat deleted.")
+
+    def action_chat_settings(self) -> None:
+        """Edit the chat's system prompt and sampling."""
+        conversation = self.conversation
+        current = (
+            ChatSettings(conversation.system_prompt, conversation.sampling)
+            if conversation is not None
+            else self._draft
+        )
+        self.app.push_screen(SettingsDialog(current), self._settings_saved)
+
+    def _settings_saved(self, settings: ChatSettings | None) -> None:
+        if settings is None:
+            return
+        if self.conversation is None:
+            self._draft = settings
+        else:
+            store = self._ctx.store
+            store.update_settings(
+                self.conversation.id,
+                system_prompt=settings.system_prompt,
+                sampling=settings.sampling,
+            )
+            self.conversation = store.get_conversation(self.conversation.id)
+        self.notify("Chat settings saved.")
+
+    # Views
+
+    def action_toggle_reasoning(self) -> None:
+        """Fold or unfold the thinking of the last (or focused) reply."""
+        replies = [view for view in self.query(ReplyView) if view.reasoning]
+        focused = self._target_reply()
+        view = focused if focused in replies else (replies[-1] if replies else None)
+        if view is not None:
+            view.thinking.collapsed = not view.thinking.collapsed
+
+    def action_toggle_sidebar(self) -> None:
+        """Show or hide the chat list."""
+        sidebar = self.query_one(Sidebar)
+        sidebar.display = not sidebar.display
+
+    def action_toggle_speed(self) -> None:
+        """Show or hide the speed panel."""
+        panel = self.query_one(SpeedPanel)
+        panel.display = not panel.display
+
+    def action_show_proof(self) -> None:
+        """Show the start-up proof report."""
+        self.app.push_screen(ProofScreen(self._ctx.proof))
+
+
+def _note(text: str) -> Static:
+    return Static(text, classes="note")

@@ -1,0 +1,187 @@
+"""Modal dialogs: confirm, rename, per-chat settings, help, and the proof report."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, DataTable, Input, Label, Static, TextArea
+
+from app.backend.protocol import ProofReport
+from app.chat import Sampling
+from app.ui.bindings import ALL_ACTIONS, action_by_id, keys_for
+from app.ui.format import proof_text
+
+T = TypeVar("T")
+
+
+class Dialog(ModalScreen[T]):
+    """A modal that Escape closes with no result."""
+
+    BINDINGS = [Binding("escape", "close", "Close", show=False)]
+
+    def action_close(self) -> None:
+        """Close without a result."""
+        self.dismiss(None)
+
+
+class ConfirmDialog(Dialog[bool]):
+    """Asks a yes/no question; the result is True for yes."""
+
+    def __init__(self, question: str, confirm: str = "Delete") -> None:
+        super().__init__(classes="dialog")
+        self._question = question
+        self._confirm = confirm
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box"):
+            yield Static(self._question, markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(self._confirm, variant="error", id="yes")
+                yield Button("Cancel", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    @on(Button.Pressed)
+    def _answer(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class RenameDialog(Dialog[str]):
+    """Asks for a new title; the result is the non-empty title."""
+
+    def __init__(self, title: str) -> None:
+        super().__init__(classes="dialog")
+        self._title = title
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box"):
+            yield Label("Rename chat")
+            yield Input(self._title, id="title")
+            yield Label("Enter saves · Esc cancels", classes="dialog-hint")
+
+    @on(Input.Submitted, "#title")
+    def _save(self, event: Input.Submitted) -> None:
+        title = event.value.strip()
+        self.dismiss(title or None)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSettings:
+    """A conversation's system prompt and sampling."""
+
+    system_prompt: str
+    sampling: Sampling
+
+
+_FIELDS = (
+    ("temperature", "Temperature (0–2)", float, 0.0, 2.0),
+    ("top_p", "Top-p (0–1]", float, 1e-9, 1.0),
+    ("top_k", "Top-k (-1 = off)", int, -1, None),
+    ("max_new_tokens", "Max new tokens", int, 1, 131072),
+)
+
+
+class SettingsDialog(Dialog[ChatSettings]):
+    """Edits one conversation's system prompt and sampling parameters."""
+
+    BINDINGS = [Binding("ctrl+s", "save", "Save", show=False, priority=True)]
+
+    def __init__(self, current: ChatSettings) -> None:
+        super().__init__(classes="dialog")
+        self._current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box settings"):
+            yield Label("System prompt")
+            yield TextArea(self._current.system_prompt, id="system-prompt")
+            with Grid(id="sampling"):
+                for name, label, *_ in _FIELDS:
+                    yield Label(label)
+                    yield Input(str(getattr(self._current.sampling, name)), id=name)
+            yield Label("", id="settings-error", classes="error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Save", variant="primary", id="save")
+                yield Button("Cancel", id="cancel")
+            yield Label("Ctrl+S saves · Esc cancels", classes="dialog-hint")
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#save")
+    def action_save(self) -> None:
+        """Check the fields and close with the new settings."""
+        values: dict[str, float] = {}
+        for name, label, kind, low, high in _FIELDS:
+            raw = self.query_one(f"#{name}", Input).value.strip()
+            try:
+                value = kind(raw)
+            except ValueError:
+                self._error(f"{label}: {raw!r} is not a number")
+                return
+            if value < low or (high is not None and value > high):
+                self._error(f"{label}: {raw} is out of range")
+                return
+            values[name] = value
+        sampling = Sampling(
+            temperature=values["temperature"],
+            top_p=values["top_p"],
+            top_k=int(values["top_k"]),
+            max_new_tokens=int(values["max_new_tokens"]),
+        )
+        prompt = self.query_one("#system-prompt", TextArea).text
+        self.dismiss(ChatSettings(prompt, sampling))
+
+    def _error(self, message: str) -> None:
+        self.query_one("#settings-error", Label).update(message)
+
+
+class HelpScreen(Dialog[None]):
+    """Every action with its keys and binding id (the id remaps it in config.toml)."""
+
+    BINDINGS = [Binding("f1", "close", "Close", show=False)]
+
+    def __init__(self, keymap: Mapping[str, str]) -> None:
+        super().__init__(classes="dialog")
+        self._keymap = keymap
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box help"):
+            palette = keys_for(action_by_id("command_palette"), self._keymap)
+            yield Label(f"Keys and commands ({palette} searches them)", classes="heading")
+            yield DataTable(id="keys", cursor_type="row", zebra_stripes=True)
+            yield Static(
+                "In the prompt Enter starts a new line. Click a code block to copy it.\n"
+                "Remap a key by its binding id in config.toml, e.g.\n"
+                '  [keymap]\n  stop_reply = "ctrl+x"\n'
+                "Esc closes this help.",
+                classes="dialog-hint",
+                markup=False,
+            )
+
+    def on_mount(self) -> None:
+        table = self.query_one("#keys", DataTable)
+        table.add_columns("Keys", "Action", "Binding id")
+        for action in ALL_ACTIONS:
+            table.add_row(keys_for(action, self._keymap), action.description, action.id)
+
+
+class ProofScreen(Dialog[None]):
+    """The start-up proof report, a line per optimization with its evidence."""
+
+    def __init__(self, report: ProofReport) -> None:
+        super().__init__(classes="dialog")
+        self._report = report
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(classes="dialog-box proof"):
+            yield Static(proof_text(self._report))
+            yield Label("Esc closes", classes="dialog-hint")

@@ -1,0 +1,150 @@
+"""The start-up screen: load stages with ticking times, then the proof report."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from app.backend.protocol import BackendInfo, LoadStage, ProofReport
+from app.ui.format import proof_text, seconds
+
+SPINNER: Final = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+TICK_S: Final = 0.25
+
+
+@dataclass(slots=True)
+class _Stage:
+    name: str
+    began_s: float
+    """Start-up seconds when the stage began (the backend's clock)."""
+    seen_at: float
+    """Our clock when the stage began."""
+    detail: str = ""
+    took_s: float | None = None
+
+
+class StartupScreen(Screen[None]):
+    """Shows what the model side is doing while it loads, then what the proof found."""
+
+    def __init__(self, info: BackendInfo, clock: Callable[[], float]) -> None:
+        super().__init__(id="startup")
+        self._info = info
+        self._clock = clock
+        self._started = clock()
+        self._stages: dict[str, _Stage] = {}
+        self._latest: tuple[float, float] | None = None
+        """(start-up seconds, our clock) of the latest stage: elapsed time ticks from it."""
+        self._finished_at: float | None = None
+        self._key_pressed = asyncio.Event()
+        self._wait_for_key = False
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="startup-body"):
+            info = self._info
+            yield Static(
+                Text.assemble(
+                    ("ling-chat", "bold"),
+                    f"  starting {info.model} · {info.kind} · profile {info.profile}",
+                ),
+                id="startup-title",
+            )
+            yield Static("", id="stages")
+            yield Static("", id="startup-status")
+            yield Static("", id="report")
+            yield Static("", id="startup-hint")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._status("")
+        self._draw()
+        self.set_interval(TICK_S, self._draw)
+
+    def show_stage(self, stage: LoadStage) -> None:
+        """A stage began or ended."""
+        now = self._clock()
+        self._latest = (stage.elapsed_s, now)
+        known = self._stages.get(stage.name)
+        if known is None:
+            known = _Stage(stage.name, stage.elapsed_s, now, stage.detail)
+            self._stages[stage.name] = known
+        if stage.detail:
+            known.detail = stage.detail
+        if stage.done:
+            known.took_s = max(0.0, stage.elapsed_s - known.began_s)
+        self._draw()
+
+    def show_checking(self) -> None:
+        """Loading is over; the proof is being collected."""
+        self._finished_at = self._clock()
+        self._status("Checking that every optimization is engaged…")
+
+    def show_report(self, report: ProofReport) -> None:
+        """The proof report, with the fix for each failed line."""
+        if self._finished_at is None:
+            self._finished_at = self._clock()
+        self.query_one("#report", Static).update(proof_text(report))
+        self._status("")
+        self._draw()
+
+    def show_error(self, message: str) -> None:
+        """Start-up failed: one line."""
+        if self._finished_at is None:
+            self._finished_at = self._clock()
+        self._status(Text(f"✗ {message}", style="bold red"))
+
+    async def wait_for_key(self, hint: str, timeout_s: float | None = None) -> None:
+        """Show `hint` and return once a key is pressed (or after `timeout_s`)."""
+        self.query_one("#startup-hint", Static).update(Text(hint, style="bold"))
+        self._key_pressed.clear()
+        self._wait_for_key = True
+        try:
+            await asyncio.wait_for(self._key_pressed.wait(), timeout_s)
+        except TimeoutError:
+            pass
+        finally:
+            self._wait_for_key = False
+
+    def on_key(self, event: events.Key) -> None:
+        if self._wait_for_key:
+            event.stop()
+            self._key_pressed.set()
+
+    def _status(self, status: str | Text) -> None:
+        widget = self.query_one("#startup-status", Static)
+        widget.update(status)
+        widget.display = bool(status)
+
+    def _draw(self) -> None:
+        now = self._clock()
+        frame = SPINNER[int(now / TICK_S) % len(SPINNER)]
+        text = Text()
+        for stage in self._stages.values():
+            if stage.took_s is not None:
+                mark, took = "✓", stage.took_s
+            elif self._finished_at is None:
+                mark, took = frame, now - stage.seen_at
+            else:
+                mark, took = "·", self._finished_at - stage.seen_at
+            text.append(f" {mark} ", style="green" if mark == "✓" else "yellow")
+            text.append(f"{stage.name:<32}")
+            text.append(f"{seconds(took):>9}", style="bold")
+            if stage.detail:
+                text.append(f"   {stage.detail}", style="dim")
+            text.append("\n")
+        end = self._finished_at if self._finished_at is not None else now
+        elapsed = end - self._started
+        if self._latest is not None:
+            elapsed = self._latest[0] + end - self._latest[1]
+        text.append(f"\n Elapsed {seconds(elapsed)}", style="dim")
+        if self._finished_at is None:
+            text.append("   ·   Ctrl+C cancels", style="dim")
+        self.query_one("#stages", Static).update(text)

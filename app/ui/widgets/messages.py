@@ -1,0 +1,147 @@
+"""The transcript: user messages and assistant replies (thinking, answer, stats line)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from markdown_it import MarkdownIt
+from textual import events
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Collapsible, Label, Static
+from textual.widgets.markdown import MarkdownFence
+
+from app.chat import Role
+from app.storage import StoredMessage
+from app.ui.format import stats_line
+from app.ui.widgets.segmented import SegmentedMarkdown
+
+THINKING: Final = "Thinking…"
+
+
+def code_blocks(markdown: str) -> list[tuple[str, str]]:
+    """The fenced and indented code blocks of a Markdown text, as (language, code)."""
+    tokens = MarkdownIt("gfm-like").parse(markdown)
+    return [
+        (token.info.strip(), token.content.rstrip("\n"))
+        for token in tokens
+        if token.type in ("fence", "code_block")
+    ]
+
+
+def message_dom_id(message_id: int) -> str:
+    """The DOM id of a stored message's widget."""
+    return f"message-{message_id}"
+
+
+class Transcript(VerticalScroll):
+    """The messages of the open conversation, kept scrolled to the end while it grows."""
+
+
+class UserMessage(Static):
+    """What the user wrote, shown verbatim."""
+
+    def __init__(self, content: str, message_id: int) -> None:
+        super().__init__(content, markup=False, id=message_dom_id(message_id), classes="user")
+        self.message_id = message_id
+        self.border_title = "You"
+
+
+class ReplyView(Vertical, can_focus=True):
+    """One assistant reply: thinking in a collapsible block, the answer as Markdown, stats.
+
+    A streaming reply grows through `write` (fed by the screen at a throttled rate) and
+    ends with `finish`; a stored one is built complete by `from_stored`.
+    """
+
+    def __init__(
+        self,
+        *,
+        answer: str = "",
+        reasoning: str = "",
+        footer: str = "",
+        message_id: int | None = None,
+        streaming: bool = False,
+    ) -> None:
+        dom_id = message_dom_id(message_id) if message_id is not None else None
+        super().__init__(id=dom_id, classes="reply")
+        self.message_id = message_id
+        self.answer = answer
+        self.reasoning = reasoning
+        self._footer = footer
+        self._streaming = streaming
+        self.border_title = "Ling"
+
+    @classmethod
+    def from_stored(cls, message: StoredMessage) -> ReplyView:
+        """A finished reply as stored."""
+        return cls(
+            answer=message.content,
+            reasoning=message.reasoning,
+            footer=stats_line(message.status, message.stats, message.error),
+            message_id=message.id,
+        )
+
+    def compose(self) -> ComposeResult:
+        title = THINKING if self._streaming else _thinking_title(self.reasoning)
+        with Collapsible(title=title, collapsed=not self._streaming, classes="thinking"):
+            yield SegmentedMarkdown(self.reasoning, classes="reasoning")
+        yield SegmentedMarkdown(self.answer, classes="answer")
+        yield Label(self._footer or "…", classes="reply-footer", markup=False)
+
+    def on_mount(self) -> None:
+        self.thinking.display = bool(self.reasoning)
+
+    @property
+    def thinking(self) -> Collapsible:
+        """The collapsible thinking block."""
+        return self.query_one(Collapsible)
+
+    async def write(self, answer: str, reasoning: str) -> None:
+        """Append streamed text; the thinking block folds away once the answer begins."""
+        if reasoning:
+            self.reasoning += reasoning
+            self.thinking.display = True
+            await self.query_one(".reasoning", SegmentedMarkdown).write(reasoning)
+        if answer:
+            if not self.answer and self.reasoning:
+                self.thinking.collapsed = True
+            self.answer += answer
+            await self.query_one(".answer", SegmentedMarkdown).write(answer)
+
+    async def finish(self, footer: str) -> None:
+        """Flush the streams and show the final stats line."""
+        for part in self.query(SegmentedMarkdown):
+            await part.stop()
+        self._streaming = False
+        self.thinking.title = _thinking_title(self.reasoning)
+        self.set_footer(footer)
+
+    def set_footer(self, footer: str) -> None:
+        """Replace the line under the reply."""
+        self.query_one(".reply-footer", Label).update(footer)
+
+    def on_click(self, event: events.Click) -> None:
+        """Clicking a code block copies it."""
+        node: Widget | None = event.widget
+        while node is not None and node is not self:
+            if isinstance(node, MarkdownFence):
+                self.app.copy_to_clipboard(node.code)
+                self.notify(f"Copied code block ({len(node.code.splitlines())} lines)")
+                return
+            parent = node.parent
+            node = parent if isinstance(parent, Widget) else None
+
+
+def _thinking_title(reasoning: str) -> str:
+    return f"Thinking · {len(reasoning.split()):,} words"
+
+
+def message_widget(message: StoredMessage) -> Widget | None:
+    """The transcript widget of a stored message (system messages are not shown)."""
+    if message.role is Role.USER:
+        return UserMessage(message.content, message.id)
+    if message.role is Role.ASSISTANT:
+        return ReplyView.from_stored(message)
+    return None

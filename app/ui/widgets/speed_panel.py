@@ -1,0 +1,101 @@
+"""The speed panel: live decode numbers, the last reply's final ones, the session, the proof."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Label, Sparkline, Static
+
+from app.backend.protocol import ProofReport
+from app.storage import MessageStatus
+from app.telemetry import ReplyStats
+from app.telemetry.session import SessionSummary
+from app.telemetry.windows import LiveSnapshot
+from app.ui.format import STATUS_MARKS, VERDICT_MARKS, VERDICT_STYLES, millis, rate, ratio, seconds
+
+
+def _rows(*rows: tuple[str, str]) -> Text:
+    text = Text()
+    for index, (name, value) in enumerate(rows):
+        if index:
+            text.append("\n")
+        text.append(f"{name:<9}", style="dim")
+        text.append(value)
+    return text
+
+
+class SpeedPanel(VerticalScroll, can_focus=False):
+    """Numbers about decoding speed; the screen feeds it at a throttled rate."""
+
+    def compose(self) -> ComposeResult:
+        yield Label("Live", id="reply-heading", classes="heading")
+        yield Static(_rows(("decode", "waiting for a reply")), id="reply-numbers")
+        yield Label("Session", id="session-heading", classes="heading")
+        yield Label("tok/s per reply", classes="spark-label")
+        yield Sparkline([], id="tps-spark")
+        yield Label("accept length per reply", classes="spark-label")
+        yield Sparkline([], id="accept-spark")
+        yield Static("", id="session-numbers")
+        yield Label("Optimizations", classes="heading")
+        yield Static("", id="optimizations")
+
+    def show_live(self, live: LiveSnapshot, ttft_s: float | None) -> None:
+        """The reply being streamed: speed now and so far, TPOT, TTFT, tokens per step."""
+        self.query_one("#reply-heading", Label).update("Live ● streaming", layout=False)
+        tpot = 1.0 / live.average_tps if live.average_tps else None
+        steps = ratio(live.tokens_per_step)
+        if live.recent_tokens_per_step is not None:
+            steps += f" (now {ratio(live.recent_tokens_per_step)})"
+        self.query_one("#reply-numbers", Static).update(
+            layout=False,
+            content=_rows(
+                ("decode", rate(live.recent_tps)),
+                ("average", rate(live.average_tps)),
+                ("TPOT", millis(tpot)),
+                ("TTFT", seconds(ttft_s)),
+                ("tokens", f"{live.tokens:,}"),
+                ("tok/step", steps),
+            ),
+        )
+
+    def show_last(self, status: MessageStatus, stats: ReplyStats | None) -> None:
+        """The reply that just ended, with SGLang's final accept statistics."""
+        self.query_one("#reply-heading", Label).update(f"Last reply {STATUS_MARKS[status]}")
+        if stats is None:
+            self.query_one("#reply-numbers", Static).update(_rows(("decode", "–")))
+            return
+        verify = f"{stats.verify_ct:,} rounds" if stats.verify_ct else "–"
+        self.query_one("#reply-numbers", Static).update(
+            _rows(
+                ("decode", rate(stats.decode_tps)),
+                ("TPOT", millis(stats.tpot_s)),
+                ("TTFT", seconds(stats.ttft_s)),
+                ("tokens", f"{stats.completion_tokens:,} in {seconds(stats.latency_s)}"),
+                ("accept", ratio(stats.accept_length)),
+                ("verify", verify),
+            )
+        )
+
+    def show_session(self, summary: SessionSummary) -> None:
+        """Sparklines per finished reply and pooled session averages."""
+        self.query_one("#session-heading", Label).update(f"Session · {summary.replies} replies")
+        self.query_one("#tps-spark", Sparkline).data = list(summary.decode_tps_series)
+        self.query_one("#accept-spark", Sparkline).data = list(summary.accept_length_series)
+        self.query_one("#session-numbers", Static).update(
+            _rows(
+                ("decode", rate(summary.decode_tps)),
+                ("accept", ratio(summary.accept_length)),
+                ("TTFT", seconds(summary.ttft_s)),
+                ("tokens", f"{summary.completion_tokens:,}"),
+            )
+        )
+
+    def show_proof(self, report: ProofReport) -> None:
+        """One line per optimization with its verdict from the start-up proof."""
+        text = Text(f"profile {report.profile}", style="dim")
+        for line in report.lines:
+            text.append("\n")
+            text.append(f"{VERDICT_MARKS[line.verdict]} ", style=VERDICT_STYLES[line.verdict])
+            text.append(line.title)
+        self.query_one("#optimizations", Static).update(text)

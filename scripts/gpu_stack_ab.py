@@ -1,0 +1,183 @@
+"""Side-by-side A/B of the NEXTN stack with the BF16 head and with the FP8 head (GPU only).
+
+Both engines live in one process at once and take turns request by request, so
+machine drift hits both alike. Per configuration: median and spread of the time to
+generate N greedy tokens, accept length, and (with --profile) the GPU kernel time by
+kernel name over one profiled request, to show where the FP8 head costs time.
+
+    python scripts/gpu_stack_ab.py OUTDIR [--known-answer] [--reps 12] [--tokens 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import json
+import os
+import statistics
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.backend.engine import EngineBackend  # noqa: E402
+from app.backend.engine_config import EngineConfig  # noqa: E402
+from tests.gpu import known_answer, models  # noqa: E402
+
+CONFIGS = {"bf16-head": "humming+nextn", "fp8-head": "stack"}
+
+
+async def boot(name: str, profile: str, model: Path, out: Path) -> EngineBackend:
+    config = EngineConfig(
+        model_path=str(model),
+        profile=profile,
+        mem_fraction=0.3,
+        log_dir=out / name,
+        min_accept_length=1.0,
+        context_length=4096,
+        overrides={"load_format": "dummy"},
+    )
+    backend = EngineBackend(config, scheduler_entry=known_answer.run_scheduler_process)
+    async for stage in backend.start():
+        if stage.done:
+            print(f"  {name}: {stage.name} done at {stage.elapsed_s:.0f}s", flush=True)
+    report = await backend.proof()
+    print(f"  {name}: proof {report.summary()}", flush=True)
+    for line in report.lines:
+        print(f"    {line.verdict.value:4} {line.key}: {line.evidence}", flush=True)
+    return backend
+
+
+async def one(backend: EngineBackend, tokens: int) -> tuple[float, float | None]:
+    sample = await backend.generate(
+        input_ids=list(range(1000, 1200)),
+        sampling_params={"max_new_tokens": tokens, "temperature": 0.0, "ignore_eos": True},
+    )
+    accept = sample.meta_info.get("spec_accept_length")
+    return sample.ended_at - sample.started_at, accept
+
+
+async def profile(backend: EngineBackend, out: Path, tokens: int) -> dict[str, Any]:
+    """GPU time by kernel name over one request, from SGLang's torch profiler."""
+    from sglang.srt.managers.io_struct import ProfileReq
+
+    out.mkdir(parents=True, exist_ok=True)
+    req = ProfileReq(
+        output_dir=str(out),
+        activities=["GPU", "CPU"],
+        with_stack=False,
+        record_shapes=False,
+        profile_prefix="ab",
+    )
+    await backend.call_tokenizer_manager("start_profile", req)
+    await one(backend, tokens)
+    await backend.call_tokenizer_manager("stop_profile")
+    traces = sorted(out.rglob("*.trace.json.gz"), key=os.path.getmtime)
+    with gzip.open(traces[-1]) as trace:
+        events = json.load(trace)["traceEvents"]
+    kernels: Counter[str] = Counter()
+    counts: Counter[str] = Counter()
+    launches: Counter[str] = Counter()
+    for e in events:
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            kernels[e["name"][:90]] += e.get("dur", 0)
+            counts[e["name"][:90]] += 1
+        elif e.get("cat") == "cuda_runtime":
+            launches[e["name"]] += 1
+    return {
+        "kernel_us": dict(kernels),
+        "kernel_calls": dict(counts),
+        "runtime_calls": dict(launches),
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--known-answer", action="store_true")
+    parser.add_argument("--reps", type=int, default=12)
+    parser.add_argument("--tokens", type=int, default=256)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    os.environ[known_answer.KNOWN_ANSWER_ENV] = "1" if args.known_answer else "0"
+    model = models.write_model_dir(args.out / "model", known_answer=args.known_answer)
+    backends = {}
+    for name, profile_name in CONFIGS.items():
+        backends[name] = await boot(name, profile_name, model, args.out)
+    times: dict[str, list[float]] = {name: [] for name in backends}
+    accepts: dict[str, list[float]] = {name: [] for name in backends}
+    for backend in backends.values():  # warm-up: Triton JIT, caches
+        for _ in range(2):
+            await one(backend, args.tokens)
+    for rep in range(args.reps):
+        order = list(backends) if rep % 2 == 0 else list(reversed(backends))
+        for name in order:
+            seconds, accept = await one(backends[name], args.tokens)
+            times[name].append(seconds * 1000)
+            if accept is not None:
+                accepts[name].append(accept)
+    result: dict[str, Any] = {
+        "tokens": args.tokens,
+        "reps": args.reps,
+        "known_answer": args.known_answer,
+        "configs": {},
+    }
+    print(
+        f"\n{args.tokens} greedy tokens, {args.reps} interleaved reps, "
+        f"{'known-answer' if args.known_answer else 'random'} weights"
+    )
+    for name in backends:
+        ms = times[name]
+        row = {
+            "median_ms": statistics.median(ms),
+            "min_ms": min(ms),
+            "max_ms": max(ms),
+            "accept": statistics.median(accepts[name]) if accepts[name] else None,
+            "ms": ms,
+        }
+        result["configs"][name] = row
+        print(
+            f"  {name:10} median {row['median_ms']:7.1f} ms  (min {row['min_ms']:.1f}, "
+            f"max {row['max_ms']:.1f})  accept {row['accept']}"
+        )
+    a, b = (result["configs"][n]["median_ms"] for n in ("bf16-head", "fp8-head"))
+    result["fp8_speedup"] = a / b
+    print(f"  FP8 head vs BF16 head: {a / b:.3f}x")
+    if args.profile:
+        for name, backend in backends.items():
+            result["configs"][name]["profile"] = await profile(
+                backend, args.out / f"prof-{name}", 64
+            )
+        diff_kernels(result)
+    for backend in backends.values():
+        await backend.shutdown()
+    (args.out / "ab.json").write_text(json.dumps(result, indent=1))
+
+
+def diff_kernels(result: dict[str, Any]) -> None:
+    """Print the kernels whose GPU time differs most between the two configurations."""
+    a = result["configs"]["bf16-head"]["profile"]
+    b = result["configs"]["fp8-head"]["profile"]
+    names = set(a["kernel_us"]) | set(b["kernel_us"])
+    rows = sorted(names, key=lambda n: -abs(b["kernel_us"].get(n, 0) - a["kernel_us"].get(n, 0)))
+    total_a, total_b = sum(a["kernel_us"].values()), sum(b["kernel_us"].values())
+    print(
+        f"\nGPU kernel time over one 64-token request: bf16-head {total_a / 1000:.1f} ms, "
+        f"fp8-head {total_b / 1000:.1f} ms"
+    )
+    print(f"{'kernel':90} {'bf16 us':>9} {'n':>5} {'fp8 us':>9} {'n':>5}")
+    for n in rows[:25]:
+        print(
+            f"{n:90} {a['kernel_us'].get(n, 0):9.0f} {a['kernel_calls'].get(n, 0):5} "
+            f"{b['kernel_us'].get(n, 0):9.0f} {b['kernel_calls'].get(n, 0):5}"
+        )
+    for key in ("cudaGraphLaunch", "cudaLaunchKernel", "cuLaunchKernel", "cudaMemcpyAsync"):
+        print(f"{key}: bf16 {a['runtime_calls'].get(key, 0)}  fp8 {b['runtime_calls'].get(key, 0)}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,197 @@
+"""The proof rules judge evidence, never arguments: each broken fact fails its line."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from app.backend.proof import build_report, refusal_report
+from app.backend.protocol import ProofReport, Verdict
+
+
+def moe(n: int, method: str = "Mxfp4HummingMoEMethod") -> list[dict[str, Any]]:
+    return [
+        {
+            "name": f"model.layers.{i}.mlp.experts",
+            "quant_method": method,
+            "runner_backend": "MoeRunnerBackend.HUMMING",
+            "runner_core": "HummingRunnerCore" if "Humming" in method else "TritonRunnerCore",
+            "mxfp4_backend": "humming" if "Humming" in method else None,
+            "weight_dtype": "float4e2m1",
+            "activation_dtype": "bfloat16",
+        }
+        for i in range(n)
+    ]
+
+
+def stack_facts() -> dict[str, Any]:
+    """What the scheduler reports for a healthy stack (shapes of a 6-layer model)."""
+    head = {
+        "module": "ParallelLMHead",
+        "quant_method": "LingFp8LMHeadMethod",
+        "weight_dtype": "float8_e4m3fn",
+        "weight_shape": [2560, 157184],
+        "fp32_logits": False,
+        "config_fp32_logits": False,
+    }
+    return {
+        "moe_target": moe(5),
+        "moe_draft": moe(1),
+        "humming": {
+            "runner_cores": 6,
+            "kernels_compiled": 4,
+            "kernels_captured": 2,
+            "captured_cubins_in_cache": 2,
+            "cache_dir": "/root/.humming/cache",
+            "compiler": "NVRTCCompiler",
+        },
+        "head_target": head,
+        "head_draft": dict(head),
+        "fp8_head": {
+            "installed": True,
+            "method": "LingFp8LMHeadMethod",
+            "weight_dtype": "float8_e4m3fn",
+            "weight_shape": [2560, 157184],
+            "scale_shape": [1, 157184],
+            "bytes_bf16": 804782080,
+            "bytes_fp8": 403019776,
+            "selftest_rows": 64,
+            "cosine_min": 0.9991,
+            "top1_agreement": 0.97,
+            "timing_us": {"bf16": {"1": 190.0, "4": 192.0}, "fp8": {"1": 100.0, "4": 102.0}},
+            "speedup": {"1": 1.9, "4": 1.88},
+            "min_speedup": 1.2,
+            "captured_calls": 5,
+            "eager_calls": 0,
+        },
+        "sharing": {"head_module_shared": True, "head_weight_shared": True, "embed_shared": True},
+        "speculative": {
+            "worker": "EAGLEWorkerV2",
+            "draft_worker": "EagleDraftWorker",
+            "num_steps": 3,
+            "topk": 1,
+            "num_draft_tokens": 4,
+        },
+        "cuda_graphs": {"phases": ["draft_decode", "draft_extend", "target_verify"]},
+        "env": {"SGLANG_SIMULATE_ACC_LEN": None},
+        "capture_calls": {"humming_runner": 12},
+    }
+
+
+def judge(facts: dict[str, Any], accept: float | None = 3.2, profile: str = "stack") -> ProofReport:
+    return build_report(facts, profile=profile, min_accept_length=1.5, warmup_accept_length=accept)
+
+
+def verdict(report: ProofReport, key: str) -> Verdict:
+    return next(line.verdict for line in report.lines if line.key == key)
+
+
+def test_healthy_stack_passes_every_line():
+    report = judge(stack_facts())
+    assert report.ok
+    assert {line.verdict for line in report.lines} == {Verdict.PASS}
+    assert "W4A16" in next(line.evidence for line in report.lines if line.key == "humming")
+
+
+BREAKS = {
+    "draft MoE on Triton": ("moe_draft", moe(1, "UnquantizedFusedMoEMethod"), "humming"),
+    "Humming never ran in capture": ("capture_calls", {}, "humming"),
+    "head left BF16": (
+        "head_target",
+        {**stack_facts()["head_target"], "weight_dtype": "bfloat16"},
+        "fp8_head",
+    ),
+    "head never captured": (
+        "fp8_head",
+        {**stack_facts()["fp8_head"], "captured_calls": 0},
+        "fp8_head",
+    ),
+    "head numerically wrong": (
+        "fp8_head",
+        {**stack_facts()["fp8_head"], "cosine_min": 0.5},
+        "fp8_head",
+    ),
+    "head slower than BF16": (
+        "fp8_head",
+        {**stack_facts()["fp8_head"], "speedup": {"1": 1.9, "4": 0.9}},
+        "fp8_head_speed",
+    ),
+    "FP32 logits on": (
+        "head_target",
+        {**stack_facts()["head_target"], "fp32_logits": True},
+        "fp32_head",
+    ),
+    "draft head is its own": (
+        "sharing",
+        {"head_module_shared": False, "head_weight_shared": True, "embed_shared": True},
+        "shared_head",
+    ),
+    "NEXTN off": ("speculative", None, "nextn"),
+    "NEXTN 5 steps": (
+        "speculative",
+        {**stack_facts()["speculative"], "num_steps": 5},
+        "nextn",
+    ),
+    "draft graphs missing": ("cuda_graphs", {"phases": ["target_verify"]}, "cuda_graphs"),
+    "faked accept length": ("env", {"SGLANG_SIMULATE_ACC_LEN": "3.5"}, "no_faking"),
+    "collection failed": ("humming", {"error": "AttributeError: boom"}, "humming"),
+}
+
+
+@pytest.mark.parametrize("name", list(BREAKS))
+def test_each_broken_fact_fails_its_line(name):
+    key, value, line = BREAKS[name]
+    facts = copy.deepcopy(stack_facts())
+    facts[key] = value
+    report = judge(facts)
+    assert not report.ok
+    assert verdict(report, line) is Verdict.FAIL
+    failed = next(x for x in report.lines if x.key == line)
+    assert failed.fix
+
+
+def test_collapsed_or_missing_accept_length_fails():
+    assert verdict(judge(stack_facts(), accept=1.01), "accept_length") is Verdict.FAIL
+    assert verdict(judge(stack_facts(), accept=None), "accept_length") is Verdict.FAIL
+
+
+def test_levers_off_by_request_are_verified_off():
+    facts = stack_facts()
+    facts.update(moe_draft=None, head_draft=None, sharing=None, speculative=None)
+    facts["cuda_graphs"] = {"phases": ["decode"]}
+    facts["fp8_head"] = {"installed": False}
+    facts["head_target"] = {
+        **facts["head_target"],
+        "weight_dtype": "bfloat16",
+        "quant_method": "UnquantizedEmbeddingMethod",
+        "fp32_logits": True,
+    }
+    report = judge(facts, accept=None, profile="humming")
+    assert report.ok
+    assert verdict(report, "fp8_head") is Verdict.OFF
+    assert verdict(report, "nextn") is Verdict.OFF
+
+
+def test_a_lever_off_by_request_but_engaged_fails():
+    report = judge(stack_facts(), profile="humming+nextn")
+    assert verdict(report, "fp8_head") is Verdict.FAIL
+    assert "off by request but engaged" in next(
+        line.evidence for line in report.lines if line.key == "fp8_head"
+    )
+
+
+def test_refusal_report_fails_with_the_engine_message():
+    report = refusal_report("stack", "shared_head", "the draft's head is its own module")
+    assert not report.ok
+    assert report.lines[0].title == "Draft shares the target's LM head module"
+    assert report.lines[0].fix
+
+
+def test_report_round_trips_through_json():
+    import json
+
+    report = judge(stack_facts())
+    again = ProofReport.from_dict(json.loads(json.dumps(report.to_dict())))
+    assert again == report

@@ -1,0 +1,171 @@
+"""`ling-chat bench` end to end over an engine double, and `bench compare` on two files."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.bench.results import BenchRun
+from app.commands import bench
+from app.errors import BackendError, ConfigError
+from tests.bench.builders import profile, run
+from tests.bench.doubles import ScriptedEngineDouble, sample
+from tests.telemetry.conftest import LING_3_FLASH_CONFIG
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "gsm8k_small.jsonl"
+
+
+def _main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="ling-chat bench")
+    bench.add_arguments(parser)
+    return bench.run(parser.parse_args(argv))
+
+
+class _EngineModule(types.ModuleType):
+    """Stands in for app.backend.bench_engine: its factory starts scripted engine doubles."""
+
+    def __init__(self, script: list[Any]) -> None:
+        super().__init__("app.backend.bench_engine")
+        self.script = script
+        self.journal: list[str] = []
+        self.calls: list[tuple[Any, Any]] = []
+
+    def bench_engine_factory(self, config: Any, *, require_proof: bool = True) -> Any:
+        self.calls.append((config, require_proof))
+
+        async def start(name: str) -> ScriptedEngineDouble:
+            self.journal.append(f"start {name}")
+            facts = {"config": {}, "proof": None, "model_config": LING_3_FLASH_CONFIG}
+            return ScriptedEngineDouble(name, list(self.script), self.journal, facts=facts)
+
+        return start
+
+
+def _engine(monkeypatch: pytest.MonkeyPatch, script: list[Any]) -> _EngineModule:
+    module = _EngineModule(script)
+    monkeypatch.setitem(sys.modules, "app.backend.bench_engine", module)
+    return module
+
+
+SMALL = ["--input-len", "8", "--output-len", "5", "--num-prompts", "2", "--reps", "1"]
+SYNTHETIC_REPLY = sample(ttft=0.5, tpot=0.02, tokens=5, prompt_tokens=8)
+
+
+def test_bench_runs_each_profile_and_writes_json(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # The reasoning warm-up, then the questions whose answers are 21 and 700.
+    answers = ["The answer is 21.", "The answer is 21.", "The answer is 7."]
+    reasoning = [sample(ttft=0.1, tpot=0.01, tokens=9, text=t, finish="stop") for t in answers]
+    module = _engine(monkeypatch, [SYNTHETIC_REPLY] * 3 + reasoning)
+    out = tmp_path / "run.json"
+    argv = [*SMALL, "--profiles", "baseline,stack", "--dataset", str(FIXTURE), "--json", str(out)]
+    argv += ["--model", "/models/ling", "--sglang-arg", "speculative_num_steps=2"]
+
+    assert _main(argv) == 0
+
+    config, require_proof = module.calls[0]
+    assert config.model_path == "/models/ling"
+    assert config.overrides == {"speculative_num_steps": 2}
+    assert require_proof
+    assert [line for line in module.journal if not line.startswith("generate")] == [
+        "start baseline", "shutdown baseline", "start stack", "shutdown stack",
+    ]  # fmt: skip
+    stdout, stderr = capsys.readouterr()
+    assert "synthetic: 8 in / 5 out, greedy, ignore_eos; 1 reps x 2 prompts" in stdout
+    assert "reasoning: " in stdout and "5-shot CoT, T=0.6 top_p=0.95 top_k=29" in stdout
+    assert "baseline: starting the engine" in stderr
+    data = json.loads(out.read_text())
+    result = BenchRun.from_dict(data)
+    assert [p.profile for p in result.profiles] == ["baseline", "stack"]
+    reasoning_summary = result.profiles[0].workload("reasoning")
+    assert reasoning_summary is not None
+    assert reasoning_summary.summary.accuracy == 0.5
+    assert result.profiles[0].workload("synthetic").roofline is not None  # type: ignore[union-attr]
+    assert result.plan["engine_overrides"] == {"speculative_num_steps": 2}
+    assert result.git is None or len(result.git["commit"]) == 40
+
+
+def test_a_failed_request_makes_the_exit_status_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    _engine(monkeypatch, [SYNTHETIC_REPLY, BackendError("lost"), SYNTHETIC_REPLY])
+    assert _main([*SMALL, "--profiles", "baseline"]) == 1
+
+
+def test_profile_flag_runs_one_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = _engine(monkeypatch, [SYNTHETIC_REPLY] * 3)
+    assert _main([*SMALL, "--profile", "humming"]) == 0
+    assert module.journal[0] == "start humming"
+    with pytest.raises(ConfigError, match="not both"):
+        _main([*SMALL, "--profile", "humming", "--profiles", "stack"])
+
+
+def test_reasoning_without_a_dataset_is_refused() -> None:
+    with pytest.raises(ConfigError, match="needs --dataset"):
+        _main(["--workload", "reasoning"])
+
+
+def test_json_into_a_missing_directory_is_refused_before_running(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such directory"):
+        _main(["--json", str(tmp_path / "missing" / "run.json")])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--profiles", "baseline,turbo"], ["--output-len", "1"], ["--warmup", "-1"]],
+)
+def test_bad_flags_are_usage_errors(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        _main(argv)
+    assert exc.value.code == 2
+
+
+def test_missing_engine_extra_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("app.backend.bench_engine")
+
+    def missing(name: str) -> Any:
+        raise ModuleNotFoundError("No module named 'sglang'", name="sglang")
+
+    module.__getattr__ = missing  # type: ignore[method-assign]
+    monkeypatch.setitem(sys.modules, "app.backend.bench_engine", module)
+    with pytest.raises(BackendError, match=r"pip install 'ling-chat\[engine\]'"):
+        _main(SMALL)
+
+
+def test_compare_flags_a_regression(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    bench.write_json(run(profile("baseline", 36.0), profile("stack", 100.0)), a)
+    bench.write_json(run(profile("baseline", 37.0), profile("stack", 80.0)), b)
+
+    assert _main(["compare", str(a), str(b)]) == 1
+    out = capsys.readouterr().out
+    speed = next(line for line in out.splitlines() if line.startswith("stack     decode"))
+    assert speed.split()[-5:] == ["100.00", "80.00", "-20.00", "(-20.0%)", "REGRESSION"]
+    assert out.rstrip().endswith("2 regressions beyond 5%")
+
+    assert _main(["compare", str(a), str(b), "--threshold", "30"]) == 0
+    assert _main(["compare", str(b), str(a)]) == 0  # the reverse is an improvement
+
+
+def test_compare_of_a_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        _main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")])
+
+
+def test_cli_routes_bench_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        cli = importlib.import_module("app.cli")
+    except ImportError as exc:  # other command modules are still being written
+        pytest.skip(f"app.cli does not import yet: {exc}")
+    a = tmp_path / "a.json"
+    bench.write_json(run(profile("baseline", 36.0)), a)
+    assert cli.main(["bench", "compare", str(a), str(a)]) == 0
+    assert "0 regressions beyond 5%" in capsys.readouterr().out
+    assert cli.main(["bench", "compare", str(a), str(tmp_path / "missing.json")]) == 1
+    assert "ling-chat: error:" in capsys.readouterr().err

@@ -1,0 +1,193 @@
+"""The run's tables (levers, deltas, roofline), its plot, and its JSON form."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.bench.plot import CEILING, bar, bars
+from app.bench.report import lever_label, render_run, table_rows, tables_json
+from app.bench.results import SCHEMA, BenchRun, ProfileResult, RooflineColumns
+from app.commands.bench import read_json, write_json
+from app.errors import ConfigError
+from tests.bench.builders import SYNTHETIC_PLAN, profile, run
+
+NVIDIA = (("baseline", 36.09), ("humming", 39.45), ("humming+fp8", 43.94), ("stack", 102.88))
+"""NVIDIA's DGX Spark decode tok/s for the four steps (perf-anchors.md §2)."""
+
+
+def _nvidia_run() -> BenchRun:
+    return run(*(profile(name, tps) for name, tps in NVIDIA))
+
+
+def _cells(text: str, first: str) -> list[str]:
+    return next(line.split() for line in text.splitlines() if line.startswith(first + " "))
+
+
+@pytest.mark.parametrize(
+    ("profile_name", "previous", "label"),
+    [
+        ("baseline", None, "baseline"),
+        ("humming", "baseline", "+Humming"),
+        ("humming+fp8", "humming", "+FP8 head"),
+        ("stack", "humming+fp8", "+NEXTN"),
+        ("stack", "baseline", "+Humming +FP8 head +NEXTN"),
+        ("baseline", "stack", "-Humming -FP8 head -NEXTN"),
+        ("stack", "stack", "="),
+        ("custom", "baseline", "custom"),
+    ],
+)
+def test_lever_label_names_what_changed(
+    profile_name: str, previous: str | None, label: str
+) -> None:
+    assert lever_label(profile_name, previous) == label
+
+
+def test_deltas_against_previous_row_and_baseline() -> None:
+    rows = table_rows(_nvidia_run().profiles, "synthetic")
+    assert [row.lever for row in rows] == ["baseline", "+Humming", "+FP8 head", "+NEXTN"]
+    assert [row.vs_prev for row in rows] == pytest.approx(
+        [None, 39.45 / 36.09 - 1, 43.94 / 39.45 - 1, 102.88 / 43.94 - 1]
+    )
+    assert [row.vs_baseline for row in rows] == pytest.approx(
+        [0.0, 39.45 / 36.09 - 1, 43.94 / 36.09 - 1, 102.88 / 36.09 - 1]
+    )
+
+
+def test_a_failed_profile_is_skipped_by_the_next_rows_delta() -> None:
+    failed = profile("humming", None, errors=10)
+    rows = table_rows((profile("baseline", 30.0), failed, profile("stack", 60.0)), "synthetic")
+    assert rows[1].vs_prev is None and rows[1].error == "10 failed requests"
+    assert rows[2].vs_prev == pytest.approx(1.0)
+
+
+def test_without_a_baseline_row_the_first_row_is_the_reference() -> None:
+    rows = table_rows((profile("humming", 40.0), profile("stack", 50.0)), "synthetic")
+    assert rows[1].vs_baseline == pytest.approx(0.25)
+
+
+def test_speed_table_shows_each_lever_with_its_deltas() -> None:
+    text = render_run(_nvidia_run())
+    assert text.splitlines()[0] == (
+        "synthetic: 32768 in / 2048 out, greedy, ignore_eos; "
+        "2 reps x 5 prompts after 1 warm-up, batch 1"
+    )
+    assert _cells(text, "humming")[:5] == ["humming", "+Humming", "39.45", "+9.3%", "+9.3%"]
+    assert _cells(text, "humming+fp8")[:6] == [
+        "humming+fp8", "+FP8", "head", "43.94", "+11.4%", "+21.8%",
+    ]  # fmt: skip
+    assert _cells(text, "stack")[:5] == ["stack", "+NEXTN", "102.88", "+134.1%", "+185.1%"]
+    assert _cells(text, "stack")[5:8] == ["9.72", "10.69", "4.000"]  # TPOT p50, p95 ms, TTFT s
+
+
+def test_accept_length_accuracy_and_errors_columns() -> None:
+    row = profile(
+        "stack", 50.0, accept_length=2.68, accept_length_median=2.5, accuracy=0.925, errors=1
+    )
+    cells = _cells(render_run(run(row)), "stack")
+    assert cells[-5:] == ["2.68", "2.50", "92.5%", "1", "—"]
+
+
+def test_roofline_table_and_plot_ceiling() -> None:
+    columns = RooflineColumns(33792, 4.793e9, 57.0, 210.6, 0.7714, mtp_ceiling=None)
+    spec = RooflineColumns(33792, 4.793e9, 57.0, 150.0, 0.55, mtp_ceiling=1.35)
+    text = render_run(
+        run(profile("humming+fp8", 43.94, roofline=columns), profile("stack", 70.0, roofline=spec))
+    )
+    assert "profile      context  GB/step  ceiling tok/s   GB/s  % of 273  MTP a/r" in text
+    assert _cells(text.split("GB/step")[1], "humming+fp8") == [
+        "humming+fp8", "33792", "4.793", "57.0", "210.6", "77.1%", "—",
+    ]  # fmt: skip
+    assert _cells(text.split("GB/step")[1], "stack")[-1] == "1.35"
+    assert f"decode tok/s ({CEILING} bandwidth ceiling at 273 GB/s)" in text
+    plot = text.split("bandwidth ceiling at 273 GB/s)\n")[1].splitlines()
+    scale = 57.0 * 1.35  # the stack row's ceiling is the longest item: 48 cells
+    assert plot[0].index(CEILING) == len("humming+fp8  ") + int(57.0 / scale * 48)
+    assert plot[1].index(CEILING) == len("humming+fp8  ") + 47
+    assert plot[1].endswith("70.00")
+
+
+def test_failed_profile_is_listed_under_its_table() -> None:
+    failed = ProfileResult(profile="stack", error="no GPU")
+    text = render_run(run(profile("baseline", 36.0), failed))
+    assert "stack: no GPU" in text
+    assert _cells(text, "stack").count("—") == 14  # every column but profile and lever
+
+
+def test_json_round_trip(tmp_path: Path) -> None:
+    original = _nvidia_run()
+    path = tmp_path / "run.json"
+    write_json(original, path)
+    assert read_json(path) == original
+
+
+def test_json_schema_keys(tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    write_json(_nvidia_run(), path)
+    data = json.loads(path.read_text())
+    assert set(data) == {"schema", "created_at", "git", "plan", "profiles", "tables"}
+    assert data["schema"] == SCHEMA
+    assert data["git"] == {"commit": "abc123", "dirty": False}
+    assert data["plan"]["workloads"] == [SYNTHETIC_PLAN]
+    first = data["profiles"][0]
+    assert set(first) == {"profile", "error", "engine", "proof", "workloads"}
+    workload = first["workloads"][0]
+    assert set(workload) == {"name", "summary", "roofline", "requests"}
+    assert set(workload["summary"]) >= {
+        "tpot_s", "decode_tps", "ttft_s", "latency_mean_s", "latency_p50_s", "latency_p95_s",
+        "accept_length", "accept_length_median", "accuracy", "errors", "truncated",
+    }  # fmt: skip
+    request = workload["requests"][0]
+    assert set(request) == {
+        "rep", "index", "stats", "finish_reason", "error", "expected", "extracted", "correct",
+    }  # fmt: skip
+    assert request["stats"]["verify_ct"] == 2
+    assert data["tables"]["synthetic"][1] == {
+        "profile": "humming",
+        "lever": "+Humming",
+        "decode_tps": 39.45,
+        "vs_prev": pytest.approx(39.45 / 36.09 - 1),
+        "vs_baseline": pytest.approx(39.45 / 36.09 - 1),
+    }
+
+
+def test_tables_json_matches_the_rows() -> None:
+    table = tables_json(_nvidia_run())["synthetic"]
+    assert [row["lever"] for row in table] == ["baseline", "+Humming", "+FP8 head", "+NEXTN"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("{not json", "not a ling-chat bench result"), ('{"schema": "other/1"}', "schema")],
+)
+def test_reading_something_else_is_a_config_error(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        read_json(path)
+
+
+@pytest.mark.parametrize(
+    ("value", "scale", "width", "expected"),
+    [
+        (4.0, 8.0, 4, "██"),
+        (1.0, 8.0, 1, "▏"),
+        (3.0, 8.0, 2, "▊"),  # 0.75 of a cell: 6 eighths
+        (9.0, 8.0, 2, "██"),  # clipped
+        (0.0, 8.0, 2, ""),
+    ],
+)
+def test_bar_in_eighths(value: float, scale: float, width: int, expected: str) -> None:
+    assert bar(value, scale, width) == expected
+
+
+def test_bars_scale_to_the_longest_and_mark_ceilings() -> None:
+    items = [("a", 10.0, 20.0), ("bb", 20.0, None), ("c", None, None), ("d", 16.0, 8.0)]
+    assert bars(items, width=10).splitlines() == [
+        "a   █████    ┆  10.00",
+        "bb  ██████████  20.00",
+        "c               —",
+        "d   ████████    16.00",  # past its ceiling: no mark
+    ]

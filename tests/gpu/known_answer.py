@@ -1,0 +1,124 @@
+"""Test-only scheduler entry: ling-chat's patches, known-answer weights, deliberate breakage.
+
+Only GPU tests name this module (through `EngineBackend(scheduler_entry=...)`); the
+product's engine always runs `app.backend.patches.run_scheduler_process`, so none of
+this can be active in a normal run.
+
+Environment (set by the test before the engine starts; spawned children inherit it):
+- LING_CHAT_TEST_KNOWN_ANSWER=1: overwrite the dummy weights (see models.py);
+- LING_CHAT_TEST_BREAKAGE: one of BREAKAGES, undoing part of ling-chat's changes.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from tests.gpu import models
+
+KNOWN_ANSWER_ENV = "LING_CHAT_TEST_KNOWN_ANSWER"
+BREAKAGE_ENV = "LING_CHAT_TEST_BREAKAGE"
+BREAKAGES = (
+    "no_fp8_hook",  # the FP8 head hook is not installed
+    "weight_only_share",  # stock SGLang: the draft gets the head weight tensor only
+    "bf16_view_share",  # the draft reads the FP8 bytes as a BF16 [V, H] matrix
+    "bf16_view_share_unguarded",  # the same, with ling-chat's sharing guard removed too
+)
+
+
+def run_scheduler_process(*args: Any, **kwargs: Any) -> None:
+    """Like the product's entry, plus the test's weights and breakage."""
+    from app.backend import patches
+
+    plan = patches.PatchPlan.from_env()
+    patches.redirect_output(plan.log_file)
+    patches.install(plan)
+    if os.environ.get(KNOWN_ANSWER_ENV) == "1":
+        install_known_answer()
+    breakage = os.environ.get(BREAKAGE_ENV)
+    if breakage:
+        break_it(breakage)
+    from sglang.srt.managers.scheduler import run_scheduler_process as stock
+
+    stock(*args, **kwargs)
+
+
+def install_known_answer() -> None:
+    """Write the known-answer weights after load, before the FP8 head is quantized."""
+    from sglang.srt.models.bailing_moe_nextn import BailingMoeForCausalLMNextN
+    from sglang.srt.models.bailing_moe_v3 import BailingMoeV3ForCausalLM
+
+    product_hook = getattr(BailingMoeV3ForCausalLM, "precompile_kernels_after_loading", None)
+
+    def target_hook(self: Any) -> None:
+        write_target(self)
+        if product_hook is not None:
+            product_hook(self)
+
+    BailingMoeV3ForCausalLM.precompile_kernels_after_loading = target_hook
+    BailingMoeForCausalLMNextN.precompile_kernels_after_loading = write_draft
+
+
+@torch.no_grad()
+def write_target(model: Any) -> None:
+    """Embeddings E (unit-RMS rows), head[P(x)] = E[x], sublayers silenced by zero norms."""
+    embed = model.model.word_embeddings.weight
+    gen = torch.Generator(device=embed.device).manual_seed(1234)
+    table = torch.randn(embed.shape, generator=gen, device=embed.device, dtype=torch.float32)
+    table = (table / table.pow(2).mean(-1, keepdim=True).sqrt()).to(embed.dtype)
+    embed.copy_(table)
+    perm = torch.tensor(models.permutation(), device=embed.device)
+    inverse = torch.empty_like(perm)
+    inverse[perm] = torch.arange(perm.numel(), device=embed.device)
+    model.lm_head.weight.copy_(table[inverse])
+    _zero_sublayer_norms(model)
+    model.model.norm.weight.fill_(1.0)
+
+
+@torch.no_grad()
+def write_draft(model: Any) -> None:
+    """NEXTN predicts P(next token): eh_proj = [I | 0], unit norms, silent decoder."""
+    inner = model.model
+    for norm in (inner.enorm, inner.hnorm, inner.final_layernorm):
+        norm.weight.fill_(1.0)
+    weight = inner.eh_proj.weight
+    weight.zero_()
+    weight[:, : weight.shape[0]].copy_(torch.eye(weight.shape[0], dtype=weight.dtype))
+    _zero_sublayer_norms(model)
+
+
+def _zero_sublayer_norms(model: Any) -> None:
+    for name, module in model.named_modules():
+        if name.endswith(("input_layernorm", "post_attention_layernorm")):
+            module.weight.zero_()
+
+
+def break_it(breakage: str) -> None:
+    """Undo one of ling-chat's changes, the way a stock or careless stack would."""
+    from sglang.srt.models.bailing_moe_nextn import BailingMoeForCausalLMNextN
+    from sglang.srt.models.bailing_moe_v3 import BailingMoeV3ForCausalLM
+    from sglang.srt.speculative.eagle_worker_v2 import EagleDraftWorker
+
+    if breakage not in BREAKAGES:
+        raise ValueError(f"unknown breakage {breakage!r}")
+    if breakage == "no_fp8_hook":
+        if os.environ.get(KNOWN_ANSWER_ENV) == "1":
+            BailingMoeV3ForCausalLM.precompile_kernels_after_loading = write_target
+        else:
+            del BailingMoeV3ForCausalLM.precompile_kernels_after_loading
+        return
+    del BailingMoeForCausalLMNextN.set_lm_head_from_target
+    if breakage.startswith("bf16_view_share"):
+        stock = BailingMoeForCausalLMNextN.set_embed_and_head
+
+        def set_embed_and_head(self: Any, embed: Any, head: Any) -> None:
+            fp8_rows = head.t().contiguous().view(torch.uint8)  # [V, H] bytes, row-major
+            misread = torch.zeros(fp8_rows.shape, dtype=torch.bfloat16, device=head.device)
+            misread.view(torch.uint8)[:, : fp8_rows.shape[1]].copy_(fp8_rows)
+            stock(self, embed, torch.nn.Parameter(misread, requires_grad=False))
+
+        BailingMoeForCausalLMNextN.set_embed_and_head = set_embed_and_head
+    if breakage == "bf16_view_share_unguarded":
+        EagleDraftWorker.init_lm_head = EagleDraftWorker.init_lm_head.__wrapped__

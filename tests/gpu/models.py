@@ -1,0 +1,171 @@
+"""Small models with Ling-3.0-flash's architecture and real shapes, built from code.
+
+Nothing here is committed as weights: `write_model_dir` writes a config, a tokenizer
+and a chat template; SGLang fills the weights with `load_format="dummy"`, and the
+known-answer entry (known_answer.py) overwrites them inside the scheduler.
+
+The known-answer model's greedy continuation of token x is P(x), a permutation that
+walks the chat prompt's last token (`<think>`) through REASONING, `</think>`, ANSWER and
+end-of-text; its NEXTN layer predicts the same, so every draft is accepted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+VOCAB = 157184
+HIDDEN = 2560
+UNK, EOS, ROLE, END_ROLE, THINK, END_THINK = range(6)
+SPECIALS = ["[UNK]", "<|endoftext|>", "<role>", "</role>", "<think>", "</think>"]
+CHAT_TEMPLATE = (
+    "{%- for m in messages %}<role>{{ m['role'] }}</role>{{ m['content'] }}{%- endfor %}"
+    "{%- if add_generation_prompt %}<role>assistant</role><think>{%- endif %}"
+)
+REASONING = [
+    "The user wants to see",
+    " the decode levers at work.",
+    " I will list each lever",
+    " with what proves it,",
+    " then show the formula",
+    " for accept length.",
+]
+ANSWER = [
+    "Here is what ran for this reply:\n\n",
+    "1. **Humming** MXFP4 kernels",
+    " served every MoE layer,",
+    " JIT-compiled and captured in CUDA graphs.\n",
+    "2. The **FP8 LM head**",
+    " read 402 MB per token",
+    " instead of 805 MB.\n",
+    "3. **NEXTN** drafted three tokens",
+    " and the target verified four",
+    " in one pass.\n\n",
+    "| lever | evidence |\n",
+    "|---|---|\n",
+    "| Humming | runner core in capture |\n",
+    "| FP8 head | float8_e4m3fn weight |\n",
+    "| NEXTN | draft head *is* target head |\n\n",
+    "Accept length is measured, not assumed:\n\n",
+    "```python\n",
+    "accept_length = completion_tokens / spec_verify_ct\n",
+    "```\n\n",
+    "Every draft token of this model is right,",
+    " so each verify round",
+    " commits four tokens.",
+]
+
+
+def ling_config(layers: int = 6, *, known_answer: bool = False) -> dict[str, Any]:
+    """config.json with Ling-3.0-flash's shapes and its mixed FP8 + MXFP4 quantization."""
+    not_converted = ["lm_head"] + (["eh_proj"] if known_answer else [])
+    return {
+        "architectures": ["BailingMoeV3ForCausalLM"],
+        "model_type": "bailing_hybrid",
+        "vocab_size": VOCAB,
+        "hidden_size": HIDDEN,
+        "intermediate_size": 6144,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "head_dim": 128,
+        "layer_group_size": 6,
+        "first_k_dense_replace": 1,
+        "num_experts": 512,
+        "num_experts_per_tok": 8,
+        "num_shared_experts": 1,
+        "moe_intermediate_size": 768,
+        "moe_shared_expert_intermediate_size": 768,
+        "n_group": 8,
+        "topk_group": 4,
+        "routed_scaling_factor": 2.5,
+        "moe_router_enable_expert_bias": True,
+        "score_function": "sigmoid",
+        "norm_topk_prob": True,
+        "router_dtype": "fp32",
+        "kv_lora_rank": 512,
+        "q_lora_rank": None,
+        "qk_rope_head_dim": 64,
+        "v_head_dim": 128,
+        "qk_nope_head_dim": 128,
+        "short_conv_kernel_size": 4,
+        "no_kda_lora": True,
+        "kda_safe_gate": True,
+        "kda_lower_bound": -5.0,
+        "use_qk_norm": True,
+        "rope_interleave": True,
+        "use_mla_nope": False,
+        "num_nextn_predict_layers": 1,
+        "rope_theta": 600000,
+        "max_position_embeddings": 32768,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "pad_token_id": UNK,
+        "eos_token_id": EOS,
+        "hidden_act": "silu",
+        "quantization_config": {
+            "quant_method": "fp8",
+            "fmt": "e4m3",
+            "activation_scheme": "dynamic",
+            "weight_block_size": [128, 128],
+            "scale_fmt": "ue8m0",
+            "modules_to_not_convert": not_converted,
+            "routed_experts_quant_method": "mxfp4",
+            "routed_experts_group_size": 32,
+        },
+    }
+
+
+def vocabulary() -> list[str]:
+    """Token strings by id: specials, the known-answer pieces, then fillers."""
+    pieces = SPECIALS + REASONING + ANSWER
+    if len(set(pieces)) != len(pieces):
+        raise ValueError("known-answer pieces must be distinct tokens")
+    return pieces + [f"w{i}" for i in range(len(pieces), VOCAB)]
+
+
+def cycle() -> list[int]:
+    """The token ids the known-answer model walks, starting at `<think>`."""
+    first = len(SPECIALS)
+    reasoning = list(range(first, first + len(REASONING)))
+    answer = list(range(reasoning[-1] + 1, reasoning[-1] + 1 + len(ANSWER)))
+    return [THINK, *reasoning, END_THINK, *answer, EOS]
+
+
+def permutation() -> list[int]:
+    """P as a list: P[x] is the greedy next token after x (identity off the cycle)."""
+    perm = list(range(VOCAB))
+    walk = cycle()
+    for here, there in zip(walk, walk[1:] + walk[:1], strict=True):
+        perm[here] = there
+    return perm
+
+
+def expected_reply() -> tuple[str, str]:
+    """(reasoning, answer) text the known-answer model must produce."""
+    return "".join(REASONING), "".join(ANSWER)
+
+
+def write_model_dir(directory: Path, layers: int = 6, *, known_answer: bool = False) -> Path:
+    """Write config.json, the tokenizer and its chat template into `directory`."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text(
+        json.dumps(ling_config(layers, known_answer=known_answer))
+    )
+    vocab = {token: i for i, token in enumerate(vocabulary())}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    core.decoder = decoders.Fuse()
+    core.add_special_tokens([AddedToken("<|endoftext|>", special=True, normalized=False)])
+    core.add_tokens([AddedToken(t, special=False, normalized=False) for t in SPECIALS[2:]])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, unk_token="[UNK]", eos_token="<|endoftext|>", pad_token="[UNK]"
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.save_pretrained(directory)
+    return directory

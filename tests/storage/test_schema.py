@@ -1,0 +1,117 @@
+"""Migrations from an empty file, idempotent re-opening, and the connection's settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from app.storage import ChatStore
+from app.storage.schema import MIGRATIONS
+
+EXPECTED_COLUMNS = {
+    "engine_runs": {
+        "id": int,
+        "kind": str,
+        "model": str,
+        "sglang_version": str,
+        "profile": str,
+        "proof_summary": str,
+        "proof": str,
+        "started_at": str,
+    },
+    "conversations": {
+        "id": int,
+        "title": str,
+        "system_prompt": str,
+        "model": str,
+        "sampling": str,
+        "created_at": str,
+        "updated_at": str,
+        "archived": int,
+    },
+    "messages": {
+        "id": int,
+        "conversation_id": int,
+        "role": str,
+        "content": str,
+        "reasoning": str,
+        "status": str,
+        "error": str,
+        "created_at": str,
+        "updated_at": str,
+    },
+    "measurements": {
+        "id": int,
+        "message_id": int,
+        "engine_run_id": int,
+        "prompt_tokens": int,
+        "completion_tokens": int,
+        "ttft_s": float,
+        "tpot_s": float,
+        "decode_tps": float,
+        "latency_s": float,
+        "accept_length": float,
+        "accept_rate": float,
+        "verify_ct": int,
+        "accept_histogram": str,
+        "extra": str,
+    },
+}
+
+
+def test_opening_a_missing_file_creates_folders_and_the_full_schema(db_path: Path) -> None:
+    ChatStore.open(db_path).close()
+
+    with Database(db_path) as db:
+        for table, columns in EXPECTED_COLUMNS.items():
+            assert db.table(table).columns_dict == columns
+        assert db.table("messages").detect_fts() == "messages_fts"
+        assert "trigram" in db.table("messages_fts").schema
+        cascades = {
+            (fk.table, fk.column, fk.on_delete)
+            for table in ("messages", "measurements")
+            for fk in db.table(table).foreign_keys
+        }
+        applied = [m.name for m in MIGRATIONS.applied(db)]
+        pending = MIGRATIONS.pending(db)
+    assert cascades == {
+        ("messages", "conversation_id", "CASCADE"),
+        ("measurements", "message_id", "CASCADE"),
+        ("measurements", "engine_run_id", "SET NULL"),
+    }
+    assert applied == ["m001_initial"]
+    assert pending == []
+
+
+def test_reopening_applies_nothing_twice_and_keeps_the_data(db_path: Path) -> None:
+    with ChatStore.open(db_path) as store:
+        conversation = store.create_conversation("kept")
+    with Database(db_path) as db:
+        schema = db.schema
+
+    with ChatStore.open(db_path) as store:
+        assert store.get_conversation(conversation.id) == conversation
+
+    with Database(db_path) as db:
+        assert db.schema == schema
+        assert db.table("_sqlite_migrations").count == 1
+
+
+def test_the_connection_uses_wal_full_sync_foreign_keys_and_the_busy_timeout(
+    db_path: Path,
+) -> None:
+    with ChatStore.open(db_path, busy_timeout_s=1.25) as store:
+        db = store._connection.db
+        pragmas = {
+            name: db.execute(f"PRAGMA {name}").fetchone()[0]
+            for name in ("journal_mode", "synchronous", "foreign_keys", "busy_timeout")
+        }
+    assert pragmas == {
+        "journal_mode": "wal",
+        "synchronous": 2,
+        "foreign_keys": 1,
+        "busy_timeout": 1250,
+    }
+    with Database(db_path) as db:
+        assert db.journal_mode == "wal"  # persistent in the file

@@ -1,0 +1,179 @@
+"""`ling-chat history` and `ling-chat export` end to end, on a real history file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from app.commands import export, history
+from app.errors import LingChatError
+from app.settings import load_settings
+from app.storage import ChatStore, MessageStatus
+from app.telemetry import ReplyStats
+
+STATS = ReplyStats(
+    prompt_tokens=9,
+    completion_tokens=50,
+    ttft_s=0.41,
+    latency_s=1.35,
+    tpot_s=0.0191,
+    decode_tps=52.3,
+    accept_length=3.12,
+)
+
+
+def cli(*argv: str) -> int:
+    """`app.cli.main` once every command module exists; until then the same contract."""
+    try:
+        from app.cli import main
+    except ImportError:
+        return _main(argv)
+    return main(list(argv))
+
+
+def _main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="ling-chat")
+    commands = parser.add_subparsers(dest="command", required=True)
+    modules = {"history": history, "export": export}
+    for name, module in modules.items():
+        module.add_arguments(commands.add_parser(name, description=module.__doc__))
+    args = parser.parse_args(argv)
+    try:
+        return int(modules[args.command].run(args))
+    except LingChatError as exc:
+        print(f"ling-chat: error: {exc}", file=sys.stderr)
+        return 1
+
+
+@pytest.fixture
+def db_path() -> Path:
+    return load_settings().db_path  # LING_CHAT_DATA_DIR from the isolated_dirs fixture
+
+
+@pytest.fixture
+def filled(db_path: Path) -> Path:
+    with ChatStore.open(db_path) as store:
+        pasta = store.create_conversation("Pasta <night>")
+        store.add_user_message(pasta.id, "How long do I boil spaghetti?")
+        writer = store.start_reply(pasta.id)
+        writer.append(answer="About 9 minutes.", reasoning="Typical dried spaghetti.")
+        writer.finish(MessageStatus.COMPLETE, STATS)
+        old = store.create_conversation("Old taxes")
+        store.add_user_message(old.id, "archived question")
+        store.set_archived(old.id, True)
+        store.create_conversation("Empty one")
+    return db_path
+
+
+def test_an_empty_history_says_so(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli("history") == 0
+    assert capsys.readouterr().out == "No conversations yet: run `ling-chat` to start one.\n"
+
+
+def test_history_lists_newest_first_with_message_counts(
+    filled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli("history") == 0
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert header.split() == ["ID", "UPDATED", "MSGS", "TITLE"]
+    assert [(row.split()[0], row.split()[3], row.split()[4:]) for row in rows] == [
+        ("3", "0", ["Empty", "one"]),
+        ("1", "2", ["Pasta", "<night>"]),
+    ]
+
+    assert cli("history", "--all", "--limit", "2") == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [row.split()[0] for row in rows] == ["3", "2"]
+    assert rows[1].endswith("Old taxes  (archived)")
+
+
+def test_history_search_uses_the_index(filled: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli("history", "--search", "spaghetti") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "1  Pasta <night>: Typical dried «spaghetti».",
+        "1  Pasta <night>: How long do I boil «spaghetti»?",
+    ]
+    assert cli("history", "--search", 'no "such* thing') == 0
+    assert capsys.readouterr().out == "No messages contain 'no \"such* thing'.\n"
+
+
+def test_history_show_prints_one_conversation(
+    filled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli("history", "show", "1") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("#1 Pasta <night>\nstarted ")
+    assert "\nYou · " in out and "\n  How long do I boil spaghetti?\n" in out
+    assert "\nLing · " in out and "  │ Typical dried spaghetti.\n" in out
+    assert "  About 9 minutes.\n  52.3 tok/s · TPOT 19.1 ms · TTFT 0.41 s · accept 3.12\n" in out
+
+
+def test_history_show_of_an_unknown_id_is_a_one_line_error(
+    filled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli("history", "show", "42") == 1
+    assert capsys.readouterr().err == "ling-chat: error: no conversation 42\n"
+
+
+def test_data_dir_flag_picks_the_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with ChatStore.open(tmp_path / "elsewhere" / "history.db") as store:
+        store.create_conversation("Elsewhere")
+    assert cli("history", "--data-dir", str(tmp_path / "elsewhere")) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith("Elsewhere")
+
+
+def test_export_defaults_to_markdown_in_the_current_folder(
+    filled: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli("export") == 0
+    (written,) = tmp_path.glob("ling-chat-export-*.md")
+    assert capsys.readouterr().out == f"Exported 3 conversations to {written.name}\n"
+    text = written.read_text()
+    assert "# Old taxes" in text  # archived ones are exported too
+    assert "_52.3 tok/s · TPOT 19.1 ms · TTFT 0.41 s · accept 3.12_" in text
+
+
+def test_export_picks_the_format_from_the_suffix_and_ids(
+    filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "two.json"
+    assert cli("export", "--id", "3", "--id", "1", "-o", str(out)) == 0
+    assert capsys.readouterr().out == f"Exported 2 conversations to {out}\n"
+    document = json.loads(out.read_text())
+    assert [c["id"] for c in document["conversations"]] == [3, 1]
+
+
+def test_export_html_to_stdout(filled: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli("export", "--id", "1", "--format", "html", "-o", "-") == 0
+    page = capsys.readouterr().out
+    assert page.startswith("<!doctype html>")
+    assert "<title>Pasta &lt;night&gt;</title>" in page
+
+
+def test_export_jsonl_of_an_empty_history_is_an_empty_file(
+    db_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "none.jsonl"
+    assert cli("export", "-o", str(out)) == 0
+    assert out.read_text() == ""
+    assert capsys.readouterr().out == f"Exported 0 conversations to {out}\n"
+
+
+def test_export_of_an_unknown_id_writes_nothing(
+    filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "x.md"
+    assert cli("export", "--id", "7", "-o", str(out)) == 1
+    assert capsys.readouterr().err == "ling-chat: error: no conversation 7\n"
+    assert not out.exists()

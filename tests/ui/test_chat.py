@@ -1,0 +1,300 @@
+"""Chatting: streaming replies into Markdown and storage, stop, regenerate, edit, copy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.widgets import Collapsible, Label, Markdown, Static
+
+from app.chat import Role, Sampling
+from app.storage import ChatStore, MessageStatus
+from app.ui import LingChatApp
+from app.ui.screens.chat import ChatScreen
+from app.ui.widgets.messages import ReplyView, UserMessage
+from tests.ui.conftest import SIZE, chat_screen, reply_done, send, text_of, wait_until
+from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, answer_reply
+
+MakeApp = Callable[..., LingChatApp]
+CODE_ANSWER = (
+    "Two ways:\n\n```python\nprint('one')\n```\n\nor\n\n```sh\necho two\n```\n",
+)
+
+
+def last_reply(screen: ChatScreen) -> ReplyView:
+    return list(screen.query(ReplyView))[-1]
+
+
+async def test_reply_streams_reasoning_apart_from_the_answer_and_is_stored(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
+) -> None:
+    backend.enqueue(
+        answer_reply(
+            "Hello ",
+            "**world**.",
+            reasoning=["The user ", "greets me."],
+            meta_info={"spec_verify_ct": 4},
+        )
+    )
+    async with chat_app.run_test(size=SIZE) as pilot:
+        await chat_screen(pilot)
+        await send(pilot, "hi there")
+        screen = await reply_done(pilot)
+        view = last_reply(screen)
+        assert view.query_one(".answer", Markdown).source == "Hello **world**."
+        assert view.query_one(".reasoning", Markdown).source == "The user greets me."
+        assert view.thinking.collapsed
+        assert view.thinking.title == "Thinking · 4 words"
+        footer = text_of(view.query_one(".reply-footer", Label))
+        assert footer.startswith("✓") and "accept 3.00 (4 rounds)" in footer
+        assert screen.sub_title == "hi there"
+    (conversation,) = store.list_conversations()
+    user, reply = store.messages(conversation.id)
+    assert (user.role, user.content) == (Role.USER, "hi there")
+    assert (reply.content, reply.reasoning) == ("Hello **world**.", "The user greets me.")
+    assert reply.status is MessageStatus.COMPLETE
+    assert reply.stats is not None and reply.stats.accept_length == 3.0
+    assert reply.engine_run_id == chat_app.engine_run_id
+    messages, sampling = backend.requests[0]
+    assert [(m.role, m.content) for m in messages] == [(Role.USER, "hi there")]
+    assert sampling == Sampling()
+
+
+async def test_user_message_is_committed_before_the_reply_arrives(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
+) -> None:
+    backend.enqueue(answer_reply("a", "b", hold_after=0))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "question")
+        await wait_until(pilot, lambda: backend.requests)
+        (conversation,) = store.list_conversations()
+        assert [m.content for m in store.messages(conversation.id)] == ["question"]
+        backend.release()
+        await reply_done(pilot)
+        assert [m.content for m in store.messages(conversation.id)] == ["question", "ab"]
+        assert screen.query(UserMessage)
+
+
+async def test_escape_stops_the_reply_and_keeps_what_arrived(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
+) -> None:
+    backend.enqueue(answer_reply("Partial ", "answer", " never sent", hold_after=2))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "go")
+        await wait_until(pilot, lambda: backend.chunks_sent == 2)
+        await pilot.press("escape")
+        await reply_done(pilot)
+        view = last_reply(screen)
+        assert view.query_one(".answer", Markdown).source == "Partial answer"
+        assert text_of(view.query_one(".reply-footer", Label)).startswith("■ stopped")
+    assert backend.stop_calls == 1
+    (conversation,) = store.list_conversations()
+    reply = store.messages(conversation.id)[-1]
+    assert (reply.content, reply.status) == ("Partial answer", MessageStatus.STOPPED)
+    assert reply.stats is not None and reply.stats.completion_tokens == 6
+
+
+async def test_reply_error_is_stored_as_error_with_the_text_so_far(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
+) -> None:
+    backend.enqueue(
+        answer_reply("Half", error="scheduler died"),
+        answer_reply("x", raise_error="server closed the stream"),
+    )
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "one")
+        await reply_done(pilot)
+        footer = text_of(last_reply(screen).query_one(".reply-footer", Label))
+        assert footer.startswith("✗ error: scheduler died")
+        await send(pilot, "two")
+        await reply_done(pilot)
+    (conversation,) = store.list_conversations()
+    replies = [m for m in store.messages(conversation.id) if m.role is Role.ASSISTANT]
+    assert [(m.status, m.content, m.error) for m in replies] == [
+        (MessageStatus.ERROR, "Half", "scheduler died"),
+        (MessageStatus.ERROR, "x", "server closed the stream"),
+    ]
+    # A failed reply is not sent back to the model as context.
+    assert [m.content for m in backend.requests[1][0]] == ["one", "two"]
+
+
+async def test_regenerate_replaces_the_last_reply(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
+) -> None:
+    backend.enqueue(answer_reply("first"), answer_reply("second"))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "q")
+        await reply_done(pilot)
+        await pilot.press("ctrl+r")
+        await reply_done(pilot)
+        assert [view.answer for view in screen.query(ReplyView)] == ["second"]
+    (conversation,) = store.list_conversations()
+    assert [m.content for m in store.messages(conversation.id)] == ["q", "second"]
+    assert backend.requests[0][0] == backend.requests[1][0]
+
+
+async def test_edit_last_takes_the_message_back_and_resends_it(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
+) -> None:
+    backend.enqueue(answer_reply("about cats"), answer_reply("about dogs"))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "cats")
+        await reply_done(pilot)
+        await pilot.press("f4")
+        await pilot.pause()
+        prompt = screen.query_one("#prompt")
+        assert prompt.text == "cats"  # type: ignore[attr-defined]
+        assert not screen.query(ReplyView) and not screen.query(UserMessage)
+        await pilot.press("backspace", "backspace", "backspace", "backspace", *"dogs", "ctrl+s")
+        await reply_done(pilot)
+    (conversation,) = store.list_conversations()
+    assert [m.content for m in store.messages(conversation.id)] == ["dogs", "about dogs"]
+    assert [m.content for m in backend.requests[1][0]] == ["dogs"]
+
+
+async def test_copy_reply_and_code_blocks_cycle_backwards(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble
+) -> None:
+    backend.enqueue(answer_reply(*CODE_ANSWER))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        await chat_screen(pilot)
+        await send(pilot, "code")
+        await reply_done(pilot)
+        await pilot.press("f5")
+        assert chat_app.clipboard == CODE_ANSWER[0]
+        await pilot.press("f6")
+        assert chat_app.clipboard == "echo two"
+        await pilot.press("f6")
+        assert chat_app.clipboard == "print('one')"
+        await pilot.press("f6")
+        assert chat_app.clipboard == "echo two"
+
+
+async def test_clicking_a_code_block_copies_it(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble
+) -> None:
+    backend.enqueue(answer_reply(*CODE_ANSWER))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "code")
+        await reply_done(pilot)
+        fence = last_reply(screen).query("MarkdownFence").first()
+        await pilot.click(fence)
+        assert chat_app.clipboard == "print('one')"
+
+
+async def test_thinking_block_toggles(chat_app: LingChatApp, backend: ScriptedBackendDouble) -> None:
+    backend.enqueue(answer_reply("answer", reasoning=["hmm"]))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "x")
+        await reply_done(pilot)
+        thinking = last_reply(screen).query_one(Collapsible)
+        assert thinking.collapsed
+        await pilot.press("ctrl+t")
+        assert not thinking.collapsed
+
+
+async def test_history_is_shown_when_the_app_starts_again(
+    make_app: MakeApp, clock: FakeClock, store: ChatStore
+) -> None:
+    conversation = store.create_conversation("Earlier")
+    store.add_user_message(conversation.id, "old question")
+    writer = store.start_reply(conversation.id)
+    writer.append(answer="old answer", reasoning="old thoughts")
+    writer.finish(MessageStatus.STOPPED)
+    app = make_app(ScriptedBackendDouble(clock=clock))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        assert screen.sub_title == "Earlier"
+        assert [text_of(m) for m in screen.query(UserMessage)] == ["old question"]
+        (view,) = screen.query(ReplyView)
+        assert (view.answer, view.reasoning) == ("old answer", "old thoughts")
+        assert text_of(view.query_one(".reply-footer", Label)) == "■ stopped"
+
+
+async def test_quitting_mid_reply_stores_it_and_shuts_down(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
+) -> None:
+    backend.enqueue(answer_reply("kept", " lost", hold_after=1))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        await chat_screen(pilot)
+        await send(pilot, "q")
+        await wait_until(pilot, lambda: backend.chunks_sent == 1)
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: not chat_app.is_running)
+    assert chat_app.return_code == 0
+    assert (backend.stop_calls, backend.shutdown_calls) == (1, 1)
+    (conversation,) = store.list_conversations()
+    reply = store.messages(conversation.id)[-1]
+    assert (reply.content, reply.status) == ("kept", MessageStatus.STOPPED)
+
+
+async def test_events_are_drained_even_when_drawing_is_slow(
+    make_app: MakeApp, backend: ScriptedBackendDouble, store: ChatStore
+) -> None:
+    """The backend's stream is consumed at its own pace: drawing runs on a timer."""
+    parts = [f"word{i} " for i in range(300)]
+    backend.enqueue(answer_reply(*parts, hold_after=299))
+    app = make_app(backend, refresh_hz=0.5)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "long")
+        await wait_until(pilot, lambda: backend.chunks_sent == 299)
+        view = last_reply(screen)
+        assert len(screen.run.answer) == len("".join(parts[:299]))  # type: ignore[union-attr]
+        assert view.answer == ""  # nothing drawn yet at 0.5 Hz
+        backend.release()
+        await reply_done(pilot)
+        assert view.query_one(".answer", Markdown).source == "".join(parts)
+
+
+async def test_speed_panel_shows_live_numbers_then_the_final_ones(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble
+) -> None:
+    backend.enqueue(
+        answer_reply(*"abcdef", tokens_per_chunk=3, hold_after=4, meta_info={"spec_verify_ct": 6})
+    )
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "speed")
+        numbers = screen.query_one("#reply-numbers", Static)
+        await wait_until(pilot, lambda: "tokens   12" in text_of(numbers))
+        live = text_of(numbers)
+        assert "tok/step 3.00" in live and "300 tok/s" in live and "TTFT     0.01 s" in live
+        backend.release()
+        await reply_done(pilot)
+        final = text_of(numbers)
+        assert "accept   3.00" in final and "verify   6 rounds" in final
+        assert "Session · 1 replies" in text_of(screen.query_one("#session-heading", Label))
+
+
+async def test_collapsed_accept_length_raises_the_banner(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble
+) -> None:
+    backend.enqueue(answer_reply(*["t"] * 40, tokens_per_chunk=1, meta_info={"spec_verify_ct": 40}))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        banner = screen.query_one("#banner", Static)
+        assert not banner.display
+        await send(pilot, "x")
+        await reply_done(pilot)
+        assert banner.display
+        assert "Speculative decoding has collapsed" in text_of(banner)
+
+
+async def test_no_collapse_banner_without_speculative_decoding(
+    make_app: MakeApp, clock: FakeClock
+) -> None:
+    backend = ScriptedBackendDouble(clock=clock, speculative=False)
+    backend.enqueue(answer_reply(*["t"] * 40, tokens_per_chunk=1))
+    app = make_app(backend)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "x")
+        await reply_done(pilot)
+        assert not screen.query_one("#banner", Static).display

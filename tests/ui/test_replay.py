@@ -1,0 +1,151 @@
+"""Recorded sessions: RecordingBackend writes traces, ReplayBackend plays them (also in the UI)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from app.backend.protocol import ChatBackend, ReplyDone, ReplyEvent, TextChunk
+from app.backend.replay import RecordingBackend, ReplayBackend
+from app.chat import ChatMessage, Role, Sampling
+from app.errors import BackendError
+from app.storage import ChatStore, MessageStatus
+from app.ui import LingChatApp
+from tests.ui.conftest import SIZE, chat_screen, reply_done, send
+from tests.ui.scripted_backend import ScriptedBackendDouble, answer_reply
+
+HELLO = (ChatMessage(Role.USER, "hello"),)
+
+
+async def collect(backend: ChatBackend) -> list[ReplyEvent]:
+    return [event async for event in backend.stream_reply(HELLO, Sampling())]
+
+
+async def record(path: Path, step_s: float = 0.02) -> tuple[ScriptedBackendDouble, RecordingBackend]:
+    """Record a session of two replies from the scripted double, on the real clock."""
+    inner = ScriptedBackendDouble(clock=time.perf_counter)
+    inner.enqueue(
+        answer_reply("Hi", " there", reasoning=["greeting"], step_s=step_s),
+        answer_reply("Bye", step_s=step_s, meta_info={"spec_verify_ct": 1}),
+    )
+    recorder = RecordingBackend(inner, path)
+    assert [stage async for stage in recorder.start()] == list(inner.stages)
+    await recorder.proof()
+    return inner, recorder
+
+
+def relative(events: list[ReplyEvent], started: float) -> list[float]:
+    return [event.at - started for event in events]
+
+
+async def test_a_recorded_session_replays_with_its_timing(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    inner, recorder = await record(path)
+    started = time.perf_counter()
+    recorded = await collect(recorder)
+    recorded_times = relative(recorded, started)
+    await collect(recorder)
+    await recorder.shutdown()
+    assert inner.shutdown_calls == 1
+
+    replay = ReplayBackend(path)
+    assert replay.info.kind == "replay"
+    assert replay.info.model == inner.info.model and replay.info.speculative
+    assert [stage async for stage in replay.start()] == list(inner.stages)
+    assert await replay.proof() == inner.report
+    started = time.perf_counter()
+    played = await collect(replay)
+    assert [(type(e), getattr(e, "answer", None)) for e in played] == [
+        (type(e), getattr(e, "answer", None)) for e in recorded
+    ]
+    assert [e.completion_tokens for e in played if isinstance(e, TextChunk)] == [3, 6, 9]
+    assert relative(played, started) == pytest.approx(recorded_times, abs=0.03)
+    second = await collect(replay)
+    assert isinstance(second[-1], ReplyDone) and second[-1].meta_info["spec_verify_ct"] == 1
+    third = await collect(replay)  # the trace starts over
+    assert [e.answer for e in third if isinstance(e, TextChunk)] == ["", "Hi", " there"]
+
+
+async def test_the_trace_is_rewritten_after_each_reply_only(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    _, recorder = await record(path)
+    trace = json.loads(path.read_text())
+    assert (trace["format"], trace["version"], trace["replies"]) == ("ling-chat-trace", 1, [])
+    assert trace["proof"]["profile"] == "stack"
+    await collect(recorder)
+    stream = recorder.stream_reply(HELLO, Sampling())
+    await anext(stream)  # the second reply is in flight
+    trace = json.loads(path.read_text())
+    (reply,) = trace["replies"]
+    assert reply["request"]["messages"] == [{"role": "user", "content": "hello"}]
+    assert [event["type"] for event in reply["events"]] == ["chunk", "chunk", "chunk", "done"]
+    assert reply["events"][-1]["meta_info"]["completion_tokens"] == 9
+    await stream.aclose()
+
+
+async def test_stop_reply_ends_a_replayed_reply_with_abort(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    _, recorder = await record(path, step_s=0.2)
+    await collect(recorder)
+    replay = ReplayBackend(path)
+    events = []
+    async for event in replay.stream_reply(HELLO, Sampling()):
+        events.append(event)
+        if len(events) == 1:
+            await replay.stop_reply()
+    assert isinstance(events[-1], ReplyDone)
+    assert events[-1].finish_reason == "abort"
+    assert events[-1].meta_info["completion_tokens"] == 3
+
+
+async def test_speed_factor_plays_faster(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    _, recorder = await record(path, step_s=0.1)
+    await collect(recorder)
+    started = time.perf_counter()
+    await collect(ReplayBackend(path, speed=10))
+    assert time.perf_counter() - started < 0.2  # recorded: 0.4 s
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such trace file"),
+        ("{not json", "not a readable trace"),
+        ('{"format": "other"}', "not a ling-chat trace"),
+        ('{"format": "ling-chat-trace", "version": 99}', "trace version 99 is not supported"),
+        ('{"format": "ling-chat-trace", "version": 1}', "malformed trace"),
+    ],
+)
+def test_unusable_traces_are_one_line_errors(
+    tmp_path: Path, content: str | None, message: str
+) -> None:
+    path = tmp_path / "trace.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(BackendError, match=message):
+        ReplayBackend(path)
+
+
+async def test_the_app_runs_on_a_replayed_trace(
+    tmp_path: Path, store: ChatStore, make_app: Callable[..., LingChatApp]
+) -> None:
+    path = tmp_path / "trace.json"
+    _, recorder = await record(path)
+    await collect(recorder)
+    app = make_app(ReplayBackend(path, speed=5))
+    async with app.run_test(size=SIZE) as pilot:
+        await chat_screen(pilot)
+        assert app.title == "ling-chat · replay of a recorded session"
+        await send(pilot, "anything")
+        await reply_done(pilot)
+        assert app.engine_run_id is not None
+        assert store.get_engine_run(app.engine_run_id).kind == "replay"
+    (conversation,) = store.list_conversations()
+    reply = store.messages(conversation.id)[-1]
+    assert (reply.content, reply.reasoning) == ("Hi there", "greeting")
+    assert reply.status is MessageStatus.COMPLETE

@@ -1,0 +1,105 @@
+"""Snapshots (SVG) of the speed panel, the start-up proof report and one exchange.
+
+Everything is pinned: a fake clock, scripted replies, fixed numbers.
+Update after looking at the report: `pytest tests/ui --snapshot-update`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual.app import App, ComposeResult
+from textual.containers import Horizontal
+from textual.pilot import Pilot
+
+from app.storage import MessageStatus
+from app.telemetry import ReplyStats
+from app.telemetry.session import summarize_session
+from app.telemetry.windows import LiveSnapshot
+from app.ui import LingChatApp
+from app.ui.widgets.speed_panel import SpeedPanel
+from tests.ui.conftest import SIZE, chat_screen, reply_done, send, wait_until
+from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, answer_reply, failing_report
+
+SnapCompare = Callable[..., bool]
+
+
+def stats(tps: float, accept: float, tokens: int = 600) -> ReplyStats:
+    tpot = 1 / tps
+    return ReplyStats(
+        prompt_tokens=40,
+        completion_tokens=tokens,
+        ttft_s=0.2,
+        latency_s=0.2 + tpot * (tokens - 1),
+        tpot_s=tpot,
+        decode_tps=tps,
+        accept_length=accept,
+        verify_ct=round(tokens / accept),
+    )
+
+
+class SpeedPanels(App[None]):
+    """The panel twice: streaming (live) and after the reply, with a session behind it."""
+
+    CSS_PATH = "../../app/ui/app.tcss"
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            yield SpeedPanel(id="live")
+            yield SpeedPanel(id="final")
+
+    def on_mount(self) -> None:
+        session = summarize_session([stats(58.0, 3.1), stats(61.5, 3.3), stats(44.0, 2.2)])
+        for panel in self.query(SpeedPanel):
+            panel.show_session(session)
+            panel.show_proof(failing_report())
+        live = LiveSnapshot(
+            tokens=412,
+            elapsed_s=7.0,
+            recent_tps=63.2,
+            average_tps=58.9,
+            steps=130,
+            tokens_per_step=3.16,
+            recent_tokens_per_step=3.4,
+        )
+        self.query_one("#live", SpeedPanel).show_live(live, ttft_s=0.21)
+        self.query_one("#final", SpeedPanel).show_last(MessageStatus.COMPLETE, stats(44.0, 2.2))
+
+
+def test_speed_panel(snap_compare: SnapCompare) -> None:
+    assert snap_compare(SpeedPanels(), terminal_size=(72, 32))
+
+
+def test_startup_with_a_failed_proof(
+    snap_compare: SnapCompare, make_app: Callable[..., LingChatApp], clock: FakeClock
+) -> None:
+    app = make_app(ScriptedBackendDouble(clock=clock, report=failing_report()))
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await wait_until(pilot, lambda: "exit" in str(app.screen.query_one("#startup-hint").content))  # type: ignore[attr-defined]
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_one_exchange(
+    snap_compare: SnapCompare, make_app: Callable[..., LingChatApp], clock: FakeClock
+) -> None:
+    backend = ScriptedBackendDouble(clock=clock)
+    backend.enqueue(
+        answer_reply(
+            "Use slicing:\n\n",
+            "```python\ndef reverse(text: str) -> str:\n    return text[::-1]\n```\n",
+            reasoning=["Slicing with a negative step is simplest."],
+            step_s=0.05,
+            meta_info={"spec_verify_ct": 2},
+        )
+    )
+    app = make_app(backend)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await chat_screen(pilot)
+        await send(pilot, "How do I reverse a string in Python?")
+        await reply_done(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

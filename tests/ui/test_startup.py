@@ -1,0 +1,131 @@
+"""Start-up: load stages with ticking times, the proof report, refusals and early quits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from textual.widgets import Static
+
+from app.backend.protocol import LoadStage, ProofReport
+from app.errors import BackendError, ProofFailed
+from app.storage import ChatStore
+from app.ui import LingChatApp
+from app.ui.screens.startup import StartupScreen
+from tests.ui.conftest import SIZE, chat_screen, text_of, wait_until
+from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, failing_report
+
+MakeApp = Callable[..., LingChatApp]
+
+
+async def test_passing_proof_opens_the_chat_and_records_the_engine_run(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
+) -> None:
+    async with chat_app.run_test(size=SIZE) as pilot:
+        await chat_screen(pilot)
+        assert chat_app.engine_run_id is not None
+        run = store.get_engine_run(chat_app.engine_run_id)
+    assert (run.kind, run.profile, run.sglang_version) == ("engine", "stack", "0.5.23")
+    assert ProofReport.from_dict(run.proof) == backend.report
+    assert run.proof_summary == "stack: 3 pass, 0 fail, 0 off"
+
+
+async def test_stages_show_their_times_and_the_running_one_ticks(
+    make_app: MakeApp, clock: FakeClock
+) -> None:
+    backend = ScriptedBackendDouble(
+        clock=clock,
+        stages=[
+            LoadStage("Importing SGLang", False, 0.0),
+            LoadStage("Importing SGLang", True, 4.2),
+            LoadStage("Loading weights", False, 4.2, "shard 3/12"),
+        ],
+        hold_start=True,
+    )
+    app = make_app(backend)
+    async with app.run_test(size=SIZE) as pilot:
+        stages = app.screen.query_one("#stages", Static)
+        await wait_until(pilot, lambda: "Loading weights" in text_of(stages))
+        assert "Importing SGLang" in text_of(stages) and "4.20 s" in text_of(stages)
+        assert "shard 3/12" in text_of(stages)
+        clock.advance(12.5)
+        await wait_until(pilot, lambda: "12.5 s" in text_of(stages))
+        assert "Elapsed 16.7 s" in text_of(stages)
+        backend.release()
+        await chat_screen(pilot)
+
+
+async def test_failed_proof_shows_the_fixes_and_exits_2_after_a_key(
+    make_app: MakeApp, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    backend = ScriptedBackendDouble(clock=clock, report=failing_report())
+    app = make_app(backend)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, StartupScreen)
+        report = screen.query_one("#report", Static)
+        await wait_until(pilot, lambda: "fix:" in text_of(report))
+        assert "✗ FAIL FP8 LM head" in text_of(report)
+        assert "fix: install the FP8 head patch" in text_of(report)
+        assert "Press any key to exit" in text_of(screen.query_one("#startup-hint", Static))
+        assert backend.shutdown_calls == 1
+        assert app.is_running
+        await pilot.press("x")
+        await wait_until(pilot, lambda: not app.is_running)
+    assert app.return_code == 2
+    printed = capsys.readouterr().err
+    assert "Proof FAILED" in printed and "fix: install the FP8 head patch" in printed
+
+
+async def test_proof_refused_by_start_still_shows_the_report(
+    make_app: MakeApp, clock: FakeClock
+) -> None:
+    refusal = ProofFailed("http://gpu:30000 is not proven optimized")
+    backend = ScriptedBackendDouble(clock=clock, report=failing_report(), start_error=refusal)
+    app = make_app(backend)
+    async with app.run_test(size=SIZE) as pilot:
+        report = app.screen.query_one("#report", Static)
+        await wait_until(pilot, lambda: "fix:" in text_of(report))
+        await pilot.press("q")
+        await wait_until(pilot, lambda: not app.is_running)
+    assert app.return_code == 2
+    assert backend.shutdown_calls == 1
+
+
+async def test_unoptimized_server_may_chat_when_allowed(make_app: MakeApp, clock: FakeClock) -> None:
+    backend = ScriptedBackendDouble(clock=clock, report=failing_report(), kind="server")
+    app = make_app(backend, allow_unoptimized=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        banner = screen.query_one("#banner", Static)
+        assert banner.display
+        assert "Optimizations not proven (stack: 1 pass, 1 fail, 1 off)" in text_of(banner)
+    assert backend.shutdown_calls == 0
+
+
+async def test_backend_error_at_start_is_one_line_and_exit_1(
+    make_app: MakeApp, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    error = BackendError("model path /models/ling does not exist")
+    backend = ScriptedBackendDouble(clock=clock, start_error=error)
+    app = make_app(backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: not app.is_running)
+    assert app.return_code == 1
+    assert backend.shutdown_calls == 1
+    printed = capsys.readouterr().err.strip()
+    assert printed == "ling-chat: error: model path /models/ling does not exist"
+
+
+async def test_ctrl_c_while_loading_shuts_down_and_exits_cleanly(
+    make_app: MakeApp, clock: FakeClock
+) -> None:
+    backend = ScriptedBackendDouble(clock=clock, hold_start=True)
+    app = make_app(backend)
+    async with app.run_test(size=SIZE) as pilot:
+        stages = app.screen.query_one("#stages", Static)
+        await wait_until(pilot, lambda: "Capturing CUDA graphs" in text_of(stages))
+        await pilot.press("ctrl+c")
+        await wait_until(pilot, lambda: not app.is_running)
+    assert app.return_code == 0
+    assert backend.shutdown_calls == 1
