@@ -35,7 +35,7 @@ from app.ui import LingChatApp
 from app.ui.screens.chat import ChatScreen
 from app.ui.widgets.segmented import SegmentedMarkdown
 
-SECTION = '''## Step {n}: parsing the input
+SECTION = """## Step {n}: parsing the input
 
 The parser reads the file **line by line**, keeps a small state machine and reports
 errors with their line number. Each step below builds on the previous one, so read
@@ -70,7 +70,7 @@ def parse(lines: list[str]) -> list[Token]:
 2. Classify every word.
 3. Keep the line number for error messages.
 
-'''
+"""
 
 
 def reply_markdown(kib: float) -> str:

@@ -5,7 +5,7 @@ machine drift hits both alike. Per configuration: median and spread of the time 
 generate N greedy tokens, accept length, and (with --profile) the GPU kernel time by
 kernel name over one profiled request, to show where the FP8 head costs time.
 
-    python scripts/gpu_stack_ab.py OUTDIR [--known-answer] [--reps 12] [--tokens 256]
+    python scripts/gpu_stack_ab.py OUTDIR [--known-answer] [--layers 6] [--reps 12] [--profile]
 """
 
 from __future__ import annotations
@@ -30,11 +30,13 @@ from tests.gpu import known_answer, models  # noqa: E402
 CONFIGS = {"bf16-head": "humming+nextn", "fp8-head": "stack"}
 
 
-async def boot(name: str, profile: str, model: Path, out: Path) -> EngineBackend:
+async def boot(
+    name: str, profile: str, model: Path, out: Path, mem_fraction: float
+) -> EngineBackend:
     config = EngineConfig(
         model_path=str(model),
         profile=profile,
-        mem_fraction=0.3,
+        mem_fraction=mem_fraction,
         log_dir=out / name,
         min_accept_length=1.0,
         context_length=4096,
@@ -101,13 +103,15 @@ async def main() -> None:
     parser.add_argument("--reps", type=int, default=12)
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--layers", type=int, default=6)
+    parser.add_argument("--mem-fraction", type=float, default=0.3, help="per engine")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     os.environ[known_answer.KNOWN_ANSWER_ENV] = "1" if args.known_answer else "0"
-    model = models.write_model_dir(args.out / "model", known_answer=args.known_answer)
+    model = models.write_model_dir(args.out / "model", args.layers, known_answer=args.known_answer)
     backends = {}
     for name, profile_name in CONFIGS.items():
-        backends[name] = await boot(name, profile_name, model, args.out)
+        backends[name] = await boot(name, profile_name, model, args.out, args.mem_fraction)
     times: dict[str, list[float]] = {name: [] for name in backends}
     accepts: dict[str, list[float]] = {name: [] for name in backends}
     for backend in backends.values():  # warm-up: Triton JIT, caches
@@ -123,11 +127,12 @@ async def main() -> None:
     result: dict[str, Any] = {
         "tokens": args.tokens,
         "reps": args.reps,
+        "layers": args.layers,
         "known_answer": args.known_answer,
         "configs": {},
     }
     print(
-        f"\n{args.tokens} greedy tokens, {args.reps} interleaved reps, "
+        f"\n{args.layers} layers, {args.tokens} greedy tokens, {args.reps} interleaved reps, "
         f"{'known-answer' if args.known_answer else 'random'} weights"
     )
     for name in backends:

@@ -335,8 +335,9 @@ class EngineBackend:
             watchdog = getattr(engine.tokenizer_manager, "_subprocess_watchdog", None)
             if watchdog is not None:
                 await self._thread.call(watchdog.stop)
-        await asyncio.to_thread(_stop_processes, self._sglang_pids)
-        self._sglang_pids = []
+        if self._sglang_pids:
+            await asyncio.to_thread(_stop_processes, self._sglang_pids)
+            self._sglang_pids = []
         if self._thread is not None:
             self._thread.stop()
             self._thread = None

@@ -20,8 +20,19 @@ from app.backend.protocol import ProofReport
 from app.backend.remote import RemoteBackend
 
 
-def serve(config: EngineConfig, report_out: Callable[[ProofReport], None]) -> bool:
-    """Run the server until it stops; returns False when its proof refused it."""
+def serve(
+    config: EngineConfig,
+    report_out: Callable[[ProofReport], None],
+    *,
+    scheduler_entry: Callable[..., None] | None = None,
+) -> bool:
+    """Run the server until it stops; returns False when its proof refused it.
+
+    Args:
+        config: what to serve (its overrides carry host, port, api_key, tp_size).
+        report_out: receives the proof report once the server judged itself.
+        scheduler_entry: replaces ling-chat's scheduler entry (GPU tests only).
+    """
     from sglang.srt.entrypoints.http_server import launch_server
     from sglang.srt.server_args import ServerArgs
 
@@ -41,7 +52,7 @@ def serve(config: EngineConfig, report_out: Callable[[ProofReport], None]) -> bo
 
     launch_server(
         args,
-        run_scheduler_process_func=patches.run_scheduler_process,
+        run_scheduler_process_func=scheduler_entry or patches.run_scheduler_process,
         run_detokenizer_process_func=patches.run_detokenizer_process,
         launch_callback=judge_self,
     )

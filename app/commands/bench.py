@@ -147,9 +147,10 @@ def _workloads(args: argparse.Namespace) -> list[Workload]:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    if args.profile and args.profiles:
+    profile = getattr(args, "profile", None)
+    if profile and args.profiles:
         raise ConfigError("give --profiles or --profile, not both")
-    profiles = args.profiles or ([args.profile] if args.profile else list(DEFAULT_PROFILES))
+    profiles = args.profiles or ([profile] if profile else list(DEFAULT_PROFILES))
     if args.json is not None and not args.json.parent.is_dir():
         raise ConfigError(f"--json {args.json}: no such directory")
     workloads = _workloads(args)

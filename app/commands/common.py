@@ -14,19 +14,33 @@ from app.settings import Profile, Settings, load_settings
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """--model, --profile, --mem-fraction: what the engine loads and how."""
-    parser.add_argument("--model", dest="model_path", help="checkpoint directory or HF id")
+    # SUPPRESS: a flag left out of a sub-command must not erase one given before it.
+    parser.add_argument(
+        "--model",
+        dest="model_path",
+        default=argparse.SUPPRESS,
+        help="checkpoint directory or HF id",
+    )
     parser.add_argument(
         "--profile",
         choices=[p.value for p in Profile],
+        default=argparse.SUPPRESS,
         help="optimizations to engage (default: stack; the others are for A/B runs)",
     )
-    parser.add_argument("--mem-fraction", type=float, help="share of GPU memory for SGLang")
+    parser.add_argument(
+        "--mem-fraction",
+        type=float,
+        default=argparse.SUPPRESS,
+        help="share of GPU memory for SGLang",
+    )
     add_sglang_arguments(parser)
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """--data-dir: where history.db and logs live."""
-    parser.add_argument("--data-dir", help="directory for history.db and logs")
+    parser.add_argument(
+        "--data-dir", default=argparse.SUPPRESS, help="directory for history.db and logs"
+    )
 
 
 def settings_from(args: argparse.Namespace) -> Settings:

@@ -1,0 +1,72 @@
+"""The engine's CPU-side parts: model path checks, refusals, plans, and a missing SGLang."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from app.backend.engine import EngineBackend, check_model_path, logging_config
+from app.backend.engine_config import EngineConfig
+from app.backend.patches import PLAN_ENV, PatchPlan, refusal
+from app.backend.protocol import Verdict
+from app.errors import BackendError, ModelNotFound
+
+
+def test_missing_local_model_path_is_one_line(tmp_path):
+    with pytest.raises(ModelNotFound, match="does not exist"):
+        check_model_path(str(tmp_path / "nope"))
+    with pytest.raises(ModelNotFound, match="has no config.json"):
+        check_model_path(str(tmp_path))
+    (tmp_path / "config.json").write_text("{}")
+    check_model_path(str(tmp_path))
+
+
+def test_hugging_face_ids_are_left_to_sglang():
+    check_model_path("inclusionAI/Ling-3.0-flash-fp4")
+
+
+def test_a_refusal_raised_in_the_scheduler_becomes_a_failed_proof_line(tmp_path):
+    backend = EngineBackend(EngineConfig("/m", log_dir=tmp_path))
+    message = "the NEXTN draft's LM head is its own module, not the target's"
+    error = refusal("shared_head", message)
+    log = f"Scheduler hit an exception: Traceback...\nRuntimeError: {error}\n"
+    backend.log_file.write_text(log)
+    report = backend._refusal(RuntimeError("Initialization failed. See the log."))
+    assert report is not None and not report.ok
+    (line,) = report.lines
+    assert (line.key, line.verdict, line.evidence) == ("shared_head", Verdict.FAIL, message)
+    assert line.fix
+
+
+def test_an_ordinary_crash_is_not_a_refusal(tmp_path):
+    backend = EngineBackend(EngineConfig("/m", log_dir=tmp_path))
+    backend.log_file.write_text("CUDA out of memory\n")
+    assert backend._refusal(RuntimeError("boom")) is None
+
+
+def test_logging_goes_to_one_file_without_dropping_other_loggers(tmp_path):
+    config = logging_config(tmp_path / "sglang.log")
+    assert config["disable_existing_loggers"] is False
+    assert config["handlers"]["file"]["filename"] == str(tmp_path / "sglang.log")
+
+
+def test_the_patch_plan_reaches_the_child_through_the_environment(monkeypatch):
+    plan = PatchPlan(fp8_head=False, log_file="/x/sglang.log", min_head_speedup=1.3)
+    monkeypatch.setenv(PLAN_ENV, plan.to_env())
+    assert PatchPlan.from_env() == plan
+    monkeypatch.delenv(PLAN_ENV)
+    assert PatchPlan.from_env() == PatchPlan()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sglang") is not None, reason="SGLang is installed")
+async def test_start_without_the_engine_extra_is_one_line(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": []}))
+    backend = EngineBackend(EngineConfig(str(tmp_path), log_dir=tmp_path / "logs"))
+    with pytest.raises(BackendError, match=r"pip install 'ling-chat\[engine\]'"):
+        async for _stage in backend.start():
+            pass
+    await backend.shutdown()
+    assert not Path(tmp_path / "logs" / "sglang.log").exists()

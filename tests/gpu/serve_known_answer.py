@@ -1,0 +1,36 @@
+"""`ling-chat serve`'s code path on a known-answer model (GPU tests run this as a process).
+
+python -m tests.gpu.serve_known_answer MODEL_DIR PORT [random]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from app.backend.engine_config import EngineConfig
+from app.backend.server import serve
+from app.commands.doctor import format_report
+from tests.gpu import known_answer
+
+
+def main() -> int:
+    model, port = sys.argv[1], int(sys.argv[2])
+    known = "random" not in sys.argv[3:]
+    os.environ[known_answer.KNOWN_ANSWER_ENV] = "1" if known else "0"
+    config = EngineConfig(
+        model_path=model,
+        mem_fraction=0.5,
+        context_length=4096,
+        overrides={"load_format": "dummy", "host": "127.0.0.1", "port": port},
+    )
+    ok = serve(
+        config,
+        lambda report: print(format_report(report), flush=True),
+        scheduler_entry=known_answer.run_scheduler_process,
+    )
+    return 0 if ok else 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

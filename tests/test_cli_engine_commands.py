@@ -1,0 +1,58 @@
+"""The engine-facing commands' CPU parts: flags, refusals and the doctor's report text."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from app.backend.protocol import ProofLine, ProofReport, Verdict
+from app.cli import build_parser, main
+from app.commands import serve
+from app.commands.common import sglang_overrides
+from app.commands.doctor import format_report
+from app.errors import ConfigError
+
+
+def test_sglang_args_parse_json_values_and_keep_strings():
+    got = sglang_overrides(["load_format=dummy", "context-length=4096", "x=[1, 2]"])
+    assert got == {"load_format": "dummy", "context_length": 4096, "x": [1, 2]}
+    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
+        sglang_overrides(["nonsense"])
+
+
+def serve_args(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["serve", *argv])
+
+
+def test_serve_binds_loopback_by_default_and_passes_tp():
+    overrides = serve.serve_overrides(serve_args("--tp", "2"))
+    assert (overrides["host"], overrides["tp_size"], overrides["api_key"]) == ("127.0.0.1", 2, None)
+
+
+def test_serving_on_an_open_address_needs_an_api_key(capsys):
+    with pytest.raises(ConfigError, match="needs --api-key"):
+        serve.serve_overrides(serve_args("--host", "0.0.0.0"))
+    assert main(["serve", "--host", "0.0.0.0"]) == 1
+    assert "needs --api-key" in capsys.readouterr().err
+    assert serve.serve_overrides(serve_args("--host", "0.0.0.0", "--api-key", "k"))["api_key"]
+
+
+def test_doctor_report_gives_the_fix_only_for_failed_lines():
+    report = ProofReport(
+        "stack",
+        (
+            ProofLine("humming", "Humming", Verdict.PASS, "6/6 layers", "install it"),
+            ProofLine("fp8_head", "FP8 head", Verdict.FAIL, "bfloat16", "run ling-chat"),
+        ),
+    )
+    text = format_report(report)
+    assert "PASS  Humming" in text and "install it" not in text
+    assert "FAIL  FP8 head" in text and "fix: run ling-chat" in text
+    assert text.endswith("refused to start")
+
+
+def test_a_missing_model_path_is_one_line_before_anything_loads(tmp_path, capsys):
+    assert main(["doctor", "--model", str(tmp_path / "missing")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "does not exist" in err

@@ -1,0 +1,76 @@
+"""Settings: file < environment < flags, and one clear line for anything broken."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from app.errors import ConfigError
+from app.settings import Profile, load_settings
+
+
+def config_file() -> Path:
+    return Path(os.environ["LING_CHAT_CONFIG"])
+
+
+def test_defaults_are_ling_3_flash_recommended_values():
+    settings = load_settings()
+    assert settings.model_path == "inclusionAI/Ling-3.0-flash-fp4"
+    assert settings.profile is Profile.STACK
+    sampling = settings.sampling.to_sampling()
+    assert (sampling.temperature, sampling.top_p, sampling.top_k) == (0.6, 0.95, 29)
+    assert settings.mem_fraction == 0.65
+
+
+def test_flags_beat_environment_beat_file(monkeypatch):
+    config_file().write_text(
+        'model_path = "/from/file"\nprofile = "humming"\n[sampling]\ntemperature = 0.3\n'
+    )
+    monkeypatch.setenv("LING_CHAT_PROFILE", "baseline")
+    monkeypatch.setenv("LING_CHAT_SAMPLING__TOP_K", "5")
+    settings = load_settings(model_path="/from/flag", profile=None)
+    assert settings.model_path == "/from/flag"
+    assert settings.profile is Profile.BASELINE
+    assert (settings.sampling.temperature, settings.sampling.top_k) == (0.3, 5)
+
+
+def test_malformed_toml_names_the_file_and_leaves_it_alone():
+    config_file().write_text("[sampling\n")
+    with pytest.raises(ConfigError) as exc:
+        load_settings()
+    message = str(exc.value)
+    assert str(config_file()) in message and "not valid TOML" in message
+    assert "\n" not in message
+    assert config_file().read_text() == "[sampling\n"
+
+
+@pytest.mark.parametrize(
+    ("toml", "field", "allowed"),
+    [
+        ('profile = "turbo"', "profile", "'stack'"),
+        ("[sampling]\ntemperature = 9", "sampling.temperature", "less than or equal to 2"),
+        ("mem_fraction = 0.99", "mem_fraction", "less than 0.98"),
+        ("colour = 1", "colour", "allowed: data_dir"),
+    ],
+)
+def test_a_bad_value_names_file_field_and_what_is_allowed(toml, field, allowed):
+    config_file().write_text(toml + "\n")
+    with pytest.raises(ConfigError) as exc:
+        load_settings()
+    message = str(exc.value)
+    assert message.startswith(f"{config_file()}: {field} = ")
+    assert allowed in message
+
+
+def test_a_bad_environment_value_names_the_variable(monkeypatch):
+    monkeypatch.setenv("LING_CHAT_MEM_FRACTION", "2")
+    with pytest.raises(ConfigError, match=r"^LING_CHAT_MEM_FRACTION: mem_fraction = '2'"):
+        load_settings()
+
+
+def test_data_paths_follow_the_data_dir(tmp_path):
+    settings = load_settings(data_dir=str(tmp_path))
+    assert settings.db_path == tmp_path / "history.db"
+    assert settings.log_dir == tmp_path / "logs"
