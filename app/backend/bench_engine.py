@@ -25,14 +25,14 @@ class EngineBench:
         self, *, input_ids: list[int] | None, prompt: str | None, sampling_params: dict[str, Any]
     ) -> BenchSample:
         try:
-            raw = await self.backend.generate(
+            raw: BenchSample = await self.backend.generate(
                 input_ids=input_ids, prompt=prompt, sampling_params=sampling_params
             )
         except BackendError:
             raise
         except Exception as exc:
             raise BackendError(f"request failed: {type(exc).__name__}: {exc}") from exc
-        return BenchSample(raw.started_at, raw.arrivals, raw.text, raw.meta_info, raw.ended_at)
+        return raw
 
     def describe(self) -> dict[str, Any]:
         config_file = Path(self.backend.config.model_path) / "config.json"

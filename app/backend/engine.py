@@ -19,7 +19,6 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,6 +33,7 @@ from app.backend.protocol import (
     ReplyError,
     ReplyEvent,
     TextChunk,
+    TimedGeneration,
 )
 from app.chat import ChatMessage, Role, Sampling
 from app.errors import BackendError, EngineCrashed, ModelNotFound
@@ -110,17 +110,6 @@ def engine_class(scheduler_entry: Callable[..., None] | None = None) -> type:
         run_detokenizer_process_func = staticmethod(patches.run_detokenizer_process)
 
     return LingEngine
-
-
-@dataclass(frozen=True, slots=True)
-class RawGeneration:
-    """One request's timing and final meta_info, for benchmarks."""
-
-    started_at: float
-    arrivals: list[float]
-    text: str
-    meta_info: dict[str, Any]
-    ended_at: float
 
 
 class EngineThread:
@@ -285,13 +274,13 @@ class EngineBackend:
         sampling_params: dict[str, Any],
         input_ids: list[int] | None = None,
         prompt: str | None = None,
-    ) -> RawGeneration:
+    ) -> TimedGeneration:
         """One streamed request from token ids or raw text, timed on the engine thread."""
         if self._engine is None or self._thread is None:
             raise BackendError("the engine is not running")
         engine = self._engine
 
-        async def run() -> RawGeneration:
+        async def run() -> TimedGeneration:
             started = time.perf_counter()
             arrivals: list[float] = []
             chunk: dict[str, Any] = {}
@@ -305,7 +294,7 @@ class EngineBackend:
                     tokens = count
                     arrivals.append(now)
             meta = _jsonable(chunk.get("meta_info", {}))
-            return RawGeneration(
+            return TimedGeneration(
                 started, arrivals, chunk.get("text", ""), meta, time.perf_counter()
             )
 
@@ -367,29 +356,16 @@ class EngineBackend:
             async for chunk in stream:
                 now = time.perf_counter()
                 meta = chunk.get("meta_info", {})
+                tokens = int(meta.get("completion_tokens", 0))
                 delta, text = chunk.get("text", "")[len(text) :], chunk.get("text", "")
-                reasoning, answer = parser.parse_stream_chunk(delta) if delta else ("", "")
-                if reasoning or answer:
-                    emit(
-                        TextChunk(
-                            answer or "",
-                            reasoning or "",
-                            int(meta.get("completion_tokens", 0)),
-                            now,
-                        )
-                    )
+                parts = [parser.parse_stream_chunk(delta)] if delta else []
                 finish = meta.get("finish_reason")
                 if finish is not None:
-                    tail_reasoning, tail_answer = parser.parse_stream_end()
-                    if tail_reasoning or tail_answer:
-                        emit(
-                            TextChunk(
-                                tail_answer or "",
-                                tail_reasoning or "",
-                                int(meta.get("completion_tokens", 0)),
-                                now,
-                            )
-                        )
+                    parts.append(parser.parse_stream_end())
+                for reasoning, answer in parts:
+                    if reasoning or answer:
+                        emit(TextChunk(answer or "", reasoning or "", tokens, now))
+                if finish is not None:
                     kind = finish.get("type", "stop") if isinstance(finish, dict) else str(finish)
                     emit(ReplyDone(kind, _jsonable(meta), now))
                     return

@@ -123,6 +123,22 @@ ReplyEvent = TextChunk | ReplyDone | ReplyError
 
 
 @dataclass(frozen=True, slots=True)
+class TimedGeneration:
+    """One raw (non-chat) request streamed to its end, for benchmarks."""
+
+    started_at: float
+    """perf_counter() just before the request was submitted."""
+    arrivals: Sequence[float]
+    """perf_counter() of every streamed chunk that carried new tokens, in order."""
+    text: str
+    """The whole generated text (not a delta)."""
+    meta_info: Mapping[str, Any]
+    """SGLang's final meta_info: completion_tokens, finish_reason, spec_verify_ct, ..."""
+    ended_at: float
+    """perf_counter() when the stream ended."""
+
+
+@dataclass(frozen=True, slots=True)
 class BackendInfo:
     """What the UI shows about the model side and stores with each reply."""
 

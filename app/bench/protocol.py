@@ -7,25 +7,13 @@ values taken by the engine adapter as the stream is consumed.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
+from app.backend.protocol import TimedGeneration
 
-@dataclass(frozen=True, slots=True)
-class BenchSample:
-    """One finished request, timed on the client side of the stream."""
-
-    started_at: float
-    """perf_counter() just before the request was submitted."""
-    arrivals: Sequence[float]
-    """perf_counter() of every streamed chunk that carried new tokens, in order."""
-    text: str
-    """The whole generated text (not a delta)."""
-    meta_info: Mapping[str, Any]
-    """SGLang's final meta_info: completion_tokens, finish_reason, spec_verify_ct, ..."""
-    ended_at: float
-    """perf_counter() when the stream ended."""
+BenchSample = TimedGeneration
+"""One finished request, timed on the client side of the stream."""
 
 
 class BenchEngine(Protocol):

@@ -23,7 +23,7 @@ from app.bench.results import (
 from app.bench.stats import summarize
 from app.bench.workloads import BenchRequest, Workload
 from app.errors import BackendError, LingChatError
-from app.telemetry.metrics import reply_stats
+from app.telemetry.metrics import reply_stats, speed_parts
 
 RooflineFn = Callable[[str, WorkloadSummary, Mapping[str, Any]], RooflineColumns | None]
 """(profile, summary, the engine's describe()) -> roofline columns, or None."""
@@ -132,14 +132,7 @@ def _describe(record: RequestRecord) -> str:
     """A progress line's measurements."""
     if record.stats is None:
         return f"error: {record.error}"
-    stats = record.stats
-    parts = [f"{stats.completion_tokens} tokens"]
-    if stats.decode_tps is not None:
-        parts.append(f"{stats.decode_tps:.1f} tok/s")
-    if stats.ttft_s is not None:
-        parts.append(f"TTFT {stats.ttft_s:.2f} s")
-    if stats.accept_length is not None:
-        parts.append(f"accept {stats.accept_length:.2f}")
+    parts = [f"{record.stats.completion_tokens} tokens", *speed_parts(record.stats)]
     if record.correct is not None:
         parts.append(f"answer {record.extracted} {'ok' if record.correct else 'wrong'}")
     return ", ".join(parts)

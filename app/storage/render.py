@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from app.chat import Role
 from app.storage.models import Conversation, MessageStatus, StoredMessage
-from app.telemetry import ReplyStats
+from app.telemetry import ReplyStats, speed_parts
 
 if TYPE_CHECKING:
     from app.storage.export import Thread
@@ -25,18 +25,7 @@ def local_time(iso: str) -> str:
 
 def speed_line(stats: ReplyStats | None) -> str:
     """E.g. `52.3 tok/s · TPOT 19.1 ms · TTFT 0.41 s · accept 3.12`; empty without stats."""
-    if stats is None:
-        return ""
-    parts = []
-    if stats.decode_tps is not None:
-        parts.append(f"{stats.decode_tps:.1f} tok/s")
-    if stats.tpot_s is not None:
-        parts.append(f"TPOT {stats.tpot_s * 1000:.1f} ms")
-    if stats.ttft_s is not None:
-        parts.append(f"TTFT {stats.ttft_s:.2f} s")
-    if stats.accept_length is not None:
-        parts.append(f"accept {stats.accept_length:.2f}")
-    return " · ".join(parts)
+    return "" if stats is None else " · ".join(speed_parts(stats))
 
 
 def status_note(message: StoredMessage) -> str:

@@ -16,6 +16,7 @@ from app.telemetry.metrics import (
     accept_rate,
     decode_tokens_per_second,
     reply_stats,
+    speed_parts,
     time_per_output_token,
 )
 from app.telemetry.mtp import (
@@ -95,6 +96,7 @@ __all__ = [
     "reply_stats",
     "roofline",
     "share_of_peak",
+    "speed_parts",
     "summarize_session",
     "time_per_output_token",
 ]

@@ -26,6 +26,7 @@ from app.telemetry.health import CollapseVerdict, SpecHealth, check_collapse, ch
 from app.telemetry.session import summarize_session
 from app.ui.bindings import CHAT_ACTIONS, action_by_id, keys_for
 from app.ui.format import stats_line
+from app.ui.pacing import DrawPacer
 from app.ui.reply import ReplyRequest, ReplyRun, request_messages
 from app.ui.screens.dialogs import (
     ChatSettings,
@@ -89,6 +90,7 @@ class ChatScreen(Screen[None]):
         """Measurements of this session's completed replies, oldest first."""
         self._code_cursor: tuple[ReplyView, int] | None = None
         self._ticker: Timer | None = None
+        self._pacer = DrawPacer(1 / context.refresh_hz)
         self._flusher: Timer | None = None
 
     def compose(self) -> ComposeResult:
@@ -212,6 +214,7 @@ class ChatScreen(Screen[None]):
         transcript.anchor()
         self._view = view
         self.run = ReplyRun(request, writer, ctx.clock)
+        self._pacer.reset()
         self._refresh_sidebar()
         self._run_timers(on=True)
         self._worker = self._stream_reply(self.run, view)
@@ -242,8 +245,8 @@ class ChatScreen(Screen[None]):
         run, view = self.run, self._view
         if run is None or view is None:
             return
-        answer, reasoning = run.take_pending()
-        if answer or reasoning:
+        if self._pacer.due():
+            answer, reasoning = run.take_pending()
             await view.write(answer, reasoning)
         live = run.live_snapshot()
         self.query_one(SpeedPanel).show_live(live, run.ttft_s)

@@ -100,6 +100,8 @@ class ReplyView(Vertical, can_focus=True):
 
     async def write(self, answer: str, reasoning: str) -> None:
         """Append streamed text; the thinking block folds away once the answer begins."""
+        if not answer and not reasoning:
+            return
         if reasoning:
             self.reasoning += reasoning
             self.thinking.display = True

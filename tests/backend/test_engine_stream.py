@@ -1,0 +1,125 @@
+"""The engine's event bridge: SGLang chunks on the engine thread become UI events in order.
+
+SGLang is replaced by `SGLangEngineDouble` (the user never sees it) and its ling3
+reasoning parser by `ReasoningParserDouble`; the thread, loop and queue are the real ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import types
+from typing import Any
+
+import pytest
+
+from app.backend.engine import EngineBackend, EngineThread
+from app.backend.engine_config import EngineConfig
+from app.backend.protocol import ReplyDone, ReplyError, TextChunk
+from app.chat import ChatMessage, Role, Sampling
+
+
+class ReasoningParserDouble:
+    """Splits at `</think>` like Ling's parser: text before it is reasoning."""
+
+    def __init__(self, *_: Any, **__: Any) -> None:
+        self.thinking = True
+
+    def parse_stream_chunk(self, delta: str) -> tuple[str, str]:
+        if self.thinking and "</think>" in delta:
+            self.thinking = False
+            before, after = delta.split("</think>", 1)
+            return before, after
+        return (delta, "") if self.thinking else ("", delta)
+
+    def parse_stream_end(self) -> tuple[str, str]:
+        return "", ""
+
+
+class TokenizerDouble:
+    def apply_chat_template(self, turns: list[dict[str, str]], **_: Any) -> str:
+        return "".join(f"<{t['role']}>{t['content']}" for t in turns) + "<assistant>"
+
+
+class SGLangEngineDouble:
+    """Streams cumulative text like `Engine.async_generate(stream=True)`."""
+
+    def __init__(self, pieces: list[str], finish: dict[str, Any] | None) -> None:
+        self.pieces, self.finish = pieces, finish
+        self.prompts: list[str] = []
+        self.aborted: list[str] = []
+        self.tokenizer_manager = types.SimpleNamespace(
+            tokenizer=TokenizerDouble(), abort_request=self.aborted.append
+        )
+
+    async def async_generate(self, *, prompt: str, sampling_params: Any, stream: bool, rid: str):
+        self.prompts.append(prompt)
+
+        async def chunks():
+            text = ""
+            for i, piece in enumerate(self.pieces, 1):
+                await asyncio.sleep(0.02)
+                if rid in self.aborted:
+                    yield {"text": text, "meta_info": {"finish_reason": {"type": "abort"}}}
+                    return
+                text += piece
+                last = i == len(self.pieces)
+                meta = {"completion_tokens": i, "finish_reason": self.finish if last else None}
+                if last and self.finish:
+                    meta.update(spec_accept_length=3.0, spec_verify_ct=2)
+                yield {"text": text, "meta_info": meta}
+
+        return chunks()
+
+
+@pytest.fixture
+def parser_double(monkeypatch):
+    module = types.ModuleType("sglang.srt.parser.reasoning_parser")
+    module.ReasoningParser = ReasoningParserDouble  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sglang.srt.parser.reasoning_parser", module)
+
+
+def running(engine: SGLangEngineDouble, tmp_path) -> EngineBackend:
+    backend = EngineBackend(EngineConfig("/m", log_dir=tmp_path))
+    backend._engine, backend._thread = engine, EngineThread()
+    return backend
+
+
+async def collect(backend: EngineBackend) -> list[Any]:
+    messages = [ChatMessage(Role.SYSTEM, "be brief"), ChatMessage(Role.USER, "hi")]
+    return [event async for event in backend.stream_reply(messages, Sampling())]
+
+
+async def test_chunks_arrive_in_order_with_reasoning_apart(parser_double, tmp_path):
+    engine = SGLangEngineDouble(["Let me ", "think.</think>The ", "answer."], {"type": "stop"})
+    backend = running(engine, tmp_path)
+    events = await collect(backend)
+    await backend.shutdown()
+    chunks = [e for e in events if isinstance(e, TextChunk)]
+    assert "".join(c.reasoning for c in chunks) == "Let me think."
+    assert "".join(c.answer for c in chunks) == "The answer."
+    assert [c.completion_tokens for c in chunks] == [1, 2, 3]
+    done = events[-1]
+    assert isinstance(done, ReplyDone) and done.finish_reason == "stop"
+    assert done.meta_info["spec_accept_length"] == 3.0
+    assert engine.prompts == ["<system>be brief<user>hi<assistant>"]
+
+
+async def test_a_stream_without_a_finish_reason_ends_in_an_error(parser_double, tmp_path):
+    backend = running(SGLangEngineDouble(["partial"], None), tmp_path)
+    events = await collect(backend)
+    await backend.shutdown()
+    assert isinstance(events[0], TextChunk)
+    assert isinstance(events[-1], ReplyError)
+    assert "without a finish reason" in events[-1].message
+
+
+async def test_leaving_a_reply_early_aborts_its_request(parser_double, tmp_path):
+    engine = SGLangEngineDouble(["a", "b", "c", "d"], {"type": "stop"})
+    backend = running(engine, tmp_path)
+    stream = backend.stream_reply([ChatMessage(Role.USER, "hi")], Sampling())
+    first = await anext(stream)
+    await stream.aclose()
+    await backend.shutdown()
+    assert isinstance(first, TextChunk)
+    assert len(engine.aborted) == 1
