@@ -152,7 +152,8 @@ class EngineBackend:
         self._scheduler_entry = scheduler_entry
         self._thread: EngineThread | None = None
         self._engine: Any = None
-        self._sglang_pids: list[int] = []
+        self._children_before: set[int] | None = None
+        """This process's children before SGLang started: the rest are SGLang's."""
         self._report: ProofReport | None = None
         self._rid: str | None = None
         self._crashed = threading.Event()
@@ -199,7 +200,7 @@ class EngineBackend:
         self._install_sigquit_handler()
         kwargs = self.server_kwargs = server_args(self.config, gpu)
         yield stage(LOAD_STAGE, False, f"log: {self.log_file}")
-        before = _children()
+        self._children_before = _children()
         boot = asyncio.ensure_future(self._thread.call(lambda: engine_cls(**kwargs)))
         with open(self.log_file, encoding="utf-8", errors="replace") as log:
             log.seek(0, os.SEEK_END)
@@ -207,7 +208,6 @@ class EngineBackend:
                 await asyncio.wait({boot}, timeout=0.5)
                 if lines := [line.strip() for line in log.readlines() if line.strip()]:
                     yield stage(LOAD_STAGE, False, lines[-1][-160:])
-        self._sglang_pids = sorted(_children() - before)
         try:
             self._engine = boot.result()
         except Exception as exc:
@@ -324,9 +324,10 @@ class EngineBackend:
             watchdog = getattr(engine.tokenizer_manager, "_subprocess_watchdog", None)
             if watchdog is not None:
                 await self._thread.call(watchdog.stop)
-        if self._sglang_pids:
-            await asyncio.to_thread(_stop_processes, self._sglang_pids)
-            self._sglang_pids = []
+        if self._children_before is not None:  # also when quitting mid-load
+            pids = sorted(_children() - self._children_before)
+            self._children_before = None
+            await asyncio.to_thread(_stop_processes, pids)
         if self._thread is not None:
             self._thread.stop()
             self._thread = None

@@ -1,0 +1,73 @@
+"""The Textual app chats through the real engine on a GPU, and records a replayable trace.
+
+Writes `stack-known-answer.trace.json` and a screenshot to $OUT (or the test's tmp dir);
+the trace is what `assets/` ships for `ling-chat --replay`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from app.chat import Sampling
+from app.storage import ChatStore, MessageStatus
+from tests.gpu import models
+from tests.ui.conftest import send, wait_until
+
+pytest.importorskip("sglang", reason="needs SGLang")
+from app.backend.replay import RecordingBackend, ReplayBackend  # noqa: E402
+from app.ui import LingChatApp  # noqa: E402
+from app.ui.screens.chat import ChatScreen  # noqa: E402
+from tests.gpu.test_engine_gpu import make_backend  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+QUESTIONS = ("What did each lever do?", "And how is accept length measured?")
+
+
+def tokens_per_chunk(trace: dict) -> list[tuple[float, float]]:
+    """Per reply: mean tokens per streamed chunk (after the first) and SGLang's accept length."""
+    rows = []
+    for reply in trace["replies"]:
+        counts = [e["completion_tokens"] for e in reply["events"] if e["type"] == "chunk"]
+        steps = [b - a for a, b in zip(counts, counts[1:], strict=False) if b > a]
+        accept = reply["events"][-1]["meta_info"].get("spec_accept_length")
+        rows.append((sum(steps) / len(steps) if steps else 0.0, accept))
+    return rows
+
+
+async def test_the_app_chats_through_the_engine_and_records_a_trace(tmp_path, monkeypatch):
+    out = Path(os.environ.get("OUT") or tmp_path)
+    trace_path = out / "stack-known-answer.trace.json"
+    backend = RecordingBackend(make_backend(tmp_path, monkeypatch), trace_path)
+    with ChatStore.open(tmp_path / "history.db") as store:
+        app = LingChatApp(backend, store, sampling=Sampling(temperature=0.0), proof_hold_s=0)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen), timeout=600)
+            screen = app.screen
+            assert isinstance(screen, ChatScreen)
+            for question in QUESTIONS:
+                await send(pilot, question)
+                await wait_until(pilot, lambda: screen.run is not None, timeout=30)
+                await wait_until(pilot, lambda: screen.run is None, timeout=120)
+            app.save_screenshot(filename="ui-on-gpu.svg", path=str(out))
+        await app.close_backend()
+        (conversation,) = store.list_conversations()
+        messages = store.messages(conversation.id)
+    replies = messages[1::2]
+    _, answer = models.expected_reply()
+    for reply in replies:
+        assert reply.status is MessageStatus.COMPLETE
+        assert reply.content.strip() == answer.strip()
+        assert reply.stats is not None and (reply.stats.accept_length or 0) >= 3.5
+        print(
+            f"stored reply: {reply.stats.completion_tokens} tokens, "
+            f"{reply.stats.decode_tps:.1f} tok/s, TTFT {reply.stats.ttft_s:.3f} s, "
+            f"accept {reply.stats.accept_length:.2f}"
+        )
+    trace = json.loads(trace_path.read_text())
+    for per_chunk, accept in tokens_per_chunk(trace):
+        print(f"tokens per streamed chunk {per_chunk:.2f} vs SGLang accept length {accept:.2f}")
+    assert ReplayBackend(trace_path).reply_count == len(QUESTIONS)
