@@ -4,11 +4,11 @@ Streams a long synthetic reply (Markdown with code blocks and tables) at a fixed
 through the real app, headless, from a replayed trace, and prints:
 
 - lag: for each chunk, when the answer widget had drawn it minus when the backend
-  produced it; the last chunk's lag and the worst one;
-- CPU: the process time spent during the reply, divided by the tokens.
+  produced it; the last chunk's lag, the 95th percentile and the worst;
+- CPU: the process time spent during the reply, and divided by the tokens.
 
-    python scripts/bench_ui.py                    # 500 tok/s, 3 tokens per chunk, ~20 KB
-    python scripts/bench_ui.py --tps 500 --tokens-per-chunk 1 --kib 40
+    python scripts/bench_ui.py            # 500 tok/s, 3 and 1 tokens per chunk, ~20 KiB
+    python scripts/bench_ui.py --tps 500 200 50 --tokens-per-chunk 3 --kib 4
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import re
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,13 +27,13 @@ from typing import Any
 from textual.await_complete import AwaitComplete
 from textual.widgets import Markdown, TextArea
 
-from app.backend.protocol import ProofLine, ProofReport, Verdict
+from app.backend.protocol import ProofLine, ProofReport, ReplyEvent, TextChunk, Verdict
 from app.backend.replay import TRACE_FORMAT, TRACE_VERSION, ReplayBackend, write_trace
-from app.chat import Sampling
+from app.chat import ChatMessage, Sampling
 from app.storage import ChatStore
 from app.ui import LingChatApp
 from app.ui.screens.chat import ChatScreen
-from app.ui.widgets.segmented import SegmentedMarkdown
+from app.ui.widgets.messages import ReplyView
 
 SECTION = """## Step {n}: parsing the input
 
@@ -142,23 +142,26 @@ class Watch:
         """(perf_counter, characters in the answer widget) per completed append."""
 
     def install(self) -> None:
-        """Record every completed append to an answer widget."""
-        original = Markdown.append
+        """Record every completed append to an answer widget, and the end of the reply."""
+        append, finish = Markdown.append, ReplyView.finish
         drawn = self.drawn
 
-        def append(widget: Markdown, markdown: str) -> AwaitComplete:
-            pending: Awaitable[None] = original(widget, markdown)
+        def timed_append(widget: Markdown, markdown: str) -> AwaitComplete:
+            pending: Awaitable[None] = append(widget, markdown)
 
             async def timed() -> None:
                 await pending
-                answer = widget.parent
-                if isinstance(answer, SegmentedMarkdown) and answer.has_class("answer"):
-                    size = sum(len(segment.source) for segment in answer.query(Markdown))
-                    drawn.append((time.perf_counter(), size))
+                if widget.has_class("answer"):
+                    drawn.append((time.perf_counter(), len(widget.source)))
 
             return AwaitComplete(timed())
 
-        Markdown.append = append  # type: ignore[method-assign]
+        async def timed_finish(view: ReplyView, footer: str) -> None:
+            await finish(view, footer)
+            drawn.append((time.perf_counter(), len(view.answer)))
+
+        Markdown.append = timed_append  # type: ignore[method-assign,assignment]
+        ReplyView.finish = timed_finish  # type: ignore[method-assign,assignment]
 
     def lags(self) -> list[float]:
         """Per chunk: when it was first fully drawn minus when it was produced."""
@@ -178,11 +181,14 @@ class WatchedReplay(ReplayBackend):
         super().__init__(path)
         self._watch = watch
 
-    async def stream_reply(self, messages: Any, sampling: Sampling) -> Any:  # type: ignore[override]
+    async def stream_reply(
+        self, messages: Sequence[ChatMessage], sampling: Sampling
+    ) -> AsyncIterator[ReplyEvent]:
+        """The replayed reply, each chunk noted with the answer size so far."""
         size = 0
         async for event in super().stream_reply(messages, sampling):
-            size += len(getattr(event, "answer", ""))
-            if hasattr(event, "answer"):
+            if isinstance(event, TextChunk):
+                size += len(event.answer)
                 self._watch.produced.append((event.at, size))
             yield event
 

@@ -99,6 +99,7 @@ def write_trace(path: Path, trace: Mapping[str, Any]) -> None:
             json.dump(trace, file, ensure_ascii=False)
             file.flush()
             os.fsync(file.fileno())
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

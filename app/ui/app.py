@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
+from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -15,7 +16,7 @@ from app.backend.protocol import ChatBackend, ProofReport
 from app.chat import Sampling
 from app.errors import BackendError, ProofFailed
 from app.storage import ChatStore
-from app.ui.bindings import APP_ACTIONS, CHAT_ACTIONS, keys_for
+from app.ui.bindings import APP_ACTIONS, CHAT_ACTIONS, action_by_id, keys_for
 from app.ui.format import proof_text
 from app.ui.screens.chat import ChatContext, ChatScreen
 from app.ui.screens.dialogs import HelpScreen
@@ -78,7 +79,9 @@ class LingChatApp(App[None], inherit_bindings=False):
         self.set_keymap(self._user_keymap)
         unknown = sorted(set(self._user_keymap) - {a.id for a in APP_ACTIONS + CHAT_ACTIONS})
         if unknown:
-            self.notify(f"Unknown binding ids in keymap: {', '.join(unknown)} (F1 lists them).")
+            help_keys = keys_for(action_by_id("help"), self._user_keymap)
+            listed = ", ".join(unknown)
+            self.notify(f"Unknown binding ids in keymap: {listed} ({help_keys} lists them).")
         if self.backend.info.kind == "replay":
             self.title = "ling-chat · replay of a recorded session"
         await self.push_screen(self._startup)
@@ -161,8 +164,9 @@ class LingChatApp(App[None], inherit_bindings=False):
         for worker in self.workers:
             if worker.group == "startup":
                 worker.cancel()
-        if isinstance(self.screen, ChatScreen):
-            await self.screen.stop_for_quit()
+        for screen in self.screen_stack:
+            if isinstance(screen, ChatScreen):
+                await screen.stop_for_quit()
         await self.close_backend()
         self.exit(return_code=self._quit_code, message=self._quit_message)
 
@@ -171,7 +175,7 @@ class LingChatApp(App[None], inherit_bindings=False):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self._user_keymap))
 
-    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The command palette: every action of the screen, with its keys."""
         actions = APP_ACTIONS + (CHAT_ACTIONS if isinstance(screen, ChatScreen) else ())
         for action in actions:

@@ -37,12 +37,13 @@ class Action:
 APP_ACTIONS: Final = (
     Action("help", "f1", "help", "Keys & help", show=True),
     Action("command_palette", "ctrl+p", "command_palette", "Commands"),
-    Action("quit", "ctrl+q,ctrl+c", "quit", "Quit", show=True),
+    Action("quit", "ctrl+c,ctrl+q", "quit", "Quit", show=True),
 )
 """Actions available on every screen."""
 
 CHAT_ACTIONS: Final = (
-    Action("send", "ctrl+s", "send", "Send", show=True),
+    # Not a priority binding: it must queue behind the keys typed just before it.
+    Action("send", "ctrl+s", "send", "Send", show=True, priority=False),
     Action("stop_reply", "escape", "stop_reply", "Stop reply", show=True, priority=False),
     Action("new_chat", "ctrl+n", "new_chat", "New chat", show=True),
     Action("regenerate", "ctrl+r", "regenerate", "Regenerate last reply", show=True),

@@ -50,9 +50,8 @@ def ratio(value: float | None) -> str:
 
 def stats_line(status: MessageStatus, stats: ReplyStats | None, error: str | None = None) -> str:
     """The line under a finished reply, e.g. `✓ 612 tok/s · accept 3.12 (260 rounds) · …`."""
-    parts = [STATUS_MARKS[status]]
-    if error:
-        parts[0] += f": {error}"
+    mark = STATUS_MARKS[status] + (f": {error}" if error else "")
+    parts: list[str] = []
     if stats is not None:
         if stats.decode_tps is not None:
             parts.append(rate(stats.decode_tps))
@@ -61,7 +60,8 @@ def stats_line(status: MessageStatus, stats: ReplyStats | None, error: str | Non
         if stats.ttft_s is not None:
             parts.append(f"TTFT {seconds(stats.ttft_s)}")
         parts.append(f"{stats.completion_tokens:,} tokens in {seconds(stats.latency_s)}")
-    return " · ".join(parts)
+    separator = " " if status is MessageStatus.COMPLETE else " · "
+    return separator.join([mark, " · ".join(parts)]) if parts else mark
 
 
 def proof_text(report: ProofReport, *, fixes: bool = True) -> Text:

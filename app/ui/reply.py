@@ -1,12 +1,13 @@
 """`ReplyRun`: one reply in flight, from the backend's events to the store and the screen.
 
 The run is fed every event the moment it arrives (cheap bookkeeping only, so the backend's
-stream is always drained promptly) and the screen takes the text that has not been drawn
-yet on its own, throttled schedule.
+stream is always drained promptly) and the transcript takes the text that has not been
+drawn yet on its own, paced schedule.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +42,6 @@ class ReplyRun:
         self.arrivals: list[float] = []
         self.answer = ""
         self.reasoning = ""
-        self.first_answer_at: float | None = None
         self._pending_answer: list[str] = []
         self._pending_reasoning: list[str] = []
         self.status: MessageStatus | None = None
@@ -75,13 +75,13 @@ class ReplyRun:
             return
         if isinstance(event, TextChunk):
             self.arrivals.append(event.at)
-            self.live.observe(event.at, event.completion_tokens)
+            # A backend's odd count (time or tokens going back) must not end the reply.
+            with contextlib.suppress(ValueError):
+                self.live.observe(event.at, event.completion_tokens)
             if event.reasoning:
                 self.reasoning += event.reasoning
                 self._pending_reasoning.append(event.reasoning)
             if event.answer:
-                if self.first_answer_at is None:
-                    self.first_answer_at = event.at
                 self.answer += event.answer
                 self._pending_answer.append(event.answer)
             self._writer.append(answer=event.answer, reasoning=event.reasoning)

@@ -53,7 +53,9 @@ def chat_app(make_app: Callable[..., LingChatApp], backend: ScriptedBackendDoubl
     return make_app(backend)
 
 
-async def wait_until(pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = 5) -> None:
+async def wait_until(
+    pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = 5
+) -> None:
     """Let the app run until `predicate()` is true (fails the test after `timeout` s)."""
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -79,6 +81,7 @@ async def send(pilot: Pilot[Any], text: str, key: str = "ctrl+s") -> None:
     prompt.focus()
     prompt.load_text(text)
     await pilot.press(key)
+    await wait_until(pilot, lambda: not prompt.text)
 
 
 async def reply_done(pilot: Pilot[Any]) -> ChatScreen:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from textual import events
 from textual.widgets import Collapsible, Label, Markdown, Static
 
 from app.chat import Role, Sampling
@@ -15,9 +16,7 @@ from tests.ui.conftest import SIZE, chat_screen, reply_done, send, text_of, wait
 from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, answer_reply
 
 MakeApp = Callable[..., LingChatApp]
-CODE_ANSWER = (
-    "Two ways:\n\n```python\nprint('one')\n```\n\nor\n\n```sh\necho two\n```\n",
-)
+CODE_ANSWER = ("Two ways:\n\n```python\nprint('one')\n```\n\nor\n\n```sh\necho two\n```\n",)
 
 
 def last_reply(screen: ChatScreen) -> ReplyView:
@@ -73,6 +72,38 @@ async def test_user_message_is_committed_before_the_reply_arrives(
         await reply_done(pilot)
         assert [m.content for m in store.messages(conversation.id)] == ["question", "ab"]
         assert screen.query(UserMessage)
+
+
+async def test_send_right_after_a_burst_of_typing_sends_all_of_it(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble
+) -> None:
+    """Keys pasted or typed fast arrive in one burst; the send key must not overtake them."""
+    backend.enqueue(answer_reply("ok"))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        await chat_screen(pilot)
+        for key, character in [("h", "h"), ("i", "i"), ("ctrl+s", None)]:
+            chat_app.post_message(events.Key(key, character))
+        await wait_until(pilot, lambda: backend.requests)
+        assert [m.content for m in backend.requests[0][0]] == ["hi"]
+
+
+async def test_a_stalled_reply_is_still_committed_to_the_store(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
+) -> None:
+    backend.enqueue(answer_reply("first ", "second", " third", hold_after=2))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        await chat_screen(pilot)
+        await send(pilot, "q")
+        await wait_until(pilot, lambda: backend.chunks_sent == 2)
+        (conversation,) = store.list_conversations()
+
+        def stored() -> str:
+            return store.messages(conversation.id)[-1].content
+
+        await wait_until(pilot, lambda: stored() == "first second")
+        assert store.messages(conversation.id)[-1].status is MessageStatus.PARTIAL
+        backend.release()
+        await reply_done(pilot)
 
 
 async def test_escape_stops_the_reply_and_keeps_what_arrived(
@@ -187,7 +218,9 @@ async def test_clicking_a_code_block_copies_it(
         assert chat_app.clipboard == "print('one')"
 
 
-async def test_thinking_block_toggles(chat_app: LingChatApp, backend: ScriptedBackendDouble) -> None:
+async def test_thinking_block_toggles(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble
+) -> None:
     backend.enqueue(answer_reply("answer", reasoning=["hmm"]))
     async with chat_app.run_test(size=SIZE) as pilot:
         screen = await chat_screen(pilot)
@@ -225,6 +258,7 @@ async def test_quitting_mid_reply_stores_it_and_shuts_down(
         await chat_screen(pilot)
         await send(pilot, "q")
         await wait_until(pilot, lambda: backend.chunks_sent == 1)
+        await pilot.press("f1")  # quitting works from a dialog too
         await pilot.press("ctrl+q")
         await wait_until(pilot, lambda: not chat_app.is_running)
     assert chat_app.return_code == 0

@@ -39,7 +39,9 @@ async def test_new_chat_is_stored_on_first_send_and_listed_newest_first(
         assert sidebar_titles(chat_app) == ["second chat", "first chat"]
 
 
-async def test_rename_chat(chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore) -> None:
+async def test_rename_chat(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
+) -> None:
     backend.enqueue(answer_reply("a"))
     async with chat_app.run_test(size=SIZE) as pilot:
         screen = await chat_screen(pilot)
@@ -134,20 +136,21 @@ async def test_keymap_remaps_an_action_and_help_lists_it(
 ) -> None:
     backend = ScriptedBackendDouble(clock=clock)
     backend.enqueue(answer_reply("ok"))
-    app = make_app(backend, keymap={"send": "f7"})
+    app = make_app(backend, keymap={"send": "ctrl+o"})
     async with app.run_test(size=SIZE) as pilot:
         screen = await chat_screen(pilot)
         await pilot.press(*"hi", "ctrl+s")
         await pilot.pause()
         assert not backend.requests
-        await pilot.press("f7")
+        await pilot.press("ctrl+o")
+        await wait_until(pilot, lambda: backend.requests)
         await reply_done(pilot)
         assert [view.answer for view in screen.query(ReplyView)] == ["ok"]
         await pilot.press("f1")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
         table = app.screen.query_one(DataTable)
         rows = [table.get_row_at(i) for i in range(table.row_count)]
-        assert ["F7", "Send", "send"] in rows
+        assert ["Ctrl+O", "Send", "send"] in rows
         assert ["Esc", "Stop reply", "stop_reply"] in rows
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -25,7 +26,9 @@ async def collect(backend: ChatBackend) -> list[ReplyEvent]:
     return [event async for event in backend.stream_reply(HELLO, Sampling())]
 
 
-async def record(path: Path, step_s: float = 0.02) -> tuple[ScriptedBackendDouble, RecordingBackend]:
+async def record(
+    path: Path, step_s: float = 0.02
+) -> tuple[ScriptedBackendDouble, RecordingBackend]:
     """Record a session of two replies from the scripted double, on the real clock."""
     inner = ScriptedBackendDouble(clock=time.perf_counter)
     inner.enqueue(
@@ -77,7 +80,7 @@ async def test_the_trace_is_rewritten_after_each_reply_only(tmp_path: Path) -> N
     assert (trace["format"], trace["version"], trace["replies"]) == ("ling-chat-trace", 1, [])
     assert trace["proof"]["profile"] == "stack"
     await collect(recorder)
-    stream = recorder.stream_reply(HELLO, Sampling())
+    stream = cast(AsyncGenerator[ReplyEvent, None], recorder.stream_reply(HELLO, Sampling()))
     await anext(stream)  # the second reply is in flight
     trace = json.loads(path.read_text())
     (reply,) = trace["replies"]

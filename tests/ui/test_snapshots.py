@@ -12,6 +12,7 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from app.storage import MessageStatus
 from app.telemetry import ReplyStats
@@ -19,7 +20,7 @@ from app.telemetry.session import summarize_session
 from app.telemetry.windows import LiveSnapshot
 from app.ui import LingChatApp
 from app.ui.widgets.speed_panel import SpeedPanel
-from tests.ui.conftest import SIZE, chat_screen, reply_done, send, wait_until
+from tests.ui.conftest import SIZE, chat_screen, reply_done, send, text_of, wait_until
 from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, answer_reply, failing_report
 
 SnapCompare = Callable[..., bool]
@@ -77,7 +78,8 @@ def test_startup_with_a_failed_proof(
     app = make_app(ScriptedBackendDouble(clock=clock, report=failing_report()))
 
     async def run_before(pilot: Pilot[Any]) -> None:
-        await wait_until(pilot, lambda: "exit" in str(app.screen.query_one("#startup-hint").content))  # type: ignore[attr-defined]
+        hint = app.screen.query_one("#startup-hint", Static)
+        await wait_until(pilot, lambda: "exit" in text_of(hint))
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 

@@ -92,7 +92,9 @@ async def test_proof_refused_by_start_still_shows_the_report(
     assert backend.shutdown_calls == 1
 
 
-async def test_unoptimized_server_may_chat_when_allowed(make_app: MakeApp, clock: FakeClock) -> None:
+async def test_unoptimized_server_may_chat_when_allowed(
+    make_app: MakeApp, clock: FakeClock
+) -> None:
     backend = ScriptedBackendDouble(clock=clock, report=failing_report(), kind="server")
     app = make_app(backend, allow_unoptimized=True)
     async with app.run_test(size=SIZE) as pilot:

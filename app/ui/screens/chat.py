@@ -2,31 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Final
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widgets import Footer, Header, Static, TextArea
-from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from app.backend.protocol import ChatBackend, ProofReport
 from app.chat import Role, Sampling
-from app.errors import BackendError, StorageError
 from app.storage import ChatStore, Conversation, MessageStatus
 from app.telemetry import ReplyStats
 from app.telemetry.health import CollapseVerdict, SpecHealth, check_collapse, check_live_collapse
 from app.telemetry.session import summarize_session
 from app.ui.bindings import CHAT_ACTIONS, action_by_id, keys_for
-from app.ui.format import stats_line
-from app.ui.pacing import DrawPacer
 from app.ui.reply import ReplyRequest, ReplyRun, request_messages
 from app.ui.screens.dialogs import (
     ChatSettings,
@@ -35,18 +29,11 @@ from app.ui.screens.dialogs import (
     RenameDialog,
     SettingsDialog,
 )
-from app.ui.widgets.messages import (
-    ReplyView,
-    Transcript,
-    UserMessage,
-    code_blocks,
-    message_widget,
-)
+from app.ui.widgets.messages import ReplyView, UserMessage, code_blocks, message_widget
 from app.ui.widgets.sidebar import Sidebar
 from app.ui.widgets.speed_panel import SpeedPanel
+from app.ui.widgets.transcript import Transcript
 
-STOP_GRACE_S: Final = 5.0
-"""How long a stopped reply may take to end before its worker is cancelled."""
 TITLE_CHARS: Final = 48
 
 
@@ -82,16 +69,9 @@ class ChatScreen(Screen[None]):
         self.conversation: Conversation | None = None
         """The open conversation; None for a new chat not stored yet."""
         self._draft = ChatSettings("", context.default_sampling)
-        self.run: ReplyRun | None = None
-        """The reply streaming now."""
-        self._view: ReplyView | None = None
-        self._worker: Worker[None] | None = None
         self.session_stats: list[ReplyStats] = []
         """Measurements of this session's completed replies, oldest first."""
         self._code_cursor: tuple[ReplyView, int] | None = None
-        self._ticker: Timer | None = None
-        self._pacer = DrawPacer(1 / context.refresh_hz)
-        self._flusher: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -99,7 +79,9 @@ class ChatScreen(Screen[None]):
             yield Sidebar(id="sidebar")
             with Vertical(id="chat"):
                 yield Static("", id="banner")
-                yield Transcript(id="transcript")
+                yield Transcript(
+                    self._ctx.backend, refresh_hz=self._ctx.refresh_hz, id="transcript"
+                )
                 yield TextArea(id="prompt", placeholder="Ask Ling anything…")
             yield SpeedPanel(id="speed")
         yield Footer()
@@ -117,8 +99,6 @@ class ChatScreen(Screen[None]):
         speed = self.query_one(SpeedPanel)
         speed.show_proof(self._ctx.proof)
         speed.show_session(summarize_session([]))
-        self._ticker = self.set_interval(1 / self._ctx.refresh_hz, self._draw, pause=True)
-        self._flusher = self.set_interval(0.5, self._flush_store, pause=True)
         conversations = self._ctx.store.list_conversations(limit=1)
         if conversations:
             await self._open(conversations[0].id)
@@ -132,26 +112,18 @@ class ChatScreen(Screen[None]):
         store = self._ctx.store
         self.conversation = store.get_conversation(conversation_id)
         self.sub_title = self.conversation.title
-        transcript = self.query_one(Transcript)
-        await transcript.remove_children()
         widgets = [w for m in store.messages(conversation_id) if (w := message_widget(m))]
-        await transcript.mount_all(widgets or [_note("No messages yet.")])
-        self._refresh_sidebar()
         found = [w for w in widgets if getattr(w, "message_id", None) == message_id]
-        if found:
-            transcript.anchor(False)
-            transcript.scroll_to_widget(found[0], top=True, animate=False)
-            found[0].add_class("found")
-        else:
-            transcript.anchor()
+        transcript = self.query_one(Transcript)
+        await transcript.show(widgets or [_note("No messages yet.")], found[0] if found else None)
+        self._refresh_sidebar()
 
     async def _new_draft(self) -> None:
         self.conversation = None
         self._draft = ChatSettings("", self._ctx.default_sampling)
         self.sub_title = "New chat"
-        transcript = self.query_one(Transcript)
-        await transcript.remove_children()
-        await transcript.mount(_note("New chat. Type below; it is saved when you send."))
+        note = _note("New chat. Type below; it is saved when you send.")
+        await self.query_one(Transcript).show([note])
         self._refresh_sidebar()
 
     def _refresh_sidebar(self) -> None:
@@ -192,8 +164,7 @@ class ChatScreen(Screen[None]):
             )
             self.conversation = conversation
             self.sub_title = conversation.title
-        if not transcript.query(UserMessage) and not transcript.query(ReplyView):
-            await transcript.remove_children()
+        await transcript.query(".note").remove()
         message = store.add_user_message(conversation.id, text)
         prompt.clear()
         await transcript.mount(UserMessage(message.content, message.id))
@@ -208,83 +179,31 @@ class ChatScreen(Screen[None]):
             conversation.sampling,
         )
         writer = ctx.store.start_reply(conversation.id, engine_run_id=ctx.engine_run_id)
-        view = ReplyView(streaming=True)
-        transcript = self.query_one(Transcript)
-        await transcript.mount(view)
-        transcript.anchor()
-        self._view = view
-        self.run = ReplyRun(request, writer, ctx.clock)
-        self._pacer.reset()
+        await self.query_one(Transcript).start_reply(ReplyRun(request, writer, ctx.clock))
         self._refresh_sidebar()
-        self._run_timers(on=True)
-        self._worker = self._stream_reply(self.run, view)
 
-    @work(group="reply", exclusive=True)
-    async def _stream_reply(self, run: ReplyRun, view: ReplyView) -> None:
-        """Drain the backend's events into the run; drawing happens in `_draw`."""
-        backend = self._ctx.backend
-        try:
-            async for event in backend.stream_reply(run.request.messages, run.request.sampling):
-                run.observe(event)
-        except BackendError as error:
-            run.fail(str(error))
-        except StorageError as error:
-            self.notify(f"Could not save the reply: {error}", severity="error")
-            await backend.stop_reply()
-        finally:
-            self._close(run)
-            await self._show_end(run, view)
-
-    def _close(self, run: ReplyRun) -> None:
-        try:
-            run.close()
-        except StorageError as error:
-            self.notify(f"Could not save the reply: {error}", severity="error")
-
-    async def _draw(self) -> None:
-        run, view = self.run, self._view
-        if run is None or view is None:
-            return
-        if self._pacer.due():
-            answer, reasoning = run.take_pending()
-            await view.write(answer, reasoning)
-        live = run.live_snapshot()
-        self.query_one(SpeedPanel).show_live(live, run.ttft_s)
-        info = self._ctx.backend.info
-        verdict = check_live_collapse(live, speculative=info.speculative)
+    @on(Transcript.ReplyProgressed)
+    def _show_progress(self, event: Transcript.ReplyProgressed) -> None:
+        live = event.run.live_snapshot()
+        self.query_one(SpeedPanel).show_live(live, event.run.ttft_s)
+        verdict = check_live_collapse(live, speculative=self._ctx.backend.info.speculative)
         if verdict.status is SpecHealth.COLLAPSED:
             self._show_verdict(verdict)
 
-    def _flush_store(self) -> None:
-        if self.run is not None and not self.run.finished:
-            try:
-                self.run.flush()
-            except StorageError as error:
-                self.notify(f"Could not save the reply: {error}", severity="error")
-
-    async def _show_end(self, run: ReplyRun, view: ReplyView) -> None:
-        self._run_timers(on=False)
-        answer, reasoning = run.take_pending()
-        await view.write(answer, reasoning)
+    @on(Transcript.ReplyEnded)
+    def _show_end(self, event: Transcript.ReplyEnded) -> None:
+        run = event.run
         status = run.status or MessageStatus.STOPPED
-        await view.finish(stats_line(status, run.stats, run.error))
-        view.message_id = run.message_id
         speed = self.query_one(SpeedPanel)
         speed.show_last(status, run.stats)
         if status is MessageStatus.COMPLETE and run.stats is not None:
             self.session_stats.append(run.stats)
             speed.show_session(summarize_session(self.session_stats))
-            info = self._ctx.backend.info
-            self._show_verdict(check_collapse(self.session_stats, speculative=info.speculative))
+            speculative = self._ctx.backend.info.speculative
+            self._show_verdict(check_collapse(self.session_stats, speculative=speculative))
         if status is MessageStatus.ERROR:
             self.notify(run.error or "unknown error", title="The reply failed", severity="error")
-        self.run = self._view = None
         self._refresh_sidebar()
-
-    def _run_timers(self, *, on: bool) -> None:
-        for timer in (self._ticker, self._flusher):
-            if timer is not None:
-                timer.resume() if on else timer.pause()
 
     def _show_verdict(self, verdict: CollapseVerdict) -> None:
         if verdict.flagged:
@@ -302,6 +221,11 @@ class ChatScreen(Screen[None]):
         banner.display = warning is not None
         banner.update(Text(f"⚠ {warning}" if warning else ""))
 
+    @property
+    def run(self) -> ReplyRun | None:
+        """The reply streaming now."""
+        return self.query_one(Transcript).run
+
     def _busy(self) -> bool:
         if self.run is None:
             return False
@@ -312,33 +236,12 @@ class ChatScreen(Screen[None]):
 
     async def action_stop_reply(self) -> None:
         """Stop the reply; what arrived is kept and marked stopped."""
-        run = self.run
-        if run is None:
+        if not await self.query_one(Transcript).stop_reply():
             self.query_one("#prompt").focus()
-            return
-        if run.stop_requested:
-            return
-        run.stop_requested = True
-        if self._view is not None:
-            self._view.set_footer("■ stopping…")
-        await self._ctx.backend.stop_reply()
-        self.set_timer(STOP_GRACE_S, partial(self._force_stop, run))
 
-    def _force_stop(self, run: ReplyRun) -> None:
-        if self.run is run and self._worker is not None:
-            self._worker.cancel()
-
-    async def stop_for_quit(self, timeout_s: float = STOP_GRACE_S) -> None:
+    async def stop_for_quit(self) -> None:
         """Stop the reply in flight (if any) and wait until what arrived is stored."""
-        run, worker = self.run, self._worker
-        if run is None or worker is None:
-            return
-        await self.action_stop_reply()
-        try:
-            await asyncio.wait_for(worker.wait(), timeout_s)
-        except (TimeoutError, WorkerCancelled, WorkerFailed):
-            worker.cancel()
-        self._close(run)
+        await self.query_one(Transcript).stop_for_quit()
 
     # Editing the conversation
 

@@ -92,7 +92,7 @@ _FIELDS = (
 class SettingsDialog(Dialog[ChatSettings]):
     """Edits one conversation's system prompt and sampling parameters."""
 
-    BINDINGS = [Binding("ctrl+s", "save", "Save", show=False, priority=True)]
+    BINDINGS = [Binding("ctrl+s", "save", "Save", show=False)]
 
     def __init__(self, current: ChatSettings) -> None:
         super().__init__(classes="dialog")
@@ -100,6 +100,7 @@ class SettingsDialog(Dialog[ChatSettings]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box settings"):
+            yield Label("This chat's settings", classes="heading")
             yield Label("System prompt")
             yield TextArea(self._current.system_prompt, id="system-prompt")
             with Grid(id="sampling"):

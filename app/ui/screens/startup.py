@@ -65,6 +65,7 @@ class StartupScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._status("")
+        self.query_one("#report").display = False
         self._draw()
         self.set_interval(TICK_S, self._draw)
 
@@ -91,7 +92,9 @@ class StartupScreen(Screen[None]):
         """The proof report, with the fix for each failed line."""
         if self._finished_at is None:
             self._finished_at = self._clock()
-        self.query_one("#report", Static).update(proof_text(report))
+        report_view = self.query_one("#report", Static)
+        report_view.update(proof_text(report))
+        report_view.display = True
         self._status("")
         self._draw()
 

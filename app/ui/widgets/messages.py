@@ -7,15 +7,14 @@ from typing import Final
 from markdown_it import MarkdownIt
 from textual import events
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.widget import Widget
-from textual.widgets import Collapsible, Label, Static
-from textual.widgets.markdown import MarkdownFence
+from textual.widgets import Collapsible, Label, Markdown, Static
+from textual.widgets.markdown import MarkdownFence, MarkdownStream
 
 from app.chat import Role
 from app.storage import StoredMessage
 from app.ui.format import stats_line
-from app.ui.widgets.segmented import SegmentedMarkdown
 
 THINKING: Final = "Thinking…"
 
@@ -33,10 +32,6 @@ def code_blocks(markdown: str) -> list[tuple[str, str]]:
 def message_dom_id(message_id: int) -> str:
     """The DOM id of a stored message's widget."""
     return f"message-{message_id}"
-
-
-class Transcript(VerticalScroll):
-    """The messages of the open conversation, kept scrolled to the end while it grows."""
 
 
 class UserMessage(Static):
@@ -71,6 +66,7 @@ class ReplyView(Vertical, can_focus=True):
         self.reasoning = reasoning
         self._footer = footer
         self._streaming = streaming
+        self._streams: dict[str, MarkdownStream] = {}
         self.border_title = "Ling"
 
     @classmethod
@@ -86,8 +82,8 @@ class ReplyView(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         title = THINKING if self._streaming else _thinking_title(self.reasoning)
         with Collapsible(title=title, collapsed=not self._streaming, classes="thinking"):
-            yield SegmentedMarkdown(self.reasoning, classes="reasoning")
-        yield SegmentedMarkdown(self.answer, classes="answer")
+            yield Markdown(self.reasoning, classes="reasoning")
+        yield Markdown(self.answer, classes="answer")
         yield Label(self._footer or "…", classes="reply-footer", markup=False)
 
     def on_mount(self) -> None:
@@ -105,20 +101,27 @@ class ReplyView(Vertical, can_focus=True):
         if reasoning:
             self.reasoning += reasoning
             self.thinking.display = True
-            await self.query_one(".reasoning", SegmentedMarkdown).write(reasoning)
+            await self._stream("reasoning").write(reasoning)
         if answer:
             if not self.answer and self.reasoning:
                 self.thinking.collapsed = True
             self.answer += answer
-            await self.query_one(".answer", SegmentedMarkdown).write(answer)
+            await self._stream("answer").write(answer)
 
     async def finish(self, footer: str) -> None:
         """Flush the streams and show the final stats line."""
-        for part in self.query(SegmentedMarkdown):
-            await part.stop()
+        for stream in self._streams.values():
+            await stream.stop()
+        self._streams.clear()
         self._streaming = False
         self.thinking.title = _thinking_title(self.reasoning)
         self.set_footer(footer)
+
+    def _stream(self, part: str) -> MarkdownStream:
+        """The stream into the `part` Markdown, created on its first text."""
+        if part not in self._streams:
+            self._streams[part] = Markdown.get_stream(self.query_one(f".{part}", Markdown))
+        return self._streams[part]
 
     def set_footer(self, footer: str) -> None:
         """Replace the line under the reply."""

@@ -1,0 +1,169 @@
+"""The transcript: the open conversation's messages, and the reply streaming into it.
+
+A worker drains the backend's events into the `ReplyRun` as they come (cheap
+bookkeeping only); a timer draws what arrived at a paced rate and posts
+`ReplyProgressed`; `ReplyEnded` follows once the reply is stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Final
+
+from textual import work
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.timer import Timer
+from textual.widget import Widget
+from textual.worker import Worker, WorkerCancelled, WorkerFailed
+
+from app.backend.protocol import ChatBackend
+from app.errors import BackendError, StorageError
+from app.storage import MessageStatus
+from app.ui.format import stats_line
+from app.ui.pacing import DrawPacer
+from app.ui.reply import ReplyRun
+from app.ui.widgets.messages import ReplyView
+
+STOP_GRACE_S: Final = 5.0
+"""How long a stopped reply may take to end before its worker is cancelled."""
+FLUSH_S: Final = 1.0
+"""How often a stalled reply's text is committed to the store."""
+
+
+class Transcript(VerticalScroll):
+    """Messages of the open conversation, kept scrolled to the end while a reply grows."""
+
+    @dataclass
+    class ReplyProgressed(Message):
+        """New numbers for the reply in flight (only the newest matters)."""
+
+        run: ReplyRun
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, Transcript.ReplyProgressed)
+
+    @dataclass
+    class ReplyEnded(Message):
+        """The reply ended and is stored (`run.status` says how)."""
+
+        run: ReplyRun
+
+    def __init__(self, backend: ChatBackend, *, refresh_hz: float, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._backend = backend
+        self._refresh_s = 1 / refresh_hz
+        self._pacer = DrawPacer(self._refresh_s)
+        self.run: ReplyRun | None = None
+        """The reply streaming now."""
+        self._view: ReplyView | None = None
+        self._worker: Worker[None] | None = None
+        self._draw_timers: tuple[Timer, ...] = ()
+
+    def on_mount(self) -> None:
+        self._draw_timers = (
+            self.set_interval(self._refresh_s, self._draw, pause=True),
+            self.set_interval(FLUSH_S, self._flush, pause=True),
+        )
+
+    async def show(self, widgets: Sequence[Widget], found: Widget | None = None) -> None:
+        """Replace the contents; scroll to `found` (marked), else to the end."""
+        await self.remove_children()
+        await self.mount_all(widgets)
+        if found is None:
+            self.anchor()
+        else:
+            self.anchor(False)
+            self.scroll_to_widget(found, top=True, animate=False)
+            found.add_class("found")
+
+    async def start_reply(self, run: ReplyRun) -> None:
+        """Stream `run` into a new reply at the end."""
+        self._view = view = ReplyView(streaming=True)
+        await self.mount(view)
+        self.anchor()
+        self.run = run
+        self._pacer.reset()
+        self._set_timers(running=True)
+        self._worker = self._stream(run, view)
+
+    async def stop_reply(self) -> bool:
+        """Ask the backend to stop the reply; False when none is streaming."""
+        run = self.run
+        if run is None:
+            return False
+        if not run.stop_requested:
+            run.stop_requested = True
+            if self._view is not None:
+                self._view.set_footer("■ stopping…")
+            await self._backend.stop_reply()
+            self.set_timer(STOP_GRACE_S, partial(self._cancel, run))
+        return True
+
+    async def stop_for_quit(self, timeout_s: float = STOP_GRACE_S) -> None:
+        """Stop the reply in flight (if any) and wait until what arrived is stored."""
+        run, worker = self.run, self._worker
+        if run is None or worker is None:
+            return
+        await self.stop_reply()
+        try:
+            await asyncio.wait_for(worker.wait(), timeout_s)
+        except (TimeoutError, WorkerCancelled, WorkerFailed):
+            worker.cancel()
+        self._close(run)
+
+    @work(group="reply", exclusive=True)
+    async def _stream(self, run: ReplyRun, view: ReplyView) -> None:
+        """Drain the backend's events into the run; drawing happens in `_draw`."""
+        try:
+            request = run.request
+            async for event in self._backend.stream_reply(request.messages, request.sampling):
+                run.observe(event)
+        except BackendError as error:
+            run.fail(str(error))
+        except StorageError as error:
+            self.notify(f"Could not save the reply: {error}", severity="error")
+            await self._backend.stop_reply()
+        finally:
+            self._close(run)
+            await self._end(run, view)
+
+    async def _draw(self) -> None:
+        run, view = self.run, self._view
+        if run is None or view is None:
+            return
+        if self._pacer.due():
+            await view.write(*run.take_pending())
+        self.post_message(self.ReplyProgressed(run))
+
+    def _flush(self) -> None:
+        if self.run is not None and not self.run.finished:
+            try:
+                self.run.flush()
+            except StorageError as error:
+                self.notify(f"Could not save the reply: {error}", severity="error")
+
+    async def _end(self, run: ReplyRun, view: ReplyView) -> None:
+        self._set_timers(running=False)
+        await view.write(*run.take_pending())
+        await view.finish(stats_line(run.status or MessageStatus.STOPPED, run.stats, run.error))
+        view.message_id = run.message_id
+        self.run = self._view = self._worker = None
+        self.post_message(self.ReplyEnded(run))
+
+    def _close(self, run: ReplyRun) -> None:
+        try:
+            run.close()
+        except StorageError as error:
+            self.notify(f"Could not save the reply: {error}", severity="error")
+
+    def _cancel(self, run: ReplyRun) -> None:
+        if self.run is run and self._worker is not None:
+            self._worker.cancel()
+
+    def _set_timers(self, *, running: bool) -> None:
+        for timer in self._draw_timers:
+            timer.resume() if running else timer.pause()
