@@ -10,6 +10,22 @@ from typing import Any
 import pytest
 
 from app.storage import ChatStore
+from app.telemetry import ReplyStats
+
+STATS = ReplyStats(
+    prompt_tokens=31,
+    completion_tokens=200,
+    ttft_s=0.41,
+    latency_s=4.2,
+    tpot_s=0.0191,
+    decode_tps=52.3,
+    accept_length=3.12,
+    accept_rate=0.71,
+    verify_ct=64,
+    accept_histogram=(3, 5, 8, 48),
+    extra={"finish_reason": "stop"},
+)
+"""A finished reply's measurements, as the tests store and export them."""
 
 
 @pytest.fixture

@@ -15,20 +15,8 @@ from app.storage import ChatStore, MessageStatus, StoredMessage
 from app.storage.export import FORMATS, SCHEMA_VERSION, Export, collect, write_atomic
 from app.storage.render import speed_line
 from app.telemetry import ReplyStats
+from tests.storage.conftest import STATS
 
-STATS = ReplyStats(
-    prompt_tokens=31,
-    completion_tokens=200,
-    ttft_s=0.41,
-    latency_s=4.2,
-    tpot_s=0.0191,
-    decode_tps=52.3,
-    accept_length=3.12,
-    accept_rate=0.71,
-    verify_ct=64,
-    accept_histogram=(3, 5, 8, 48),
-    extra={"finish_reason": "stop"},
-)
 SPEED = "52.3 tok/s · TPOT 19.1 ms · TTFT 0.41 s · accept 3.12"
 HOSTILE = '<script>alert("pwned")</script> & <b>bold</b>'
 

@@ -12,23 +12,10 @@ from app.chat import Role
 from app.errors import StorageError
 from app.storage import ChatStore, Conversation, MessageStatus
 from app.telemetry import ReplyStats
-from tests.storage.conftest import FakeClock
+from tests.storage.conftest import STATS, FakeClock
 
 Committed = Callable[..., list[dict[str, Any]]]
 ASSISTANT = "SELECT * FROM messages WHERE role = 'assistant'"
-STATS = ReplyStats(
-    prompt_tokens=31,
-    completion_tokens=200,
-    ttft_s=0.41,
-    latency_s=4.2,
-    tpot_s=0.0191,
-    decode_tps=52.3,
-    accept_length=3.12,
-    accept_rate=0.71,
-    verify_ct=64,
-    accept_histogram=(3, 5, 8, 48),
-    extra={"finish_reason": "stop"},
-)
 
 
 @pytest.fixture
