@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ling-chat",
         description="Chat with Ling-3.0-flash in the terminal, every decode optimization proven.",
+        epilog=" ".join((chat.__doc__ or "").split()),
     )
     parser.add_argument("--version", action="version", version=f"ling-chat {__version__}")
     chat.add_arguments(parser)
