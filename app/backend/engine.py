@@ -42,6 +42,7 @@ T = TypeVar("T")
 WARMUP_PROMPT = "Count from 1 to 60 in words, separated by commas."
 WARMUP_TOKENS = 64
 LOAD_STAGE = "Loading weights, compiling Humming kernels, capturing CUDA graphs"
+WARMUP_STAGE = "Warming up and measuring accept length"
 
 
 def check_model_path(model_path: str) -> None:
@@ -221,9 +222,11 @@ class EngineBackend:
         atexit.unregister(self._engine.shutdown)
         self._version = await self._thread.call(_sglang_version)
         yield stage(LOAD_STAGE, True)
-        yield stage("Measuring accept length", False, WARMUP_PROMPT)
+        yield stage(WARMUP_STAGE, False, WARMUP_PROMPT)
         accept = await self._warmup()
-        yield stage("Measuring accept length", True, f"{accept}")
+        yield stage(
+            WARMUP_STAGE, True, "no speculation" if accept is None else f"accept {accept:.2f}"
+        )
         facts = self._engine._scheduler_init_result.scheduler_infos[0].get("ling_chat_proof", {})
         self._report = build_report(
             facts,
