@@ -47,7 +47,7 @@ def relative(events: list[ReplyEvent], started: float) -> list[float]:
 
 async def test_a_recorded_session_replays_with_its_timing(tmp_path: Path) -> None:
     path = tmp_path / "trace.json"
-    inner, recorder = await record(path)
+    inner, recorder = await record(path, step_s=0.1)
     started = time.perf_counter()
     recorded = await collect(recorder)
     recorded_times = relative(recorded, started)
@@ -66,7 +66,8 @@ async def test_a_recorded_session_replays_with_its_timing(tmp_path: Path) -> Non
         (type(e), getattr(e, "answer", None)) for e in recorded
     ]
     assert [e.completion_tokens for e in played if isinstance(e, TextChunk)] == [3, 6, 9]
-    assert relative(played, started) == pytest.approx(recorded_times, abs=0.03)
+    # Chunks are 0.1 s apart: 50 ms of slack absorbs a busy 2-core machine's sleeps.
+    assert relative(played, started) == pytest.approx(recorded_times, abs=0.05)
     second = await collect(replay)
     assert isinstance(second[-1], ReplyDone) and second[-1].meta_info["spec_verify_ct"] == 1
     third = await collect(replay)  # the trace starts over
