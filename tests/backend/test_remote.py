@@ -14,7 +14,7 @@ import json
 import re
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -70,6 +70,18 @@ PROOF = {
     },
     "sharing": {"head_module_shared": True, "embed_shared": True},
 }
+
+
+async def stream_then(
+    backend: RemoteBackend, action: Callable[[], Awaitable[object]]
+) -> list[ReplyEvent]:
+    """Stream one reply, running `action` once two events have arrived; all the events."""
+    events: list[ReplyEvent] = []
+    async for event in backend.stream_reply(HELLO, SAMPLING):
+        events.append(event)
+        if len(events) == 2:
+            await action()
+    return events
 
 
 def server_info(proof: dict[str, Any] | None = PROOF, speculative: str | None = "EAGLE") -> dict:
@@ -556,11 +568,7 @@ async def test_stop_mid_reply_aborts_on_the_server_and_keeps_the_partial_reply(
     server.stream = lambda rid: reply_stream(rid, then=server.abort_received.wait)
     backend = connect(server)
 
-    events: list[ReplyEvent] = []
-    async for event in backend.stream_reply(HELLO, SAMPLING):
-        events.append(event)
-        if len(events) == 2:
-            await backend.stop_reply()
+    events = await stream_then(backend, backend.stop_reply)
 
     assert [e.reasoning for e in events[:2] if isinstance(e, TextChunk)] == list(REASONING)
     done = events[-1]
@@ -583,11 +591,7 @@ async def test_stop_closes_the_stream_when_the_server_does_not_end_it(
     server.abort_status = abort_status
     backend = connect(server)
 
-    events: list[ReplyEvent] = []
-    async for event in backend.stream_reply(HELLO, SAMPLING):
-        events.append(event)
-        if len(events) == 2:
-            await asyncio.wait_for(backend.stop_reply(), 1.0)
+    events = await stream_then(backend, lambda: asyncio.wait_for(backend.stop_reply(), 1.0))
 
     done = events[-1]
     assert len(events) == 3 and isinstance(done, ReplyDone)
@@ -608,11 +612,7 @@ async def test_stream_cut_off_after_an_abort_still_ends_as_aborted(
     server.stream = cut_off_on_abort
     backend = connect(server)
 
-    events: list[ReplyEvent] = []
-    async for event in backend.stream_reply(HELLO, SAMPLING):
-        events.append(event)
-        if len(events) == 2:
-            await backend.stop_reply()
+    events = await stream_then(backend, backend.stop_reply)
 
     assert isinstance(events[-1], ReplyDone) and events[-1].finish_reason == "abort"
 
@@ -777,11 +777,7 @@ async def test_shutdown_ends_a_reply_in_flight_as_aborted(
     server.stream = lambda rid: reply_stream(rid, then=asyncio.Event().wait)
     backend = connect(server)
 
-    events: list[ReplyEvent] = []
-    async for event in backend.stream_reply(HELLO, SAMPLING):
-        events.append(event)
-        if len(events) == 2:
-            await backend.shutdown()
+    events = await stream_then(backend, backend.shutdown)
 
     assert isinstance(events[-1], ReplyDone) and events[-1].finish_reason == "abort"
 
