@@ -53,47 +53,91 @@ async def boot(
     return backend
 
 
-async def one(backend: EngineBackend, tokens: int) -> tuple[float, float | None]:
+async def one(backend: EngineBackend, tokens: int) -> tuple[float, float | None, int]:
+    """Seconds for `tokens` greedy tokens, the accept length, and the decode rounds."""
     sample = await backend.generate(
         input_ids=list(range(1000, 1200)),
         sampling_params={"max_new_tokens": tokens, "temperature": 0.0, "ignore_eos": True},
     )
-    accept = sample.meta_info.get("spec_accept_length")
-    return sample.ended_at - sample.started_at, accept
+    meta = sample.meta_info
+    rounds = meta.get("spec_verify_ct") or meta["completion_tokens"]
+    return sample.ended_at - sample.started_at, meta.get("spec_accept_length"), rounds
 
 
-async def profile(backend: EngineBackend, out: Path, tokens: int) -> dict[str, Any]:
-    """GPU time by kernel name over one request, from SGLang's torch profiler."""
+async def profile(
+    backend: EngineBackend, out: Path, tokens: int, *, with_stack: bool
+) -> dict[str, Any]:
+    """One request under SGLang's torch profiler (in the scheduler process), summarised.
+
+    Without the Python stack: GPU time by kernel, runtime calls, and how busy the GPU was
+    over the request. With it: where the scheduler's host time goes, by Python function
+    (inclusive times, inflated by the tracing itself; compare shares, not absolutes).
+    """
     from sglang.srt.managers.io_struct import ProfileReq
 
     out.mkdir(parents=True, exist_ok=True)
     req = ProfileReq(
         output_dir=str(out),
         activities=["GPU", "CPU"],
-        with_stack=False,
+        with_stack=with_stack,
         record_shapes=False,
         profile_prefix="ab",
     )
     await backend.call_tokenizer_manager("start_profile", req)
-    await one(backend, tokens)
+    seconds, _accept, rounds = await one(backend, tokens)
     await backend.call_tokenizer_manager("stop_profile")
     traces = sorted(out.rglob("*.trace.json.gz"), key=os.path.getmtime)
     with gzip.open(traces[-1]) as trace:
         events = json.load(trace)["traceEvents"]
-    kernels: Counter[str] = Counter()
-    counts: Counter[str] = Counter()
-    launches: Counter[str] = Counter()
+    gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    summary: dict[str, Any] = {"request_ms": seconds * 1000, "rounds": rounds}
+    if with_stack:
+        summary["python_ms"] = _top(
+            (e["name"][:110], e.get("dur", 0)) for e in events if e.get("cat") == "python_function"
+        )
+        return summary
+    busy, span = _busy_and_span(gpu)
+    summary.update(
+        gpu_busy_ms=busy / 1000,
+        gpu_span_ms=span / 1000,
+        kernel_us=dict(_sum(gpu)),
+        kernel_calls=dict(Counter(e["name"][:90] for e in gpu)),
+        runtime_calls=dict(Counter(e["name"] for e in events if e.get("cat") == "cuda_runtime")),
+    )
+    return summary
+
+
+def _sum(events: list[dict[str, Any]]) -> Counter[str]:
+    total: Counter[str] = Counter()
     for e in events:
-        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
-            kernels[e["name"][:90]] += e.get("dur", 0)
-            counts[e["name"][:90]] += 1
-        elif e.get("cat") == "cuda_runtime":
-            launches[e["name"]] += 1
-    return {
-        "kernel_us": dict(kernels),
-        "kernel_calls": dict(counts),
-        "runtime_calls": dict(launches),
-    }
+        total[e["name"][:90]] += e.get("dur", 0)
+    return total
+
+
+def _top(pairs: Any, n: int = 40) -> dict[str, list[float]]:
+    """The n names with the most total time: [total ms, calls]."""
+    total: Counter[str] = Counter()
+    calls: Counter[str] = Counter()
+    for name, dur in pairs:
+        total[name] += dur
+        calls[name] += 1
+    return {name: [us / 1000, calls[name]] for name, us in total.most_common(n)}
+
+
+def _busy_and_span(gpu: list[dict[str, Any]]) -> tuple[float, float]:
+    """Microseconds with at least one GPU op running, and from the first op to the last."""
+    spans = sorted((e["ts"], e["ts"] + e.get("dur", 0)) for e in gpu)
+    if not spans:
+        return 0.0, 0.0
+    busy, (start, end) = 0.0, spans[0]
+    for a, b in spans[1:]:
+        if a > end:
+            busy += end - start
+            start, end = a, b
+        else:
+            end = max(end, b)
+    busy += end - start
+    return busy, spans[-1][1] - spans[0][0]
 
 
 async def main() -> None:
@@ -120,7 +164,7 @@ async def main() -> None:
     for rep in range(args.reps):
         order = list(backends) if rep % 2 == 0 else list(reversed(backends))
         for name in order:
-            seconds, accept = await one(backends[name], args.tokens)
+            seconds, accept, _rounds = await one(backends[name], args.tokens)
             times[name].append(seconds * 1000)
             if accept is not None:
                 accepts[name].append(accept)
@@ -154,10 +198,11 @@ async def main() -> None:
     print(f"  FP8 head vs BF16 head: {a / b:.3f}x")
     if args.profile:
         for name, backend in backends.items():
-            result["configs"][name]["profile"] = await profile(
-                backend, args.out / f"prof-{name}", 64
-            )
+            row = result["configs"][name]
+            row["profile"] = await profile(backend, args.out / f"prof-{name}", 64, with_stack=False)
+            row["host"] = await profile(backend, args.out / f"stack-{name}", 64, with_stack=True)
         diff_kernels(result)
+        host_time(result)
     for backend in backends.values():
         await backend.shutdown()
     (args.out / "ab.json").write_text(json.dumps(result, indent=1))
@@ -180,8 +225,26 @@ def diff_kernels(result: dict[str, Any]) -> None:
             f"{n:90} {a['kernel_us'].get(n, 0):9.0f} {a['kernel_calls'].get(n, 0):5} "
             f"{b['kernel_us'].get(n, 0):9.0f} {b['kernel_calls'].get(n, 0):5}"
         )
+    for name in ("bf16-head", "fp8-head"):
+        p = result["configs"][name]["profile"]
+        print(
+            f"{name}: {p['rounds']} rounds in {p['request_ms']:.1f} ms "
+            f"({p['request_ms'] / p['rounds']:.2f} ms/round); GPU busy {p['gpu_busy_ms']:.1f} ms "
+            f"({p['gpu_busy_ms'] / p['rounds']:.2f} ms/round) of a {p['gpu_span_ms']:.1f} ms span"
+        )
     for key in ("cudaGraphLaunch", "cudaLaunchKernel", "cuLaunchKernel", "cudaMemcpyAsync"):
         print(f"{key}: bf16 {a['runtime_calls'].get(key, 0)}  fp8 {b['runtime_calls'].get(key, 0)}")
+
+
+def host_time(result: dict[str, Any]) -> None:
+    """Print where the scheduler's host time went per decode round, by Python function."""
+    for name in ("bf16-head", "fp8-head"):
+        host = result["configs"][name]["host"]
+        rounds = host["rounds"]
+        print(f"\n{name}, traced with Python stacks: {host['request_ms']:.1f} ms, {rounds} rounds")
+        print(f"{'python function (inclusive)':110} {'ms/round':>9} {'calls':>6}")
+        for fn, (ms, calls) in host["python_ms"].items():
+            print(f"{fn:110} {ms / rounds:9.3f} {calls:6.0f}")
 
 
 if __name__ == "__main__":

@@ -12,9 +12,11 @@ end-of-text; its NEXTN layer predicts the same, so every draft is accepted.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+MEM_FRACTION_ENV = "LING_CHAT_TEST_MEM_FRACTION"
 VOCAB = 157184
 HIDDEN = 2560
 UNK, EOS, ROLE, END_ROLE, THINK, END_THINK = range(6)
@@ -146,6 +148,11 @@ def permutation() -> list[int]:
 def expected_reply() -> tuple[str, str]:
     """(reasoning, answer) text the known-answer model must produce."""
     return "".join(REASONING), "".join(ANSWER)
+
+
+def mem_fraction() -> float:
+    """Each test engine's share of GPU memory: lower it to run test files side by side."""
+    return float(os.environ.get(MEM_FRACTION_ENV, "0.5"))
 
 
 def write_model_dir(directory: Path, layers: int = 6, *, known_answer: bool = False) -> Path:

@@ -11,7 +11,7 @@ import sys
 from app.backend.engine_config import EngineConfig
 from app.backend.server import serve
 from app.commands.doctor import format_report
-from tests.gpu import known_answer
+from tests.gpu import known_answer, models
 
 
 def main() -> int:
@@ -20,7 +20,7 @@ def main() -> int:
     os.environ[known_answer.KNOWN_ANSWER_ENV] = "1" if known else "0"
     config = EngineConfig(
         model_path=model,
-        mem_fraction=0.5,
+        mem_fraction=models.mem_fraction(),
         context_length=4096,
         overrides={"load_format": "dummy", "host": "127.0.0.1", "port": port},
     )

@@ -43,7 +43,7 @@ def make_backend(
     config = EngineConfig(
         model_path=str(model),
         profile=profile,
-        mem_fraction=0.5,
+        mem_fraction=models.mem_fraction(),
         log_dir=tmp_path / "logs",
         min_accept_length=MIN_ACCEPT,
         context_length=4096,
