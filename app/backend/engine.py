@@ -247,14 +247,22 @@ class EngineBackend:
         """Stream a reply through SGLang's async_generate, reasoning split from the answer."""
         if self._engine is None or self._thread is None:
             raise BackendError("the engine is not running")
-        prompt = await self._thread.call(lambda: self.chat_prompt(messages))
+        prompt, used, context = await self._thread.call(lambda: self._prompt_in_context(messages))
+        budget = reply_budget(sampling.max_new_tokens, used, context)
+        if budget < 1:
+            yield ReplyError(
+                f"the conversation ({used} tokens) fills the model's context ({context} tokens): "
+                "start a new conversation or shorten the system prompt",
+                time.perf_counter(),
+            )
+            return
         queue: asyncio.Queue[ReplyEvent] = asyncio.Queue()
         loop = asyncio.get_running_loop()
         rid = self._rid = uuid.uuid4().hex
         produce = self._thread.submit(
             self._produce(
                 prompt,
-                sampling.as_sglang(),
+                {**sampling.as_sglang(), "max_new_tokens": budget},
                 rid,
                 lambda e: loop.call_soon_threadsafe(queue.put_nowait, e),
             )
@@ -341,6 +349,13 @@ class EngineBackend:
         turns = [{"role": m.role.value, "content": m.content} for m in messages]
         return str(tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True))
 
+    def _prompt_in_context(self, messages: Sequence[ChatMessage]) -> tuple[str, int, int]:
+        """The prompt, the context tokens it takes (as SGLang counts them), the context size."""
+        manager = self._engine.tokenizer_manager
+        prompt = self.chat_prompt(messages)
+        used = len(manager.tokenizer([prompt])["input_ids"][0]) + manager.num_reserved_tokens
+        return prompt, used, int(manager.context_len)
+
     async def _produce(
         self,
         prompt: str,
@@ -423,6 +438,15 @@ class EngineBackend:
         return None
 
 
+def reply_budget(requested: int, used: int, context: int) -> int:
+    """New tokens a reply may take: what was asked, cut to the room left in the context.
+
+    SGLang rejects a request whose prompt plus `max_new_tokens` exceeds the context, so a
+    long conversation would otherwise fail outright instead of getting a shorter reply.
+    """
+    return min(requested, context - used)
+
+
 def _sglang_version() -> str:
     import sglang
 
@@ -441,7 +465,7 @@ def _children() -> set[int]:
     return {child.pid for child in psutil.Process().children()}
 
 
-def _stop_processes(pids: list[int], timeout_s: float = 30.0) -> None:
+def _stop_processes(pids: list[int], timeout_s: float = 5.0) -> None:
     """Terminate each process tree in `pids`, then kill what is left; wait for exit."""
     import psutil
 

@@ -195,7 +195,13 @@ def _fp8_speed(facts: Facts, levers: Levers) -> ProofLine:
     if not levers.fp8_head:
         return ProofLine("fp8_head_speed", TITLES["fp8_head_speed"], Verdict.OFF, "no FP8 head")
     if not fp8.get("installed"):
-        return _line("fp8_head_speed", False, "no FP8 head was timed")
+        return ProofLine(
+            "fp8_head_speed",
+            TITLES["fp8_head_speed"],
+            Verdict.FAIL,
+            "no FP8 head was timed",
+            "see the FP8 LM head line: there is no FP8 head to time",
+        )
     speedup = {str(m): float(s) for m, s in fp8["speedup"].items()}
     timing = fp8["timing_us"]
     need = float(fp8["min_speedup"])

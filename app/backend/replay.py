@@ -24,8 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import tempfile
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import asdict
@@ -45,6 +43,7 @@ from app.backend.protocol import (
 )
 from app.chat import ChatMessage, Sampling
 from app.errors import BackendError
+from app.files import write_atomic
 
 TRACE_FORMAT: Final = "ling-chat-trace"
 TRACE_VERSION: Final = 1
@@ -88,22 +87,6 @@ def event_from_dict(data: Mapping[str, Any], at: float) -> ReplyEvent:
     if kind == "error":
         return ReplyError(message=data["message"], at=at)
     raise ValueError(f"unknown event type {kind!r}")
-
-
-def write_trace(path: Path, trace: Mapping[str, Any]) -> None:
-    """Write `trace` to `path` atomically: a crash leaves the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            json.dump(trace, file, ensure_ascii=False)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def read_trace(path: Path) -> dict[str, Any]:
@@ -285,4 +268,5 @@ class RecordingBackend:
         await self._inner.shutdown()
 
     def _save(self) -> None:
-        write_trace(self._path, self._trace)
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self._path, [json.dumps(self._trace, ensure_ascii=False)])

@@ -40,6 +40,7 @@ async def run_bench(
     *,
     roofline: RooflineFn | None = None,
     log: Callable[[str], None] = _quiet,
+    on_profile: Callable[[tuple[ProfileResult, ...]], None] | None = None,
 ) -> tuple[ProfileResult, ...]:
     """Benchmark every profile on every workload, one engine at a time.
 
@@ -49,6 +50,8 @@ async def run_bench(
         workloads: run in this order on each engine.
         roofline: adds the roofline columns to each workload's result.
         log: receives one progress line per engine event and request.
+        on_profile: receives the results so far after each profile (to save them: a run
+            killed by a time limit keeps what it measured).
     """
     results = []
     for profile in profiles:
@@ -58,6 +61,8 @@ async def run_bench(
         except LingChatError as exc:
             log(f"{profile}: failed to start: {exc}")
             results.append(ProfileResult(profile=profile, error=str(exc)))
+            if on_profile is not None:
+                on_profile(tuple(results))
             continue
         try:
             facts = engine.describe()
@@ -75,6 +80,8 @@ async def run_bench(
                 workloads=tuple(done),
             )
         )
+        if on_profile is not None:
+            on_profile(tuple(results))
     return tuple(results)
 
 

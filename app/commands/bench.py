@@ -18,7 +18,7 @@ from app.bench.bandwidth import roofline_columns
 from app.bench.compare import compare_runs, render_comparison
 from app.bench.gsm8k import load_gsm8k
 from app.bench.report import render_run, tables_json
-from app.bench.results import BenchRun
+from app.bench.results import BenchRun, ProfileResult
 from app.bench.runner import run_bench
 from app.bench.workloads import Workload, reasoning_workload, synthetic_workload
 from app.commands.common import (
@@ -27,7 +27,8 @@ from app.commands.common import (
     settings_from,
     sglang_overrides,
 )
-from app.errors import BackendError, ConfigError, ExportError
+from app.errors import BackendError, ConfigError
+from app.files import write_atomic
 from app.telemetry.roofline import DGX_SPARK_GBPS
 
 DEFAULT_PROFILES = ("baseline", "humming", "humming+fp8", "stack")
@@ -167,16 +168,6 @@ def _bench(args: argparse.Namespace) -> int:
     factory = bench_engine_factory(
         engine_config(settings, overrides), require_proof=not args.allow_unproven
     )
-    started = datetime.now(UTC).isoformat(timespec="seconds")
-    results = asyncio.run(
-        run_bench(
-            factory,
-            profiles,
-            workloads,
-            roofline=functools.partial(roofline_columns, peak_gbps=args.peak_gbps),
-            log=lambda line: print(line, file=sys.stderr, flush=True),
-        )
-    )
     plan = {
         "profiles": profiles,
         "workloads": [workload.describe() for workload in workloads],
@@ -185,31 +176,41 @@ def _bench(args: argparse.Namespace) -> int:
         "mem_fraction": settings.mem_fraction,
         "engine_overrides": overrides,
     }
-    run_result = BenchRun(
-        created_at=started,
-        git=git_state(Path(__file__).resolve().parent),
-        plan=plan,
-        profiles=results,
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    git = git_state(Path(__file__).resolve().parent)
+
+    def as_run(done: tuple[ProfileResult, ...]) -> BenchRun:
+        return BenchRun(created_at=started, git=git, plan=plan, profiles=done)
+
+    def save(done: tuple[ProfileResult, ...]) -> None:
+        """After each profile: a run cut short by a time limit keeps what it measured."""
+        write_json(as_run(done), args.json)
+
+    results = asyncio.run(
+        run_bench(
+            factory,
+            profiles,
+            workloads,
+            roofline=functools.partial(roofline_columns, peak_gbps=args.peak_gbps),
+            log=lambda line: print(line, file=sys.stderr, flush=True),
+            on_profile=save if args.json is not None else None,
+        )
     )
+    run_result = as_run(results)
     print(render_run(run_result))
-    if args.json is not None:
-        write_json(run_result, args.json)
     failed = any(p.error or any(w.summary.errors for w in p.workloads) for p in run_result.profiles)
     return 1 if failed else 0
 
 
 def write_json(run: BenchRun, path: Path) -> None:
-    """The run plus each workload's table rows, as indented JSON.
+    """The run plus each workload's table rows, as indented JSON, written atomically.
 
     Raises:
         ExportError: the file cannot be written.
     """
     data = {**run.to_dict(), "tables": tables_json(run)}
-    try:
-        # default=str: a stray Path or enum in the engine's facts must not lose a long run.
-        path.write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise ExportError(f"{path}: cannot write ({exc.strerror})") from exc
+    # default=str: a stray Path or enum in the engine's facts must not lose a long run.
+    write_atomic(path, [json.dumps(data, indent=1, default=str) + "\n"])
 
 
 def read_json(path: Path) -> BenchRun:

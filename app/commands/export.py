@@ -8,8 +8,9 @@ from datetime import datetime
 from pathlib import Path
 
 from app.commands.common import add_data_arguments, settings_from
+from app.files import write_atomic
 from app.storage import ChatStore
-from app.storage.export import FORMATS, collect, write_atomic
+from app.storage.export import FORMATS, collect
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,14 +13,10 @@ A conversation has every `Conversation` field plus "messages"; a message every
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 from typing import Any
 
-from app.errors import ExportError
 from app.storage import render
 from app.storage.database import utc_now
 from app.storage.models import Conversation, EngineRun, StoredMessage
@@ -92,35 +88,6 @@ FORMATS: dict[str, Callable[[Export], Iterable[str]]] = {
     "html": lambda export: render.html_page(export.threads),
 }
 """Export format name (also the file extension) -> renderer."""
-
-
-def write_atomic(path: Path, chunks: Iterable[str]) -> None:
-    """Write text to `path` through a temporary file in the same folder and `os.replace`.
-
-    Either the whole new text lands or the old file stays as it was; if producing the
-    chunks raises, that exception propagates and no temporary file is left behind.
-    A new file is private to the user (mode 0600).
-
-    Raises:
-        ExportError: the file could not be written.
-    """
-    try:
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise ExportError(f"cannot write to {path.parent}: {exc.strerror}") from exc
-    temp = Path(name)
-    try:
-        with open(fd, "w", encoding="utf-8") as handle:
-            handle.writelines(chunks)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except OSError as exc:
-        temp.unlink(missing_ok=True)
-        raise ExportError(f"cannot write {path}: {exc.strerror}") from exc
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
 
 
 def _run_ids(thread: Thread) -> set[int]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine import EngineBackend, EngineThread
+from app.backend.engine import EngineBackend, EngineThread, reply_budget
 from app.backend.engine_config import EngineConfig
 from app.backend.protocol import ReplyDone, ReplyError, TextChunk
 from app.chat import ChatMessage, Role, Sampling
@@ -37,23 +37,35 @@ class ReasoningParserDouble:
 
 
 class TokenizerDouble:
+    """A chat template of tags, and one token per character."""
+
     def apply_chat_template(self, turns: list[dict[str, str]], **_: Any) -> str:
         return "".join(f"<{t['role']}>{t['content']}" for t in turns) + "<assistant>"
+
+    def __call__(self, texts: list[str]) -> dict[str, list[list[int]]]:
+        return {"input_ids": [[ord(c) for c in text] for text in texts]}
 
 
 class SGLangEngineDouble:
     """Streams cumulative text like `Engine.async_generate(stream=True)`."""
 
-    def __init__(self, pieces: list[str], finish: dict[str, Any] | None) -> None:
+    def __init__(
+        self, pieces: list[str], finish: dict[str, Any] | None, context_len: int = 32768
+    ) -> None:
         self.pieces, self.finish = pieces, finish
         self.prompts: list[str] = []
+        self.max_new_tokens: list[int] = []
         self.aborted: list[str] = []
         self.tokenizer_manager = types.SimpleNamespace(
-            tokenizer=TokenizerDouble(), abort_request=self.aborted.append
+            tokenizer=TokenizerDouble(),
+            abort_request=self.aborted.append,
+            context_len=context_len,
+            num_reserved_tokens=1,
         )
 
     async def async_generate(self, *, prompt: str, sampling_params: Any, stream: bool, rid: str):
         self.prompts.append(prompt)
+        self.max_new_tokens.append(sampling_params["max_new_tokens"])
 
         async def chunks():
             text = ""
@@ -123,3 +135,31 @@ async def test_leaving_a_reply_early_aborts_its_request(parser_double, tmp_path)
     await backend.shutdown()
     assert isinstance(first, TextChunk)
     assert len(engine.aborted) == 1
+
+
+async def test_a_long_conversation_gets_the_room_left_in_the_context(parser_double, tmp_path):
+    prompt_tokens = len("<system>be brief<user>hi<assistant>") + 1  # one reserved token
+    engine = SGLangEngineDouble(["ok"], {"type": "length"}, context_len=prompt_tokens + 100)
+    backend = running(engine, tmp_path)
+    events = await collect(backend)
+    await backend.shutdown()
+    assert engine.max_new_tokens == [100]
+    assert isinstance(events[-1], ReplyDone)
+
+
+async def test_a_conversation_that_fills_the_context_is_a_one_line_error(parser_double, tmp_path):
+    engine = SGLangEngineDouble(["never sent"], {"type": "stop"}, context_len=20)
+    backend = running(engine, tmp_path)
+    events = await collect(backend)
+    await backend.shutdown()
+    assert engine.prompts == []
+    (error,) = events
+    assert isinstance(error, ReplyError)
+    assert "fills the model's context (20 tokens)" in error.message
+    assert "\n" not in error.message
+
+
+def test_the_reply_budget_is_what_was_asked_or_the_room_left():
+    assert reply_budget(4096, used=12, context=32768) == 4096
+    assert reply_budget(4096, used=12, context=4096) == 4084
+    assert reply_budget(4096, used=5000, context=4096) < 1

@@ -157,6 +157,16 @@ def test_collapsed_or_missing_accept_length_fails():
     assert verdict(judge(stack_facts(), accept=None), "accept_length") is Verdict.FAIL
 
 
+def test_a_missing_fp8_head_fails_both_lines_and_the_speed_fix_points_at_it():
+    facts = stack_facts()
+    facts["fp8_head"] = {"installed": False}
+    report = judge(facts)
+    lines = {line.key: line for line in report.lines}
+    assert lines["fp8_head"].verdict is Verdict.FAIL
+    assert lines["fp8_head_speed"].verdict is Verdict.FAIL
+    assert "FP8 LM head line" in lines["fp8_head_speed"].fix
+
+
 def test_levers_off_by_request_are_verified_off():
     facts = stack_facts()
     facts.update(moe_draft=None, head_draft=None, sharing=None, speculative=None)

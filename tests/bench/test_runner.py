@@ -121,6 +121,27 @@ async def test_engine_that_fails_to_start_is_recorded_and_the_run_goes_on() -> N
     assert "shutdown humming" not in journal
 
 
+async def test_results_so_far_are_handed_over_after_each_profile() -> None:
+    journal: list[str] = []
+    factory = EngineFactoryDouble(
+        {
+            "humming": ProofFailed("Humming MoE not engaged"),
+            "stack": ScriptedEngineDouble("stack", _stack_script(), journal),
+            "baseline": ScriptedEngineDouble("baseline", [RuntimeError("killed")], journal),
+        },
+        journal,
+    )
+    saved: list[list[str]] = []
+    with pytest.raises(RuntimeError, match="killed"):
+        await run_bench(
+            factory,
+            ["humming", "stack", "baseline"],
+            [SYNTHETIC],
+            on_profile=lambda done: saved.append([p.profile for p in done]),
+        )
+    assert saved == [["humming"], ["humming", "stack"]]  # the third never finished
+
+
 async def test_engine_is_shut_down_when_a_bug_escapes() -> None:
     journal: list[str] = []
     engine = ScriptedEngineDouble("baseline", [RuntimeError("bug")], journal)

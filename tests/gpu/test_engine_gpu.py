@@ -79,6 +79,10 @@ async def test_stack_passes_every_line_and_streams_a_reply(tmp_path, monkeypatch
                 chunks.append(event)
             elif isinstance(event, ReplyDone):
                 done = event
+            else:
+                print(f"reply error: {event.message}")
+        # Printed before the asserts: a run killed at its time limit still shows them.
+        print(f"reasoning {reasoning!r}\nanswer {answer!r}", flush=True)
         want_reasoning, want_answer = models.expected_reply()
         assert reasoning.strip() == want_reasoning.strip()
         assert answer.strip() == want_answer.strip()

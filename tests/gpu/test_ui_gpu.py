@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.chat import Sampling
+from app.chat import Role, Sampling
 from app.storage import ChatStore, MessageStatus
 from tests.gpu import models
 from tests.ui.conftest import send, wait_until
@@ -25,6 +25,15 @@ from tests.gpu.test_engine_gpu import make_backend  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 QUESTIONS = ("What did each lever do?", "And how is accept length measured?")
+
+
+def ended_replies(store: ChatStore) -> int:
+    """Assistant messages no longer being written, over every conversation."""
+    return sum(
+        message.role is Role.ASSISTANT and message.status is not MessageStatus.PARTIAL
+        for conversation in store.list_conversations()
+        for message in store.messages(conversation.id)
+    )
 
 
 def tokens_per_chunk(trace: dict) -> list[tuple[float, float]]:
@@ -44,16 +53,21 @@ async def test_the_app_chats_through_the_engine_and_records_a_trace(tmp_path, mo
     backend = RecordingBackend(make_backend(tmp_path, monkeypatch), trace_path)
     with ChatStore.open(tmp_path / "history.db") as store:
         app = LingChatApp(backend, store, sampling=Sampling(temperature=0.0), proof_hold_s=0)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen), timeout=600)
-            screen = app.screen
-            assert isinstance(screen, ChatScreen)
-            for question in QUESTIONS:
-                await send(pilot, question)
-                await wait_until(pilot, lambda: screen.run is not None, timeout=30)
-                await wait_until(pilot, lambda: screen.run is None, timeout=120)
-            app.save_screenshot(filename="ui-on-gpu.svg", path=str(out))
-        await app.close_backend()
+        try:
+            async with app.run_test(size=(120, 40)) as pilot:
+                await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen), timeout=600)
+                screen = app.screen
+                assert isinstance(screen, ChatScreen)
+                for asked, question in enumerate(QUESTIONS, 1):
+                    await send(pilot, question)
+                    await wait_until(
+                        pilot,
+                        lambda asked=asked: screen.run is None and ended_replies(store) == asked,
+                        timeout=120,
+                    )
+                app.save_screenshot(filename="ui-on-gpu.svg", path=str(out))
+        finally:  # a failed wait must not leave SGLang running and the test hanging
+            await app.close_backend()
         (conversation,) = store.list_conversations()
         messages = store.messages(conversation.id)
     replies = messages[1::2]

@@ -11,8 +11,9 @@ import pytest
 
 from app.chat import Sampling
 from app.errors import ExportError, StorageError
+from app.files import write_atomic
 from app.storage import ChatStore, MessageStatus, StoredMessage
-from app.storage.export import FORMATS, SCHEMA_VERSION, Export, collect, write_atomic
+from app.storage.export import FORMATS, SCHEMA_VERSION, Export, collect
 from app.storage.render import speed_line
 from app.telemetry import ReplyStats
 from tests.storage.conftest import STATS
