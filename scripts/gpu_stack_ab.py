@@ -92,9 +92,9 @@ async def profile(
     gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     summary: dict[str, Any] = {"request_ms": seconds * 1000, "rounds": rounds}
     if with_stack:
-        summary["python_ms"] = _top(
-            (e["name"][:110], e.get("dur", 0)) for e in events if e.get("cat") == "python_function"
-        )
+        python = _after_prefill([e for e in events if e.get("cat") == "python_function"])
+        summary["python_ms"] = _top((e["name"][:110], e.get("dur", 0)) for e in python)
+        summary["python_self_ms"] = _top(_self_times(python))
         return summary
     busy, span = _busy_and_span(gpu)
     summary.update(
@@ -122,6 +122,28 @@ def _top(pairs: Any, n: int = 40) -> dict[str, list[float]]:
         total[name] += dur
         calls[name] += 1
     return {name: [us / 1000, calls[name]] for name, us in total.most_common(n)}
+
+
+def _after_prefill(python: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Python events that start after the (eager) prefill ended: the decode rounds only."""
+    prefill_end = max(
+        (e["ts"] + e.get("dur", 0) for e in python if "_forward_prefill_batch" in e["name"]),
+        default=0,
+    )
+    return [e for e in python if e["ts"] >= prefill_end]
+
+
+def _self_times(python: list[dict[str, Any]]) -> list[tuple[str, float]]:
+    """(name, self time) per event: its duration less its direct children's."""
+    children: Counter[Any] = Counter()
+    for e in python:
+        parent = e.get("args", {}).get("Python parent id")
+        if parent is not None:
+            children[parent] += e.get("dur", 0)
+    return [
+        (e["name"][:110], e.get("dur", 0) - children[e.get("args", {}).get("Python id")])
+        for e in python
+    ]
 
 
 def _busy_and_span(gpu: list[dict[str, Any]]) -> tuple[float, float]:
@@ -241,9 +263,15 @@ def host_time(result: dict[str, Any]) -> None:
     for name in ("bf16-head", "fp8-head"):
         host = result["configs"][name]["host"]
         rounds = host["rounds"]
-        print(f"\n{name}, traced with Python stacks: {host['request_ms']:.1f} ms, {rounds} rounds")
+        print(
+            f"\n{name}, traced with Python stacks: {host['request_ms']:.1f} ms, {rounds} rounds "
+            "(times from the end of the prefill on)"
+        )
         print(f"{'python function (inclusive)':110} {'ms/round':>9} {'calls':>6}")
         for fn, (ms, calls) in host["python_ms"].items():
+            print(f"{fn:110} {ms / rounds:9.3f} {calls:6.0f}")
+        print(f"{'python function (self)':110} {'ms/round':>9} {'calls':>6}")
+        for fn, (ms, calls) in host["python_self_ms"].items():
             print(f"{fn:110} {ms / rounds:9.3f} {calls:6.0f}")
 
 

@@ -33,9 +33,9 @@ async def run_doctor(backend: ChatBackend, out: Callable[[str], None] = print) -
             detail = f"  {stage.detail}" if stage.detail and not stage.done else ""
             out(f"[{stage.elapsed_s:6.1f}s] {stage.name} {state}{detail}")
         report = await backend.proof()
+        out(format_report(report))  # before the shutdown, which can take seconds
     finally:
         await backend.shutdown()
-    out(format_report(report))
     return report
 
 
