@@ -39,3 +39,20 @@ class Sampling:
             "top_k": self.top_k,
             "max_new_tokens": self.max_new_tokens,
         }
+
+
+def reply_budget(requested: int, used: int, context: int) -> int:
+    """New tokens a reply may take: what was asked, cut to the room left in the context.
+
+    SGLang rejects a request whose prompt plus `max_new_tokens` exceeds the context, so a
+    long conversation would otherwise fail outright instead of getting a shorter reply.
+    """
+    return min(requested, context - used)
+
+
+def context_full(used: int, context: int) -> str:
+    """The one-line error for a conversation that leaves no room for a reply."""
+    return (
+        f"the conversation ({used} tokens) fills the model's context ({context} tokens): "
+        "start a new conversation or shorten the system prompt"
+    )

@@ -35,7 +35,7 @@ from app.backend.protocol import (
     TextChunk,
     TimedGeneration,
 )
-from app.chat import ChatMessage, Role, Sampling
+from app.chat import ChatMessage, Role, Sampling, context_full, reply_budget
 from app.errors import BackendError, EngineCrashed, ModelNotFound
 
 T = TypeVar("T")
@@ -250,11 +250,7 @@ class EngineBackend:
         prompt, used, context = await self._thread.call(lambda: self._prompt_in_context(messages))
         budget = reply_budget(sampling.max_new_tokens, used, context)
         if budget < 1:
-            yield ReplyError(
-                f"the conversation ({used} tokens) fills the model's context ({context} tokens): "
-                "start a new conversation or shorten the system prompt",
-                time.perf_counter(),
-            )
+            yield ReplyError(context_full(used, context), time.perf_counter())
             return
         queue: asyncio.Queue[ReplyEvent] = asyncio.Queue()
         loop = asyncio.get_running_loop()
@@ -436,15 +432,6 @@ class EngineBackend:
         if match := REFUSAL.search(text):
             return refusal_report(self.config.profile, match.group(1), match.group(2).strip())
         return None
-
-
-def reply_budget(requested: int, used: int, context: int) -> int:
-    """New tokens a reply may take: what was asked, cut to the room left in the context.
-
-    SGLang rejects a request whose prompt plus `max_new_tokens` exceeds the context, so a
-    long conversation would otherwise fail outright instead of getting a shorter reply.
-    """
-    return min(requested, context - used)
 
 
 def _sglang_version() -> str:

@@ -38,7 +38,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -54,8 +54,15 @@ from app.backend.protocol import (
     ReplyEvent,
     TextChunk,
 )
-from app.backend.wire import ChatStream, SSELines, WireError, chat_request
-from app.chat import ChatMessage, Role, Sampling
+from app.backend.wire import (
+    ChatStream,
+    SSELines,
+    WireError,
+    chat_request,
+    prompt_size,
+    tokenize_request,
+)
+from app.chat import ChatMessage, Role, Sampling, context_full, reply_budget
 from app.errors import ConfigError, ProofFailed, ServerError
 
 logger = logging.getLogger(__name__)
@@ -205,6 +212,13 @@ class RemoteBackend:
         self, messages: Sequence[ChatMessage], sampling: Sampling
     ) -> AsyncIterator[ReplyEvent]:
         """Stream one reply; the last event is a `ReplyDone` or a `ReplyError`."""
+        if (room := await self._room(messages)) is not None:
+            used, context = room
+            budget = reply_budget(sampling.max_new_tokens, used, context)
+            if budget < 1:
+                yield ReplyError(context_full(used, context), time.perf_counter())
+                return
+            sampling = replace(sampling, max_new_tokens=budget)
         reply = _Reply(rid=f"ling-chat-{uuid.uuid4().hex}")
         model = str(self._server_info.get("served_model_name") or "default")
         body = chat_request(messages, sampling, model=model, rid=reply.rid)
@@ -305,6 +319,34 @@ class RemoteBackend:
         except httpx.HTTPError as exc:
             return self._transport_message(exc, what, STREAM_TIMEOUT)
         return None
+
+    async def _room(self, messages: Sequence[ChatMessage]) -> tuple[int, int] | None:
+        """(context tokens the prompt takes, context size); None when the server cannot say.
+
+        The server counts the prompt (`/v1/tokenize`); the draft-token slots SGLang reserves
+        per request under speculation (`managers/utils.py:484-500`) count as taken.
+        """
+        try:
+            response = await self._client.post(
+                self._url("/v1/tokenize"),
+                json=tokenize_request(messages),
+                headers=self._headers,
+                timeout=REQUEST_TIMEOUT,
+            )
+            if response.status_code != 200:
+                return None
+            used, context = prompt_size(response.json())
+        except (httpx.HTTPError, ValueError, WireError) as exc:
+            logger.warning("cannot count the prompt's tokens at %s: %s", self.base_url, exc)
+            return None
+        info = self._server_info
+        reserved = 0
+        if info.get("speculative_algorithm"):
+            drafts = int(info.get("speculative_eagle_topk") or 0) * int(
+                info.get("speculative_num_steps") or 0
+            )
+            reserved = max(drafts, int(info.get("speculative_num_draft_tokens") or 0))
+        return used + reserved, context
 
     async def _abort_on_server(self, rid: str) -> bool:
         """POST /abort_request; False when the server did not take it."""

@@ -76,6 +76,34 @@ class SSELines:
         return lines
 
 
+def chat_messages(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    """Messages as SGLang's OpenAI-compatible endpoints take them."""
+    return [{"role": str(m.role), "content": m.content} for m in messages]
+
+
+def tokenize_request(messages: Sequence[ChatMessage]) -> dict[str, Any]:
+    """The `/v1/tokenize` body that renders and counts a prompt as a chat completion would.
+
+    `TokenizeRequest` and `TokenizeResponse` (`entrypoints/openai/protocol.py:1744-1801`):
+    with `messages` and no `add_generation_prompt`, the messages are rendered as for a
+    chat completion; the answer holds `count` and the context size `max_model_len`.
+    """
+    return {"messages": chat_messages(messages)}
+
+
+def prompt_size(body: Any) -> tuple[int, int]:
+    """(prompt tokens, context size) from a `/v1/tokenize` answer.
+
+    Raises:
+        WireError: the answer is not a tokenize response.
+    """
+    count = body.get("count") if isinstance(body, dict) else None
+    context = body.get("max_model_len") if isinstance(body, dict) else None
+    if not (isinstance(count, int) and isinstance(context, int)):
+        raise WireError(f"not a tokenize response: {str(body)[:80]}")
+    return count, context
+
+
 def chat_request(
     messages: Sequence[ChatMessage], sampling: Sampling, *, model: str, rid: str
 ) -> dict[str, Any]:
@@ -89,7 +117,7 @@ def chat_request(
     """
     return {
         "model": model,
-        "messages": [{"role": str(m.role), "content": m.content} for m in messages],
+        "messages": chat_messages(messages),
         "stream": True,
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         "return_spec_tokens_details": True,

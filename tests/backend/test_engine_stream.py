@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine import EngineBackend, EngineThread, reply_budget
+from app.backend.engine import EngineBackend, EngineThread
 from app.backend.engine_config import EngineConfig
 from app.backend.protocol import ReplyDone, ReplyError, TextChunk
-from app.chat import ChatMessage, Role, Sampling
+from app.chat import ChatMessage, Role, Sampling, reply_budget
 
 
 class ReasoningParserDouble:

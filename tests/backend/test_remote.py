@@ -228,6 +228,8 @@ class FakeSGLangServerDouble:
         self.aborted: list[str] = []
         self.abort_status = 200
         self.abort_received = asyncio.Event()
+        self.context_len = 131072
+        """`max_model_len` of `/v1/tokenize`, which counts one token per character."""
 
     def chat_bodies(self) -> list[dict[str, Any]]:
         return [
@@ -253,6 +255,12 @@ class FakeSGLangServerDouble:
             self.aborted.append(json.loads(request.content)["rid"])
             self.abort_received.set()
             return httpx.Response(self.abort_status)
+        if path == "/v1/tokenize":
+            messages = json.loads(request.content)["messages"]
+            count = sum(len(m["content"]) for m in messages)
+            return httpx.Response(
+                200, json={"tokens": [0] * count, "count": count, "max_model_len": self.context_len}
+            )
         if path == "/v1/chat/completions":
             rid = json.loads(request.content)["rid"]
             headers = {"content-type": "text/event-stream; charset=utf-8"}
@@ -902,3 +910,42 @@ async def test_connection_refused_over_a_real_socket() -> None:
     with pytest.raises(ServerError, match=r"^cannot connect to http://127\.0\.0\.1:\d+ \(GET"):
         await collect(backend.start())
     await backend.shutdown()
+
+
+PROMPT_CHARS = sum(len(m.content) for m in HELLO)
+RESERVED = 4
+"""NEXTN 3/1/4 reserves max(1 * 3, 4) draft slots per request (managers/utils.py:484-500)."""
+
+
+async def test_a_long_conversation_asks_only_for_the_room_left(connect, build_report):
+    server = FakeSGLangServerDouble()
+    server.context_len = PROMPT_CHARS + RESERVED + 100
+    backend = connect(server)
+    await collect(backend.start())
+    events = await collect(backend.stream_reply(HELLO, SAMPLING))
+    assert isinstance(events[-1], ReplyDone)
+    assert server.chat_bodies()[-1]["max_completion_tokens"] == 100
+
+
+async def test_a_conversation_that_fills_the_context_is_one_line_and_sends_nothing(
+    connect, build_report
+):
+    server = FakeSGLangServerDouble()
+    backend = connect(server)
+    await collect(backend.start())
+    sent = len(server.chat_bodies())
+    server.context_len = PROMPT_CHARS
+    (error,) = await collect(backend.stream_reply(HELLO, SAMPLING))
+    assert isinstance(error, ReplyError)
+    assert f"fills the model's context ({PROMPT_CHARS} tokens)" in error.message
+    assert len(server.chat_bodies()) == sent
+
+
+async def test_a_server_that_cannot_count_gets_the_budget_as_asked(connect, build_report):
+    server = FakeSGLangServerDouble()
+    server.routes["/v1/tokenize"] = lambda _: httpx.Response(404, json={"detail": "Not Found"})
+    backend = connect(server)
+    await collect(backend.start())
+    events = await collect(backend.stream_reply(HELLO, SAMPLING))
+    assert isinstance(events[-1], ReplyDone)
+    assert server.chat_bodies()[-1]["max_completion_tokens"] == SAMPLING.max_new_tokens
