@@ -39,7 +39,9 @@ def serve(
     from app.backend import patches
 
     os.environ[PLAN_ENV] = PatchPlan(fp8_head=config.levers.fp8_head).to_env()
-    args = ServerArgs(**server_args(config, gpu_facts()))
+    # Ling-3.0-flash thinks by default and SGLang's template detection cannot tell: name
+    # its parser, so that clients get the thinking apart, as `reasoning_content`.
+    args = ServerArgs(**{"reasoning_parser": "ling3", **server_args(config, gpu_facts())})
     verdict: list[bool] = []
 
     def judge_self() -> None:
