@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,11 @@ def tokens_per_chunk(trace: dict) -> list[tuple[float, float]]:
 
 
 async def test_the_app_chats_through_the_engine_and_records_a_trace(tmp_path, monkeypatch):
+    began = time.monotonic()
+
+    def say(what: str) -> None:  # flushed: a run cut short still shows how far it got
+        print(f"[{time.monotonic() - began:6.1f}s] {what}", flush=True)
+
     out = Path(os.environ.get("OUT") or tmp_path)
     trace_path = out / "stack-known-answer.trace.json"
     backend = RecordingBackend(make_backend(tmp_path, monkeypatch), trace_path)
@@ -55,7 +61,9 @@ async def test_the_app_chats_through_the_engine_and_records_a_trace(tmp_path, mo
         app = LingChatApp(backend, store, sampling=Sampling(temperature=0.0), proof_hold_s=0)
         try:
             async with app.run_test(size=(120, 40)) as pilot:
+                say("waiting for the engine and the proof")
                 await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen), timeout=600)
+                say("chat screen up")
                 screen = app.screen
                 assert isinstance(screen, ChatScreen)
                 for asked, question in enumerate(QUESTIONS, 1):
@@ -65,6 +73,7 @@ async def test_the_app_chats_through_the_engine_and_records_a_trace(tmp_path, mo
                         lambda asked=asked: screen.run is None and ended_replies(store) == asked,
                         timeout=120,
                     )
+                    say(f"reply {asked} ended")
                 app.save_screenshot(filename="ui-on-gpu.svg", path=str(out))
         finally:  # a failed wait must not leave SGLang running and the test hanging
             await app.close_backend()
