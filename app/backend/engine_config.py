@@ -81,6 +81,10 @@ def server_args(config: EngineConfig, gpu: GpuFacts) -> dict[str, Any]:
         # Serial loading: overlap mode captures graphs before real weights (and our
         # FP8 head) are in place.
         "startup_weight_load_mode": "serial",
+        # A chat idles most of the time: without this the scheduler polls its sockets in a
+        # busy loop between requests, one CPU core at 100%; with it, it sleeps on them and
+        # wakes when a request arrives (scheduler_components/idle_sleeper.py).
+        "sleep_on_idle": True,
         "log_level": "warning",
         **_kernel_backends(gpu),
     }

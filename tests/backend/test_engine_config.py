@@ -61,3 +61,8 @@ def test_overrides_win_and_memory_fraction_defaults_to_the_spark_safe_value():
     assert args["load_format"] == "dummy"
     assert args["attention_backend"] == "x"
     assert args["mem_fraction_static"] == 0.65
+
+
+@pytest.mark.parametrize("profile", list(PROFILES))
+def test_an_idle_engine_sleeps_instead_of_spinning(profile):
+    assert server_args(EngineConfig("/m", profile=profile), H200_FULL)["sleep_on_idle"] is True
