@@ -227,6 +227,7 @@ class RecordingBackend:
         async for stage in self._inner.start():
             self._trace["stages"].append(asdict(stage))
             yield stage
+        self._trace["info"] = asdict(self._inner.info)  # the SGLang version is known now
         self._save()
 
     async def proof(self) -> ProofReport:

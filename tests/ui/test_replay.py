@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncGenerator, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
@@ -153,3 +154,12 @@ async def test_the_app_runs_on_a_replayed_trace(
     reply = store.messages(conversation.id)[-1]
     assert (reply.content, reply.reasoning) == ("Hi there", "greeting")
     assert reply.status is MessageStatus.COMPLETE
+
+
+async def test_the_trace_holds_the_facts_known_after_start_up(tmp_path: Path) -> None:
+    inner = ScriptedBackendDouble(clock=time.perf_counter)
+    recorder = RecordingBackend(inner, tmp_path / "trace.json")
+    inner._info = replace(inner._info, sglang_version="0.5.23 (read at start-up)")
+    assert [stage async for stage in recorder.start()] == list(inner.stages)
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    assert trace["info"]["sglang_version"] == "0.5.23 (read at start-up)"
