@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import signal
+import sys
 import threading
 import time
 import uuid
@@ -202,6 +203,7 @@ class EngineBackend:
         kwargs = self.server_kwargs = server_args(self.config, gpu)
         yield stage(LOAD_STAGE, False, f"log: {self.log_file}")
         self._children_before = _children()
+        start_resource_tracker()
         boot = asyncio.ensure_future(self._thread.call(lambda: engine_cls(**kwargs)))
         with open(self.log_file, encoding="utf-8", errors="replace") as log:
             log.seek(0, os.SEEK_END)
@@ -432,6 +434,20 @@ class EngineBackend:
         if match := REFUSAL.search(text):
             return refusal_report(self.config.profile, match.group(1), match.group(2).strip())
         return None
+
+
+def start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker with the real stderr, if not yet running.
+
+    Every spawned process needs the tracker, and SGLang spawns its scheduler. The tracker
+    hands `sys.stderr.fileno()` to its own child, but inside a Textual app `sys.stderr`
+    is Textual's print capture, whose fileno is -1: the spawn would fail with "bad
+    value(s) in fds_to_keep". Called on the UI's thread, so nothing prints meanwhile.
+    """
+    from multiprocessing import resource_tracker
+
+    with contextlib.redirect_stderr(sys.__stderr__ or sys.stderr):
+        resource_tracker.ensure_running()
 
 
 def _sglang_version() -> str:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,3 +73,45 @@ async def test_start_without_the_engine_extra_is_one_line(tmp_path):
             pass
     await backend.shutdown()
     assert not Path(tmp_path / "logs" / "sglang.log").exists()
+
+
+SPAWN_UNDER_TEXTUAL = """
+import asyncio, multiprocessing, os, sys
+from textual.app import App
+from app.backend.engine import EngineThread, start_resource_tracker
+
+def spawn() -> int:  # what SGLang's Engine does from the engine thread
+    child = multiprocessing.get_context("spawn").Process(target=os.getpid)
+    child.start()
+    child.join()
+    return child.exitcode
+
+async def main() -> None:
+    async with App().run_test():  # Textual's print capture is sys.stderr from here on
+        if sys.argv[1] == "fixed":
+            start_resource_tracker()
+        thread = EngineThread()
+        try:
+            print("exit code", await thread.call(spawn), file=sys.__stdout__)
+        except ValueError as exc:
+            print("failed:", exc, file=sys.__stdout__)
+        thread.stop()
+
+if __name__ == "__main__":
+    asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "outcome"),
+    [("fixed", "exit code 0"), ("unfixed", "failed: bad value(s) in fds_to_keep")],
+)
+def test_the_engine_can_spawn_its_processes_inside_the_textual_app(tmp_path, mode, outcome):
+    script = tmp_path / "spawn_under_textual.py"
+    script.write_text(SPAWN_UNDER_TEXTUAL)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, str(script), mode], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert outcome in done.stdout, done.stdout + done.stderr
