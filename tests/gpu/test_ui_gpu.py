@@ -62,10 +62,16 @@ async def test_the_app_chats_through_the_engine_and_records_a_trace(tmp_path, mo
         try:
             async with app.run_test(size=(120, 40)) as pilot:
                 say("waiting for the engine and the proof")
-                await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen), timeout=600)
-                say("chat screen up")
+                await wait_until(
+                    pilot,
+                    lambda: isinstance(app.screen, ChatScreen) or app.return_code is not None,
+                    timeout=600,
+                )
                 screen = app.screen
-                assert isinstance(screen, ChatScreen)
+                assert isinstance(screen, ChatScreen), (
+                    f"the app exited at start-up ({app.return_code}): {app._exit_renderables}"
+                )
+                say("chat screen up")
                 for asked, question in enumerate(QUESTIONS, 1):
                     await send(pilot, question)
                     await wait_until(
