@@ -202,8 +202,8 @@ class EngineBackend:
         self._install_sigquit_handler()
         kwargs = self.server_kwargs = server_args(self.config, gpu)
         yield stage(LOAD_STAGE, False, f"log: {self.log_file}")
+        start_resource_tracker()  # before the census: the tracker is not SGLang's to stop
         self._children_before = _children()
-        start_resource_tracker()
         boot = asyncio.ensure_future(self._thread.call(lambda: engine_cls(**kwargs)))
         with open(self.log_file, encoding="utf-8", errors="replace") as log:
             log.seek(0, os.SEEK_END)
