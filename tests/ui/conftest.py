@@ -77,6 +77,7 @@ async def send(pilot: Pilot[Any], text: str, key: str = "ctrl+s") -> None:
     """Put `text` in the prompt and press the send key."""
     screen = pilot.app.screen
     assert isinstance(screen, ChatScreen)
+    await wait_until(pilot, lambda: screen.query("#prompt"))  # a new screen may not be composed
     prompt = screen.query_one("#prompt", TextArea)
     prompt.focus()
     prompt.load_text(text)
