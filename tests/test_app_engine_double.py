@@ -14,29 +14,47 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
+FULL_REPLY = "Hello from the double."
 
 
-def test_a_chat_on_the_engine_starts_streams_and_leaves_no_process_behind(tmp_path):
+def session(work: Path, mode: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)])}
     done = subprocess.run(
-        [sys.executable, str(DOUBLE / "chat_session.py"), str(tmp_path)],
+        [sys.executable, str(DOUBLE / "chat_session.py"), str(work), mode],
         capture_output=True,
         text=True,
         env=env,
         timeout=180,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["screen"] == "ChatScreen", result["exit"]
-    assert result["reply"] == {
-        "status": "complete",
-        "content": "Hello from the double.",
-        "accept": 4.0,
-    }
-    assert result["children_while_chatting"] >= 1  # the scheduler process was up
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["exit"] == [] and result["return_code"] == 0
+    assert result["children_before_quit"] >= 1  # the scheduler process was up
     assert result["children_left"] == []
+    return result
+
+
+def test_a_chat_starts_streams_and_leaves_no_process_behind(tmp_path):
+    result = session(tmp_path, "chat")
+    assert result["screen"] == "ChatScreen"
+    assert result["replies"] == [{"status": "complete", "content": FULL_REPLY, "accept": 4.0}]
     log = (tmp_path / "sglang.log").read_text()
     assert "scheduler double up: moe_runner_backend=humming" in log  # child output -> log
+
+
+def test_quitting_mid_reply_keeps_what_arrived_and_stops_the_engine(tmp_path):
+    (reply,) = session(tmp_path, "quit_mid_reply")["replies"]
+    assert reply["status"] == "stopped"
+    assert reply["content"] and FULL_REPLY.startswith(reply["content"])
+    assert reply["content"] != FULL_REPLY
+
+
+def test_quitting_while_the_model_loads_stops_the_loading_engine(tmp_path):
+    result = session(tmp_path, "quit_while_loading")
+    assert result["screen"] == "StartupScreen"
+    assert result["replies"] == []
+    assert result["quit_s"] < 10
