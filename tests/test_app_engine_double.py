@@ -31,6 +31,7 @@ def session(work: Path, mode: str) -> dict[str, Any]:
         timeout=180,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "Task was destroyed but it is pending" not in done.stderr
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["exit"] == [] and result["return_code"] == 0
     assert result["children_before_quit"] >= 1  # the scheduler process was up
@@ -41,7 +42,9 @@ def session(work: Path, mode: str) -> dict[str, Any]:
 def test_a_chat_starts_streams_and_leaves_no_process_behind(tmp_path):
     result = session(tmp_path, "chat")
     assert result["screen"] == "ChatScreen"
-    assert result["replies"] == [{"status": "complete", "content": FULL_REPLY, "accept": 4.0}]
+    assert result["replies"] == [
+        {"status": "complete", "content": FULL_REPLY, "accept": 4.0, "error": None}
+    ]
     log = (tmp_path / "sglang.log").read_text()
     assert "scheduler double up: moe_runner_backend=humming" in log  # child output -> log
 
@@ -58,3 +61,12 @@ def test_quitting_while_the_model_loads_stops_the_loading_engine(tmp_path):
     assert result["screen"] == "StartupScreen"
     assert result["replies"] == []
     assert result["quit_s"] < 10
+
+
+def test_a_scheduler_that_dies_mid_reply_ends_it_in_an_error_and_the_app_stays(tmp_path):
+    result = session(tmp_path, "scheduler_dies_mid_reply")
+    assert result["screen"] == "ChatScreen"
+    (reply,) = result["replies"]
+    assert reply["status"] == "error"
+    assert reply["content"] and FULL_REPLY.startswith(reply["content"])
+    assert "scheduler died" in reply["error"]

@@ -42,6 +42,8 @@ from app.errors import BackendError, EngineCrashed, ModelNotFound
 T = TypeVar("T")
 WARMUP_PROMPT = "Count from 1 to 60 in words, separated by commas."
 WARMUP_TOKENS = 64
+CRASH_POLL_S = 0.5
+"""How often a streaming reply checks whether SGLang's scheduler died (SIGQUIT)."""
 LOAD_STAGE = "Loading weights, compiling Humming kernels, capturing CUDA graphs"
 WARMUP_STAGE = "Warming up and measuring accept length"
 
@@ -135,8 +137,17 @@ class EngineThread:
         return self.submit(run())
 
     def stop(self) -> None:
-        """Stop the loop; the daemon thread ends with it."""
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        """Cancel what still runs on the loop, then stop it; the daemon thread ends with it.
+
+        A reply whose scheduler died never ends by itself: it is cancelled here.
+        """
+
+        def cancel_then_stop() -> None:
+            for task in asyncio.all_tasks(self.loop):
+                task.cancel()
+            self.loop.call_soon(self.loop.stop)  # after the cancelled tasks have unwound
+
+        self.loop.call_soon_threadsafe(cancel_then_stop)
 
 
 class EngineBackend:
@@ -249,6 +260,9 @@ class EngineBackend:
         """Stream a reply through SGLang's async_generate, reasoning split from the answer."""
         if self._engine is None or self._thread is None:
             raise BackendError("the engine is not running")
+        if self._crashed.is_set():
+            yield ReplyError(self._crash_message(), time.perf_counter())
+            return
         prompt, used, context = await self._thread.call(lambda: self._prompt_in_context(messages))
         budget = reply_budget(sampling.max_new_tokens, used, context)
         if budget < 1:
@@ -265,17 +279,28 @@ class EngineBackend:
                 lambda e: loop.call_soon_threadsafe(queue.put_nowait, e),
             )
         )
+        getter: asyncio.Future[ReplyEvent] | None = None
         try:
             while True:
-                event = await queue.get()
+                getter = getter or asyncio.ensure_future(queue.get())
+                await asyncio.wait({getter}, timeout=CRASH_POLL_S)
+                if getter.done():
+                    event, getter = getter.result(), None
+                elif self._crashed.is_set():  # SGLang's stream would wait forever
+                    event = ReplyError(self._crash_message(), time.perf_counter())
+                else:
+                    continue
                 yield event
                 if isinstance(event, ReplyDone | ReplyError):
                     break
         finally:
+            if getter is not None:
+                getter.cancel()
             self._rid = None
             if not produce.done():  # the consumer left early: abort the request
                 await self.stop_reply_for(rid)
-            await asyncio.wait({asyncio.ensure_future(produce)}, timeout=5)
+            if not self._crashed.is_set():  # a dead scheduler never ends the request
+                await asyncio.wait({asyncio.ensure_future(produce)}, timeout=5)
 
     async def generate(
         self,
@@ -427,6 +452,9 @@ class EngineBackend:
         """SGLang's children SIGQUIT the parent when they die: record it, don't die."""
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGQUIT, lambda signum, frame: self._crashed.set())
+
+    def _crash_message(self) -> str:
+        return f"SGLang's scheduler died: restart ling-chat (see {self.log_file})"
 
     def _refusal(self, exc: BaseException) -> ProofReport | None:
         """A `patches.refusal` raised in the scheduler, as a failed proof report."""

@@ -50,9 +50,13 @@ class SGLangEngineDouble:
     """Streams cumulative text like `Engine.async_generate(stream=True)`."""
 
     def __init__(
-        self, pieces: list[str], finish: dict[str, Any] | None, context_len: int = 32768
+        self,
+        pieces: list[str],
+        finish: dict[str, Any] | None,
+        context_len: int = 32768,
+        stall_after: int | None = None,
     ) -> None:
-        self.pieces, self.finish = pieces, finish
+        self.pieces, self.finish, self.stall_after = pieces, finish, stall_after
         self.prompts: list[str] = []
         self.max_new_tokens: list[int] = []
         self.aborted: list[str] = []
@@ -71,6 +75,8 @@ class SGLangEngineDouble:
             text = ""
             for i, piece in enumerate(self.pieces, 1):
                 await asyncio.sleep(0.02)
+                if i == self.stall_after:  # like SGLang once its scheduler is dead
+                    await asyncio.sleep(3600)
                 if rid in self.aborted:
                     yield {"text": text, "meta_info": {"finish_reason": {"type": "abort"}}}
                     return
@@ -163,3 +169,19 @@ def test_the_reply_budget_is_what_was_asked_or_the_room_left():
     assert reply_budget(4096, used=12, context=32768) == 4096
     assert reply_budget(4096, used=12, context=4096) == 4084
     assert reply_budget(4096, used=5000, context=4096) < 1
+
+
+async def test_a_scheduler_that_dies_mid_reply_ends_it_in_an_error(parser_double, tmp_path):
+    # SGLang's stream never ends once its scheduler is dead; its watchdog SIGQUITs us.
+    engine = SGLangEngineDouble(["a", "b", "never"], {"type": "stop"}, stall_after=3)
+    backend = running(engine, tmp_path)
+    events = []
+    async for event in backend.stream_reply([ChatMessage(Role.USER, "hi")], Sampling()):
+        events.append(event)
+        if len(events) == 2:
+            backend._crashed.set()  # what our SIGQUIT handler does
+    assert [type(e) for e in events] == [TextChunk, TextChunk, ReplyError]
+    assert "scheduler died" in events[-1].message
+    later = await collect(backend)
+    await backend.shutdown()
+    assert len(later) == 1 and isinstance(later[0], ReplyError)
