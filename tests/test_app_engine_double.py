@@ -33,14 +33,20 @@ def session(work: Path, mode: str) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Task was destroyed but it is pending" not in done.stderr
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["exit"] == [] and result["return_code"] == 0
-    assert result["children_before_quit"] >= 1  # the scheduler process was up
     assert result["children_left"] == []
     return result
 
 
+def chatted(work: Path, mode: str) -> dict[str, Any]:
+    """A session that reached the chat (or quit on purpose) and exited cleanly."""
+    result = session(work, mode)
+    assert result["exit"] == [] and result["return_code"] == 0
+    assert result["children_before_quit"] >= 1  # the scheduler process was up
+    return result
+
+
 def test_a_chat_starts_streams_and_leaves_no_process_behind(tmp_path):
-    result = session(tmp_path, "chat")
+    result = chatted(tmp_path, "chat")
     assert result["screen"] == "ChatScreen"
     assert result["replies"] == [
         {"status": "complete", "content": FULL_REPLY, "accept": 4.0, "error": None}
@@ -50,23 +56,33 @@ def test_a_chat_starts_streams_and_leaves_no_process_behind(tmp_path):
 
 
 def test_quitting_mid_reply_keeps_what_arrived_and_stops_the_engine(tmp_path):
-    (reply,) = session(tmp_path, "quit_mid_reply")["replies"]
+    (reply,) = chatted(tmp_path, "quit_mid_reply")["replies"]
     assert reply["status"] == "stopped"
     assert reply["content"] and FULL_REPLY.startswith(reply["content"])
     assert reply["content"] != FULL_REPLY
 
 
 def test_quitting_while_the_model_loads_stops_the_loading_engine(tmp_path):
-    result = session(tmp_path, "quit_while_loading")
+    result = chatted(tmp_path, "quit_while_loading")
     assert result["screen"] == "StartupScreen"
     assert result["replies"] == []
     assert result["quit_s"] < 10
 
 
 def test_a_scheduler_that_dies_mid_reply_ends_it_in_an_error_and_the_app_stays(tmp_path):
-    result = session(tmp_path, "scheduler_dies_mid_reply")
+    result = chatted(tmp_path, "scheduler_dies_mid_reply")
     assert result["screen"] == "ChatScreen"
     (reply,) = result["replies"]
     assert reply["status"] == "error"
     assert reply["content"] and FULL_REPLY.startswith(reply["content"])
     assert "scheduler died" in reply["error"]
+
+
+def test_a_refusal_raised_while_loading_shows_the_report_and_exits_with_2(tmp_path):
+    result = session(tmp_path, "refused_at_load")
+    assert result["screen"] == "StartupScreen"
+    assert result["return_code"] == 2
+    (line,) = result["report"]["lines"]
+    assert (line["key"], line["verdict"]) == ("shared_head", "fail")
+    assert line["evidence"] == "the NEXTN draft's LM head is its own module, not the target's"
+    assert line["fix"]
