@@ -148,8 +148,10 @@ class Transcript(VerticalScroll):
 
     async def _end(self, run: ReplyRun, view: ReplyView) -> None:
         self._set_timers(running=False)
-        await view.write(*run.take_pending())
-        await view.finish(stats_line(run.status or MessageStatus.STOPPED, run.stats, run.error))
+        if view.is_attached:  # not when the app is tearing down with a reply in flight
+            await view.write(*run.take_pending())
+            status = run.status or MessageStatus.STOPPED
+            await view.finish(stats_line(status, run.stats, run.error))
         view.message_id = run.message_id
         self.run = self._view = self._worker = None
         self.post_message(self.ReplyEnded(run))
