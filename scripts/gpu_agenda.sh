@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The GPU machine's work in named steps, each under its own time limit, logs and artefacts in $OUT.
+#
+#   . /root/gpu/env.sh && bash scripts/gpu_agenda.sh STEP [STEP ...]
+#
+# The steps of one call must fit its 10 minutes: for example `engine` (the first, on a bare
+# machine), then `ui moe`, `serve`, `bench`, `ab`, one call each.
+#
+# Steps (minutes on a warm machine; the first engine of a bare one adds about 4):
+#   engine     the stack passes and streams a reply; random weights and weight-only sharing refused (4)
+#   breakages  no FP8 hook, BF16-view sharing with and without the guard, FP32 head, speculation off (6)
+#   moe        Marlin and `auto` MoE refused (3)
+#   ui         the app chats through the engine; records the trace and a screenshot for assets/ (2)
+#   serve      `ling-chat serve` proves itself over HTTP; a remote chat; random weights refused (4)
+#   bench      `ling-chat bench` over humming, humming+fp8, humming+nextn, stack (5)
+#   ab         the NEXTN stack with the BF16 and the FP8 head side by side, profiled (4)
+# Pytest runs unbuffered and is stopped with SIGINT at its limit, so a cut run still prints
+# what it saw and its summary.
+set -u
+OUT="${OUT:-/tmp/gpu-out}"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+
+run() {  # run NAME LIMIT_S COMMAND...
+  local name="$1" limit="$2"
+  shift 2
+  echo "== $name (limit ${limit}s) $(date +%T)"
+  timeout -s INT "$limit" "$@" 2>&1 | tee "$OUT/$name.log" | grep -v "tokenizer you are loading" | tail -60
+  echo "== $name exit ${PIPESTATUS[0]} $(date +%T)"
+}
+
+gpu_tests() {  # gpu_tests NAME LIMIT_S FILE [PYTEST ARGS...]
+  local name="$1" limit="$2"
+  shift 2
+  run "$name" "$limit" python3 -m pytest --run-gpu -s -p no:cacheprovider -rA "$@"
+}
+
+for step in "$@"; do
+  case "$step" in
+    engine) gpu_tests engine 500 tests/gpu/test_engine_gpu.py -k "stack_passes or random or weight_only" ;;
+    breakages) gpu_tests breakages 540 tests/gpu/test_engine_gpu.py -k "no_fp8_hook or bf16_view or fp32 or speculation" ;;
+    moe) gpu_tests moe 300 tests/gpu/test_engine_gpu.py -k "marlin or auto" ;;
+    ui) gpu_tests ui 240 tests/gpu/test_ui_gpu.py ;;
+    serve) gpu_tests serve 360 tests/gpu/test_serve_gpu.py ;;
+    bench)
+      python3 -c "from pathlib import Path; from tests.gpu import models; models.write_model_dir(Path('/root/m6'))"
+      run bench 400 python3 -m app bench --model /root/m6 --sglang-arg load_format=dummy \
+        --allow-unproven --profiles humming,humming+fp8,humming+nextn,stack \
+        --input-len 2048 --output-len 256 --num-prompts 2 --reps 2 --peak-gbps 4800 \
+        --json "$OUT/bench.json" ;;
+    ab)
+      run ab 400 python3 scripts/gpu_stack_ab.py /root/ab --known-answer --reps 12 --profile
+      cp /root/ab/ab.json "$OUT/ab.json" 2>/dev/null ;;
+    *) echo "unknown step: $step" >&2; exit 2 ;;
+  esac
+done
