@@ -21,7 +21,8 @@ DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
 FULL_REPLY = "Hello from the double."
 
 
-def session(work: Path, mode: str) -> dict[str, Any]:
+def session(work: Path, mode: str) -> tuple[dict[str, Any], str]:
+    """Run one session; its JSON result and its stderr (where the exit message goes)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)])}
     done = subprocess.run(
         [sys.executable, str(DOUBLE / "chat_session.py"), str(work), mode],
@@ -34,13 +35,13 @@ def session(work: Path, mode: str) -> dict[str, Any]:
     assert "Task was destroyed but it is pending" not in done.stderr
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["children_left"] == []
-    return result
+    return result, " ".join(done.stderr.split())  # Rich wraps the message at 80 columns
 
 
 def chatted(work: Path, mode: str) -> dict[str, Any]:
     """A session that reached the chat (or quit on purpose) and exited cleanly."""
-    result = session(work, mode)
-    assert result["exit"] == [] and result["return_code"] == 0
+    result, printed = session(work, mode)
+    assert "ling-chat: error" not in printed and result["return_code"] == 0
     assert result["children_before_quit"] >= 1  # the scheduler process was up
     return result
 
@@ -79,10 +80,17 @@ def test_a_scheduler_that_dies_mid_reply_ends_it_in_an_error_and_the_app_stays(t
 
 
 def test_a_refusal_raised_while_loading_shows_the_report_and_exits_with_2(tmp_path):
-    result = session(tmp_path, "refused_at_load")
+    result, printed = session(tmp_path, "refused_at_load")
     assert result["screen"] == "StartupScreen"
     assert result["return_code"] == 2
     (line,) = result["report"]["lines"]
     assert (line["key"], line["verdict"]) == ("shared_head", "fail")
     assert line["evidence"] == "the NEXTN draft's LM head is its own module, not the target's"
-    assert line["fix"]
+    assert line["fix"] and "Draft shares the target's LM head module" in printed
+
+
+def test_a_crash_while_loading_is_one_line_with_its_cause_not_an_old_refusal(tmp_path):
+    session(tmp_path, "refused_at_load")  # the log now holds an earlier run's refusal
+    result, printed = session(tmp_path, "out_of_memory_at_load")
+    assert result["return_code"] == 1
+    assert "SGLang failed to start (MemoryError: CUDA out of memory" in printed

@@ -14,6 +14,7 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -216,21 +217,27 @@ class EngineBackend:
         start_resource_tracker()  # before the census: the tracker is not SGLang's to stop
         self._children_before = _children()
         boot = asyncio.ensure_future(self._thread.call(lambda: engine_cls(**kwargs)))
+        boot_log: list[str] = []  # this boot's part of the log (the file is kept across runs)
         with open(self.log_file, encoding="utf-8", errors="replace") as log:
             log.seek(0, os.SEEK_END)
             while not boot.done():
                 await asyncio.wait({boot}, timeout=0.5)
-                if lines := [line.strip() for line in log.readlines() if line.strip()]:
+                boot_log += log.readlines()
+                if lines := [line.strip() for line in boot_log[-50:] if line.strip()]:
                     yield stage(LOAD_STAGE, False, lines[-1][-160:])
+            boot_log += log.readlines()
         try:
             self._engine = boot.result()
         except Exception as exc:
-            if refusal := self._refusal(exc):
+            log_text = "".join(boot_log)[-20000:]
+            if refusal := self._refusal(exc, log_text):
                 self._report = refusal
                 yield stage(LOAD_STAGE, True, "refused")
                 return
+            cause = last_error(log_text)
             raise EngineCrashed(
-                f"SGLang failed to start ({type(exc).__name__}: {exc}); see {self.log_file}"
+                f"SGLang failed to start ({cause or f'{type(exc).__name__}: {exc}'}); "
+                f"see {self.log_file}"
             ) from exc
         atexit.unregister(self._engine.shutdown)
         self._version = await self._thread.call(_sglang_version)
@@ -456,12 +463,26 @@ class EngineBackend:
     def _crash_message(self) -> str:
         return f"SGLang's scheduler died: restart ling-chat (see {self.log_file})"
 
-    def _refusal(self, exc: BaseException) -> ProofReport | None:
+    def _refusal(self, exc: BaseException, log_text: str) -> ProofReport | None:
         """A `patches.refusal` raised in the scheduler, as a failed proof report."""
-        text = f"{exc}\n{self.log_file.read_text(errors='replace')[-20000:]}"
-        if match := REFUSAL.search(text):
+        if match := REFUSAL.search(f"{exc}\n{log_text}"):
             return refusal_report(self.config.profile, match.group(1), match.group(2).strip())
         return None
+
+
+ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$")
+
+
+def last_error(log: str) -> str | None:
+    """The last exception line of a log (`RuntimeError: CUDA out of memory...`), if any.
+
+    SGLang's own error only says "Initialization failed. Please see the error messages
+    above."; the scheduler's traceback in the log says what went wrong.
+    """
+    for line in reversed(log.splitlines()):
+        if match := ERROR_LINE.match(line.strip()):
+            return f"{match.group(1)}: {match.group(2)}"[:300]
+    return None
 
 
 def start_resource_tracker() -> None:

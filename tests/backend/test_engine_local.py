@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.engine import EngineBackend, check_model_path, logging_config
+from app.backend.engine import EngineBackend, check_model_path, last_error, logging_config
 from app.backend.engine_config import EngineConfig
 from app.backend.patches import PLAN_ENV, PatchPlan, refusal
 from app.backend.protocol import Verdict
@@ -36,8 +36,7 @@ def test_a_refusal_raised_in_the_scheduler_becomes_a_failed_proof_line(tmp_path)
     message = "the NEXTN draft's LM head is its own module, not the target's"
     error = refusal("shared_head", message)
     log = f"Scheduler hit an exception: Traceback...\nRuntimeError: {error}\n"
-    backend.log_file.write_text(log)
-    report = backend._refusal(RuntimeError("Initialization failed. See the log."))
+    report = backend._refusal(RuntimeError("Initialization failed. See the log."), log)
     assert report is not None and not report.ok
     (line,) = report.lines
     assert (line.key, line.verdict, line.evidence) == ("shared_head", Verdict.FAIL, message)
@@ -46,8 +45,22 @@ def test_a_refusal_raised_in_the_scheduler_becomes_a_failed_proof_line(tmp_path)
 
 def test_an_ordinary_crash_is_not_a_refusal(tmp_path):
     backend = EngineBackend(EngineConfig("/m", log_dir=tmp_path))
-    backend.log_file.write_text("CUDA out of memory\n")
-    assert backend._refusal(RuntimeError("boom")) is None
+    assert backend._refusal(RuntimeError("boom"), "CUDA out of memory\n") is None
+
+
+def test_the_last_exception_in_the_log_is_the_cause_of_a_failed_start():
+    log = (
+        "2026-11-29 16:25:44,972 2399 sglang.srt.models.registry: Ignore import error: x\n"
+        "Traceback (most recent call last):\n"
+        '  File "scheduler.py", line 1, in run\n'
+        "ValueError: an earlier, handled one\n"
+        "Scheduler hit an exception: Traceback (most recent call last):\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+        "[2026-11-29 16:25:45] Received sigquit from a child process. It usually means the"
+        " child failed.\n"
+    )
+    assert last_error(log) == "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert last_error("loading weights\nall fine\n") is None
 
 
 def test_logging_goes_to_one_file_without_dropping_other_loggers(tmp_path):
