@@ -33,6 +33,7 @@ def session(work: Path, mode: str) -> tuple[dict[str, Any], str]:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Task was destroyed but it is pending" not in done.stderr
+    assert "Future exception was never retrieved" not in done.stderr
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["children_left"] == []
     return result, " ".join(done.stderr.split())  # Rich wraps the message at 80 columns

@@ -217,6 +217,9 @@ class EngineBackend:
         start_resource_tracker()  # before the census: the tracker is not SGLang's to stop
         self._children_before = _children()
         boot = asyncio.ensure_future(self._thread.call(lambda: engine_cls(**kwargs)))
+        # Quitting mid-load stops SGLang's children, and the boot then fails with nobody
+        # left to await it: its error is expected, not a stray traceback at exit.
+        boot.add_done_callback(lambda done: done.cancelled() or done.exception())
         boot_log: list[str] = []  # this boot's part of the log (the file is kept across runs)
         with open(self.log_file, encoding="utf-8", errors="replace") as log:
             log.seek(0, os.SEEK_END)
