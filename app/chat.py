@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 
@@ -41,18 +41,16 @@ class Sampling:
         }
 
 
-def reply_budget(requested: int, used: int, context: int) -> int:
-    """New tokens a reply may take: what was asked, cut to the room left in the context.
+def fit_to_context(sampling: Sampling, used: int, context: int) -> Sampling | str:
+    """`sampling` with its reply cut to the room left in the context, or a one-line error.
 
     SGLang rejects a request whose prompt plus `max_new_tokens` exceeds the context, so a
     long conversation would otherwise fail outright instead of getting a shorter reply.
     """
-    return min(requested, context - used)
-
-
-def context_full(used: int, context: int) -> str:
-    """The one-line error for a conversation that leaves no room for a reply."""
-    return (
-        f"the conversation ({used} tokens) fills the model's context ({context} tokens): "
-        "start a new conversation or shorten the system prompt"
-    )
+    room = context - used
+    if room < 1:
+        return (
+            f"the conversation ({used} tokens) fills the model's context ({context} tokens): "
+            "start a new conversation or shorten the system prompt"
+        )
+    return replace(sampling, max_new_tokens=min(sampling.max_new_tokens, room))

@@ -37,7 +37,7 @@ from app.backend.protocol import (
     TextChunk,
     TimedGeneration,
 )
-from app.chat import ChatMessage, Role, Sampling, context_full, reply_budget
+from app.chat import ChatMessage, Role, Sampling, fit_to_context
 from app.errors import BackendError, EngineCrashed, ModelNotFound
 
 T = TypeVar("T")
@@ -273,18 +273,19 @@ class EngineBackend:
         if self._crashed.is_set():
             yield ReplyError(self._crash_message(), time.perf_counter())
             return
-        prompt, used, context = await self._thread.call(lambda: self._prompt_in_context(messages))
-        budget = reply_budget(sampling.max_new_tokens, used, context)
-        if budget < 1:
-            yield ReplyError(context_full(used, context), time.perf_counter())
+        input_ids, context = await self._thread.call(lambda: self._prompt_ids(messages))
+        used = len(input_ids) + self._engine.tokenizer_manager.num_reserved_tokens
+        fitted = fit_to_context(sampling, used, context)
+        if isinstance(fitted, str):
+            yield ReplyError(fitted, time.perf_counter())
             return
         queue: asyncio.Queue[ReplyEvent] = asyncio.Queue()
         loop = asyncio.get_running_loop()
         rid = self._rid = uuid.uuid4().hex
         produce = self._thread.submit(
             self._produce(
-                prompt,
-                {**sampling.as_sglang(), "max_new_tokens": budget},
+                input_ids,
+                fitted.as_sglang(),
                 rid,
                 lambda e: loop.call_soon_threadsafe(queue.put_nowait, e),
             )
@@ -382,16 +383,15 @@ class EngineBackend:
         turns = [{"role": m.role.value, "content": m.content} for m in messages]
         return str(tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True))
 
-    def _prompt_in_context(self, messages: Sequence[ChatMessage]) -> tuple[str, int, int]:
-        """The prompt, the context tokens it takes (as SGLang counts them), the context size."""
+    def _prompt_ids(self, messages: Sequence[ChatMessage]) -> tuple[list[int], int]:
+        """The prompt's token ids (tokenized once, here, as SGLang would) and the context size."""
         manager = self._engine.tokenizer_manager
-        prompt = self.chat_prompt(messages)
-        used = len(manager.tokenizer([prompt])["input_ids"][0]) + manager.num_reserved_tokens
-        return prompt, used, int(manager.context_len)
+        input_ids = manager.tokenizer([self.chat_prompt(messages)])["input_ids"][0]
+        return list(input_ids), int(manager.context_len)
 
     async def _produce(
         self,
-        prompt: str,
+        input_ids: list[int],
         sampling_params: dict[str, Any],
         rid: str,
         emit: Callable[[ReplyEvent], Any],
@@ -403,7 +403,7 @@ class EngineBackend:
         text = ""
         try:
             stream = await self._engine.async_generate(
-                prompt=prompt, sampling_params=sampling_params, stream=True, rid=rid
+                input_ids=input_ids, sampling_params=sampling_params, stream=True, rid=rid
             )
             async for chunk in stream:
                 now = time.perf_counter()

@@ -38,7 +38,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -62,7 +62,7 @@ from app.backend.wire import (
     prompt_size,
     tokenize_request,
 )
-from app.chat import ChatMessage, Role, Sampling, context_full, reply_budget
+from app.chat import ChatMessage, Role, Sampling, fit_to_context
 from app.errors import ConfigError, ProofFailed, ServerError
 
 logger = logging.getLogger(__name__)
@@ -213,12 +213,11 @@ class RemoteBackend:
     ) -> AsyncIterator[ReplyEvent]:
         """Stream one reply; the last event is a `ReplyDone` or a `ReplyError`."""
         if (room := await self._room(messages)) is not None:
-            used, context = room
-            budget = reply_budget(sampling.max_new_tokens, used, context)
-            if budget < 1:
-                yield ReplyError(context_full(used, context), time.perf_counter())
+            fitted = fit_to_context(sampling, *room)
+            if isinstance(fitted, str):
+                yield ReplyError(fitted, time.perf_counter())
                 return
-            sampling = replace(sampling, max_new_tokens=budget)
+            sampling = fitted
         reply = _Reply(rid=f"ling-chat-{uuid.uuid4().hex}")
         model = str(self._server_info.get("served_model_name") or "default")
         body = chat_request(messages, sampling, model=model, rid=reply.rid)

@@ -1,7 +1,8 @@
 """The engine's event bridge: SGLang chunks on the engine thread become UI events in order.
 
 SGLang is replaced by `SGLangEngineDouble` (the user never sees it) and its ling3
-reasoning parser by `ReasoningParserDouble`; the thread, loop and queue are the real ones.
+reasoning parser by the engine double's (`tests/fixtures/engine_double`); the thread,
+loop and queue are the real ones.
 """
 
 from __future__ import annotations
@@ -16,24 +17,10 @@ import pytest
 from app.backend.engine import EngineBackend, EngineThread
 from app.backend.engine_config import EngineConfig
 from app.backend.protocol import ReplyDone, ReplyError, TextChunk
-from app.chat import ChatMessage, Role, Sampling, reply_budget
-
-
-class ReasoningParserDouble:
-    """Splits at `</think>` like Ling's parser: text before it is reasoning."""
-
-    def __init__(self, *_: Any, **__: Any) -> None:
-        self.thinking = True
-
-    def parse_stream_chunk(self, delta: str) -> tuple[str, str]:
-        if self.thinking and "</think>" in delta:
-            self.thinking = False
-            before, after = delta.split("</think>", 1)
-            return before, after
-        return (delta, "") if self.thinking else ("", delta)
-
-    def parse_stream_end(self) -> tuple[str, str]:
-        return "", ""
+from app.chat import ChatMessage, Role, Sampling, fit_to_context
+from tests.fixtures.engine_double.sglang.srt.parser import (
+    reasoning_parser as reasoning_parser_double,
+)
 
 
 class TokenizerDouble:
@@ -67,8 +54,10 @@ class SGLangEngineDouble:
             num_reserved_tokens=1,
         )
 
-    async def async_generate(self, *, prompt: str, sampling_params: Any, stream: bool, rid: str):
-        self.prompts.append(prompt)
+    async def async_generate(
+        self, *, input_ids: list[int], sampling_params: Any, stream: bool, rid: str
+    ):
+        self.prompts.append("".join(map(chr, input_ids)))
         self.max_new_tokens.append(sampling_params["max_new_tokens"])
 
         async def chunks():
@@ -92,9 +81,7 @@ class SGLangEngineDouble:
 
 @pytest.fixture
 def parser_double(monkeypatch):
-    module = types.ModuleType("sglang.srt.parser.reasoning_parser")
-    module.ReasoningParser = ReasoningParserDouble  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "sglang.srt.parser.reasoning_parser", module)
+    monkeypatch.setitem(sys.modules, "sglang.srt.parser.reasoning_parser", reasoning_parser_double)
 
 
 def running(engine: SGLangEngineDouble, tmp_path) -> EngineBackend:
@@ -166,9 +153,10 @@ async def test_a_conversation_that_fills_the_context_is_a_one_line_error(parser_
 
 
 def test_the_reply_budget_is_what_was_asked_or_the_room_left():
-    assert reply_budget(4096, used=12, context=32768) == 4096
-    assert reply_budget(4096, used=12, context=4096) == 4084
-    assert reply_budget(4096, used=5000, context=4096) < 1
+    asked = Sampling(max_new_tokens=4096)
+    assert fit_to_context(asked, used=12, context=32768) == asked
+    assert fit_to_context(asked, used=12, context=4096) == Sampling(max_new_tokens=4084)
+    assert isinstance(fit_to_context(asked, used=5000, context=4096), str)
 
 
 async def test_a_scheduler_that_dies_mid_reply_ends_it_in_an_error(parser_double, tmp_path):
