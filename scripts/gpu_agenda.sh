@@ -4,12 +4,14 @@
 #   . /root/gpu/env.sh && bash scripts/gpu_agenda.sh STEP [STEP ...]
 #
 # The steps of one call must fit its 10 minutes: for example `engine` (the first, on a bare
-# machine), then `ui moe`, `serve`, `bench`, `ab`, one call each.
+# machine), then `ui auto`, `serve`, `bench`, `ab`, one call each.
 #
 # Steps (minutes on a warm machine; the first engine of a bare one adds about 4):
-#   engine     the stack passes and streams a reply; random weights and weight-only sharing refused (4)
-#   breakages  no FP8 hook, BF16-view sharing with and without the guard, FP32 head, speculation off (6)
-#   moe        Marlin and `auto` MoE refused (3)
+#   engine     the stack passes and streams a reply; weight-only sharing refused (3)
+#   breakages  random weights, no FP8 hook, BF16-view sharing with and without the guard,
+#              FP32 head, speculation off: each refused (7)
+#   auto       `auto` MoE refused (1.5)
+#   marlin     Marlin MoE refused (2)
 #   ui         the app chats through the engine; records the trace and a screenshot for assets/ (2)
 #   serve      `ling-chat serve` proves itself over HTTP; a remote chat; random weights refused (4)
 #   bench      `ling-chat bench` over humming, humming+fp8, humming+nextn, stack (5)
@@ -37,9 +39,10 @@ gpu_tests() {  # gpu_tests NAME LIMIT_S FILE [PYTEST ARGS...]
 
 for step in "$@"; do
   case "$step" in
-    engine) gpu_tests engine 500 tests/gpu/test_engine_gpu.py -k "stack_passes or random or weight_only" ;;
-    breakages) gpu_tests breakages 540 tests/gpu/test_engine_gpu.py -k "no_fp8_hook or bf16_view or fp32 or speculation" ;;
-    moe) gpu_tests moe 300 tests/gpu/test_engine_gpu.py -k "marlin or auto" ;;
+    engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes or weight_only" ;;
+    breakages) gpu_tests breakages 560 tests/gpu/test_engine_gpu.py -k "random or no_fp8_hook or bf16_view or fp32 or speculation" ;;
+    auto) gpu_tests auto 200 tests/gpu/test_engine_gpu.py -k auto ;;
+    marlin) gpu_tests marlin 240 tests/gpu/test_engine_gpu.py -k marlin ;;
     ui) gpu_tests ui 240 tests/gpu/test_ui_gpu.py ;;
     serve) gpu_tests serve 360 tests/gpu/test_serve_gpu.py ;;
     bench)

@@ -1,7 +1,8 @@
-"""`ling-chat serve` on a real GPU, and the remote chat against it over loopback."""
+"""`ling-chat serve` on a real GPU; the remote client and the app chat with it over loopback."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from app.backend.protocol import ReplyDone, TextChunk
 from app.backend.remote import RemoteBackend
 from app.chat import ChatMessage, Role, Sampling
 from tests.gpu import models
+from tests.gpu.app_chat import MIN_ACCEPT, chat_through_app
 
 pytest.importorskip("sglang", reason="needs SGLang")
 pytestmark = pytest.mark.gpu
@@ -49,7 +51,7 @@ def wait_for(log: Path, proc: subprocess.Popen[str], text: str) -> str:
     return log.read_text(errors="replace")
 
 
-async def test_served_stack_proves_itself_and_chats_over_http(tmp_path):
+async def test_served_stack_proves_itself_and_the_app_chats_over_http(tmp_path):
     proc, port, log = start_server(tmp_path)
     try:
         content = wait_for(log, proc, "ready: every optimization is engaged")
@@ -74,7 +76,14 @@ async def test_served_stack_proves_itself_and_chats_over_http(tmp_path):
             f"{done.meta_info.get('completion_tokens')} tokens"
         )
         assert answer.strip() == models.expected_reply()[1].strip()
-        assert done.meta_info["spec_accept_length"] >= 3.5
+        assert done.meta_info["spec_accept_length"] >= MIN_ACCEPT
+        out = Path(os.environ.get("OUT") or tmp_path)
+        await chat_through_app(
+            RemoteBackend(f"http://127.0.0.1:{port}"),
+            tmp_path / "history.db",
+            ("Hello from the app",),
+            out / "ui-remote-on-gpu.svg",
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=60)
