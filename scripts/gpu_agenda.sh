@@ -7,21 +7,34 @@
 # machine), then `ui auto`, `serve`, `bench`, `ab`, one call each.
 #
 # Steps (minutes on a warm machine; the first engine of a bare one adds about 4):
-#   engine     the stack passes and streams a reply; weight-only sharing refused (3)
+#   engine     the stack passes and streams a reply; weight-only sharing refused (2; cold: 5)
 #   breakages  random weights, no FP8 hook, BF16-view sharing with and without the guard,
 #              FP32 head, speculation off: each refused (7)
-#   auto       `auto` MoE refused (1.5)
-#   marlin     Marlin MoE refused (2)
+#   auto       `auto` MoE refused (1.5; with no FlashInfer, SGLang fails to load it)
+#   marlin     Marlin MoE refused (over 4: cut at 200 and 240 s while capturing graphs)
 #   ui         the app chats through the engine; records the trace and a screenshot for assets/ (2)
-#   serve      `ling-chat serve` proves itself over HTTP; a remote chat; random weights refused (4)
-#   bench      `ling-chat bench` over humming, humming+fp8, humming+nextn, stack (5)
-#   ab         the NEXTN stack with the BF16 and the FP8 head side by side, profiled (4)
+#   serve      `ling-chat serve` proves itself over HTTP; a remote chat through the app; random
+#              weights refused (3; SGLang's HTTP server needs the wheels in .whl/, see below)
+#   bench      `ling-chat bench` over humming, humming+fp8, humming+nextn, stack (4.5)
+#   ab         the NEXTN stack with the BF16 and the FP8 head side by side, profiled, on pinned
+#              cores; ab-fp8-first boots the engines in the other order (3 each)
 # Pytest runs unbuffered and is stopped with SIGINT at its limit, so a cut run still prints
 # what it saw and its summary.
+#
+# The staging kit lacks two packages that SGLang's HTTP server imports (jsonschema,
+# soundfile). Download them here once into the git-ignored .whl/ and name `.whl` in the
+# call's `carry`; this script installs whatever .whl/ holds:
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform any \
+#     -d .whl jsonschema jsonschema-specifications referencing rpds-py attrs soundfile cffi pycparser
 set -u
 OUT="${OUT:-/tmp/gpu-out}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+fi
 
 run() {  # run NAME LIMIT_S COMMAND...
   local name="$1" limit="$2"
@@ -42,7 +55,7 @@ for step in "$@"; do
     engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes or weight_only" ;;
     breakages) gpu_tests breakages 560 tests/gpu/test_engine_gpu.py -k "random or no_fp8_hook or bf16_view or fp32 or speculation" ;;
     auto) gpu_tests auto 200 tests/gpu/test_engine_gpu.py -k auto ;;
-    marlin) gpu_tests marlin 240 tests/gpu/test_engine_gpu.py -k marlin ;;
+    marlin) gpu_tests marlin 500 tests/gpu/test_engine_gpu.py -k marlin ;;
     ui) gpu_tests ui 240 tests/gpu/test_ui_gpu.py ;;
     serve) gpu_tests serve 360 tests/gpu/test_serve_gpu.py ;;
     bench)
@@ -51,9 +64,12 @@ for step in "$@"; do
         --allow-unproven --profiles humming,humming+fp8,humming+nextn,stack \
         --input-len 2048 --output-len 256 --num-prompts 2 --reps 2 --peak-gbps 4800 \
         --json "$OUT/bench.json" ;;
-    ab)
-      run ab 400 python3 scripts/gpu_stack_ab.py /root/ab --known-answer --reps 12 --profile
-      cp /root/ab/ab.json "$OUT/ab.json" 2>/dev/null ;;
+    ab | ab-fp8-first)
+      flag=""
+      [ "$step" = ab-fp8-first ] && flag="--fp8-first"
+      run "$step" 300 taskset -c 2-9 python3 scripts/gpu_stack_ab.py "/root/$step" \
+        --known-answer --reps 10 --profile $flag
+      cp "/root/$step/ab.json" "$OUT/$step.json" 2>/dev/null ;;
     *) echo "unknown step: $step" >&2; exit 2 ;;
   esac
 done

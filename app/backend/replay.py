@@ -49,6 +49,19 @@ TRACE_FORMAT: Final = "ling-chat-trace"
 TRACE_VERSION: Final = 1
 MAX_STAGE_GAP_S: Final = 1.0
 """Replayed start-up never waits longer than this between two stages (loads take minutes)."""
+DEMO_TRACE: Final = "h200-stack-known-answer.trace.json"
+"""The trace shipped in assets/: the stack on the project's H200 (`--replay demo`)."""
+
+
+def trace_path(name: str | Path) -> Path:
+    """`name` as a path; `demo` is the shipped trace (installed, or in a source checkout)."""
+    if str(name) != "demo":
+        return Path(name)
+    package = Path(__file__).resolve().parents[1]
+    for folder in (package / "_assets", package.parent / "assets"):
+        if (folder / DEMO_TRACE).is_file():
+            return folder / DEMO_TRACE
+    raise BackendError(f"the demo trace {DEMO_TRACE} is not installed with ling-chat")
 
 
 def event_to_dict(event: ReplyEvent, started_at: float) -> dict[str, Any]:

@@ -23,7 +23,11 @@ if TYPE_CHECKING:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The chat's own flags, plus the model and data flags."""
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--replay", metavar="TRACE", help="play a recorded session (no GPU)")
+    source.add_argument(
+        "--replay",
+        metavar="TRACE",
+        help="play a recorded session (no GPU); `demo` plays the one recorded on an H200",
+    )
     source.add_argument("--server", metavar="URL", help="use a running SGLang server")
     parser.add_argument(
         "--replay-speed",
@@ -76,11 +80,11 @@ async def _run_app(app: LingChatApp) -> None:
 
 def _backend(args: argparse.Namespace, settings: Settings) -> ChatBackend:
     """The backend the flags ask for, wrapped in a recorder with --record."""
-    from app.backend.replay import RecordingBackend, ReplayBackend
+    from app.backend.replay import RecordingBackend, ReplayBackend, trace_path
 
     backend: ChatBackend
     if args.replay:
-        backend = ReplayBackend(args.replay, speed=args.replay_speed)
+        backend = ReplayBackend(trace_path(args.replay), speed=args.replay_speed)
     elif args.server:
         from app.backend.remote import RemoteBackend
 

@@ -13,7 +13,7 @@ from app.storage import ChatStore, MessageStatus, StoredMessage
 from app.ui import LingChatApp
 from app.ui.screens.chat import ChatScreen
 from tests.gpu import models
-from tests.ui.conftest import send, wait_until
+from tests.ui.conftest import send, text_of, wait_until
 
 MIN_ACCEPT = 3.5
 
@@ -63,7 +63,7 @@ async def chat_through_app(
                         timeout=120,
                     )
                     say(f"reply {asked} ended")
-                panel = str(screen.query_one("#reply-numbers", Static).render())
+                panel = text_of(screen.query_one("#reply-numbers", Static))
                 say(f"speed panel after the last reply:\n{panel}")
                 assert "accept" in panel and "verify" in panel
                 app.save_screenshot(filename=screenshot.name, path=str(screenshot.parent))

@@ -10,14 +10,16 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+from textual.widgets import Static
 
 from app.backend.protocol import ChatBackend, ReplyDone, ReplyEvent, TextChunk
-from app.backend.replay import RecordingBackend, ReplayBackend
+from app.backend.replay import RecordingBackend, ReplayBackend, trace_path
 from app.chat import ChatMessage, Role, Sampling
 from app.errors import BackendError
 from app.storage import ChatStore, MessageStatus
 from app.ui import LingChatApp
-from tests.ui.conftest import SIZE, chat_screen, reply_done, send
+from tests.gpu import models
+from tests.ui.conftest import SIZE, chat_screen, reply_done, send, text_of
 from tests.ui.scripted_backend import ScriptedBackendDouble, answer_reply
 
 HELLO = (ChatMessage(Role.USER, "hello"),)
@@ -163,3 +165,29 @@ async def test_the_trace_holds_the_facts_known_after_start_up(tmp_path: Path) ->
     assert [stage async for stage in recorder.start()] == list(inner.stages)
     trace = json.loads((tmp_path / "trace.json").read_text())
     assert trace["info"]["sglang_version"] == "0.5.23 (read at start-up)"
+
+
+async def test_the_shipped_gpu_trace_plays_in_the_app(
+    store: ChatStore, make_app: Callable[..., LingChatApp]
+) -> None:
+    """`ling-chat --replay demo`: the H200 recording passes its proof and replays its reply."""
+    replay = ReplayBackend(trace_path("demo"), speed=50)
+    app = make_app(replay)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        assert (await app.backend.proof()).ok
+        await send(pilot, "What did each lever do?")
+        await reply_done(pilot)
+        panel = text_of(screen.query_one("#reply-numbers", Static))
+    (conversation,) = store.list_conversations()
+    reply = store.messages(conversation.id)[-1]
+    _, answer = models.expected_reply()
+    assert reply.status is MessageStatus.COMPLETE
+    assert reply.content.strip() == answer.strip()
+    assert reply.stats is not None and reply.stats.accept_length == 3.75
+    assert "accept   3.75" in panel and "verify   8 rounds" in panel
+
+
+def test_an_unknown_trace_name_is_a_path(tmp_path: Path) -> None:
+    assert trace_path(tmp_path / "t.json") == tmp_path / "t.json"
+    assert trace_path("demo").name == "h200-stack-known-answer.trace.json"
