@@ -51,7 +51,7 @@ def table_rows(profiles: Sequence[ProfileResult], workload: str) -> list[TableRo
         found = result.workload(workload)
         if found is not None and found.summary.decode_tps is not None:
             speeds[result.profile] = found.summary.decode_tps
-    base = speeds.get(BASELINE, next(iter(speeds.values()), None))
+    base = speeds.get(reference_profile(speeds) or "")
     rows, previous, prev_speed = [], None, None
     for result in profiles:
         found = result.workload(workload)
@@ -71,6 +71,11 @@ def table_rows(profiles: Sequence[ProfileResult], workload: str) -> list[TableRo
         previous = result.profile
         prev_speed = speed if speed is not None else prev_speed
     return rows
+
+
+def reference_profile(speeds: Mapping[str, float]) -> str | None:
+    """The profile every row is compared with: `baseline` if it has a speed, else the first."""
+    return BASELINE if BASELINE in speeds else next(iter(speeds), None)
 
 
 def _ratio(value: float | None, reference: float | None) -> float | None:
@@ -116,8 +121,11 @@ def workload_title(description: Mapping[str, Any]) -> str:
 
 def speed_table(rows: Sequence[TableRow]) -> str:
     """Speed, latency, accept length and accuracy, with each row's deltas."""
-    headers = ["profile", "lever", "tok/s", "vs prev", "vs base", "TPOT ms", "p95", "TTFT s"]
-    headers += ["E2E s mean", "p50", "p95", "accept", "median", "accuracy", "err", "trunc"]
+    speeds = {r.profile: r.summary.decode_tps for r in rows if r.summary and r.summary.decode_tps}
+    reference = reference_profile(speeds) or BASELINE
+    headers = ["profile", "lever", "tok/s", "vs prev", f"vs {reference}", "TPOT ms", "p95"]
+    headers += ["TTFT s", "E2E s mean", "p50", "p95", "accept", "median", "accuracy", "err"]
+    headers.append("trunc")
     lines = []
     for row in rows:
         s = row.summary

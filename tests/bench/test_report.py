@@ -64,8 +64,11 @@ def test_a_failed_profile_is_skipped_by_the_next_rows_delta() -> None:
 
 
 def test_without_a_baseline_row_the_first_row_is_the_reference() -> None:
-    rows = table_rows((profile("humming", 40.0), profile("stack", 50.0)), "synthetic")
+    profiles = (profile("humming", 40.0), profile("stack", 50.0))
+    rows = table_rows(profiles, "synthetic")
     assert rows[1].vs_baseline == pytest.approx(0.25)
+    header = render_run(run(*profiles)).splitlines()[2].split()
+    assert header[3:7] == ["vs", "prev", "vs", "humming"]
 
 
 def test_speed_table_shows_each_lever_with_its_deltas() -> None:
@@ -74,6 +77,7 @@ def test_speed_table_shows_each_lever_with_its_deltas() -> None:
         "synthetic: 32768 in / 2048 out, greedy, ignore_eos; "
         "2 reps x 5 prompts after 1 warm-up, batch 1"
     )
+    assert "vs prev  vs baseline" in text.splitlines()[2]
     assert _cells(text, "humming")[:5] == ["humming", "+Humming", "39.45", "+9.3%", "+9.3%"]
     assert _cells(text, "humming+fp8")[:6] == [
         "humming+fp8", "+FP8", "head", "43.94", "+11.4%", "+21.8%",
