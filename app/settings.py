@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from platformdirs import user_config_path, user_data_path
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -48,16 +49,20 @@ class Profile(StrEnum):
     """Humming + NEXTN with the BF16 head: isolates what the FP8 head adds to the stack."""
 
 
+_SAMPLING = Sampling()
+"""Ling-3.0-flash's recommended sampling, defined once in app.chat."""
+
+
 class SamplingSettings(BaseModel):
     """Default sampling for new conversations (Ling-3.0-flash's recommended values)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    temperature: float = Field(default=0.6, ge=0.0, le=2.0)
-    top_p: float = Field(default=0.95, gt=0.0, le=1.0)
-    top_k: int = Field(default=29, ge=-1)
+    temperature: float = Field(default=_SAMPLING.temperature, ge=0.0, le=2.0)
+    top_p: float = Field(default=_SAMPLING.top_p, gt=0.0, le=1.0)
+    top_k: int = Field(default=_SAMPLING.top_k, ge=-1)
     """-1 disables top-k."""
-    max_new_tokens: int = Field(default=4096, ge=1, le=131072)
+    max_new_tokens: int = Field(default=_SAMPLING.max_new_tokens, ge=1, le=131072)
 
     def to_sampling(self) -> Sampling:
         """The plain dataclass the backends take."""
@@ -86,6 +91,16 @@ class Settings(BaseSettings):
     """The warm-up accept length below which the proof refuses to start."""
     keymap: dict[str, str] = Field(default_factory=dict)
     """Binding id -> keys, e.g. {"stop_reply" = "ctrl+x"}; ids are listed in the help screen."""
+
+    @field_validator("data_dir")
+    @classmethod
+    def _expand_data_dir(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @field_validator("model_path")
+    @classmethod
+    def _expand_model_path(cls, value: str) -> str:
+        return str(Path(value).expanduser()) if value.startswith("~") else value
 
     @classmethod
     def settings_customise_sources(
@@ -123,18 +138,23 @@ def load_settings(**overrides: Any) -> Settings:
     given = {key: value for key, value in overrides.items() if value is not None}
     try:
         return Settings(**given)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+    except SettingsError as exc:  # an environment variable that does not parse
+        raise ConfigError(f"{exc}: {exc.__cause__}" if exc.__cause__ else str(exc)) from exc
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, path)) from exc
+        raise ConfigError(_describe(exc, path, flags=set(given))) from exc
 
 
-def _describe(exc: ValidationError, path: Path) -> str:
+def _describe(exc: ValidationError, path: Path, flags: set[str]) -> str:
     """The first validation problem as one line naming where it came from and what is allowed."""
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"]) or "settings"
     env_name = "LING_CHAT_" + where.replace(".", "__").upper()
-    source = env_name if env_name in os.environ else str(path)
+    if where in flags:
+        source = "--" + where.replace("_", "-").replace("model-path", "model")
+    else:
+        source = env_name if env_name in os.environ else str(path)
     allowed = error["msg"]
     if error["type"] == "extra_forbidden":
         allowed = f"unknown setting; allowed: {', '.join(sorted(Settings.model_fields))}"

@@ -14,15 +14,32 @@ from app.commands.doctor import format_report
 from app.errors import ConfigError
 
 
-def test_sglang_args_parse_json_values_and_keep_strings():
-    got = sglang_overrides(["load_format=dummy", "context-length=4096", "x=[1, 2]"])
-    assert got == {"load_format": "dummy", "context_length": 4096, "x": [1, 2]}
-    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
-        sglang_overrides(["nonsense"])
-
-
 def serve_args(*argv: str) -> argparse.Namespace:
     return build_parser().parse_args(["serve", *argv])
+
+
+def sglang_args(*pairs: str, before: bool = False) -> argparse.Namespace:
+    """`ling-chat doctor` with each pair as --sglang-arg, after the sub-command or before it."""
+    flags = [arg for pair in pairs for arg in ("--sglang-arg", pair)]
+    return build_parser().parse_args([*flags, "doctor"] if before else ["doctor", *flags])
+
+
+@pytest.mark.parametrize("before", [False, True])
+def test_sglang_args_parse_json_values_and_keep_strings(before: bool):
+    pairs = ("load_format=dummy", "context-length=4096", "x=[1, 2]")
+    got = sglang_overrides(sglang_args(*pairs, before=before))
+    assert got == {"load_format": "dummy", "context_length": 4096, "x": [1, 2]}
+    assert sglang_overrides(sglang_args()) == {}
+    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
+        sglang_overrides(sglang_args("nonsense"))
+
+
+def test_sglang_args_override_serves_defaults_but_not_its_bind():
+    overrides = serve.serve_overrides(
+        serve_args("--sglang-arg", "max_running_requests=4", "--sglang-arg", "host=0.0.0.0")
+    )
+    assert (overrides["max_running_requests"], overrides["host"]) == (4, "127.0.0.1")
+    assert overrides["cuda_graph_bs_decode"] is None
 
 
 def test_serve_binds_loopback_by_default_and_passes_tp():
@@ -52,7 +69,15 @@ def test_doctor_report_gives_the_fix_only_for_failed_lines():
     assert text.endswith("refused to start")
 
 
-def test_a_missing_model_path_is_one_line_before_anything_loads(tmp_path, capsys):
-    assert main(["doctor", "--model", str(tmp_path / "missing")]) == 1
+@pytest.mark.parametrize("command", ["doctor", "serve"])
+def test_a_missing_model_path_is_one_line_before_anything_loads(tmp_path, capsys, command):
+    assert main([command, "--model", str(tmp_path / "missing")]) == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "does not exist" in err
+
+
+def test_serving_without_the_engine_extra_is_one_line(tmp_path, capsys):
+    (tmp_path / "config.json").write_text("{}")
+    assert main(["serve", "--model", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "pip install 'ling-chat[engine]'" in err

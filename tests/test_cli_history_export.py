@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -177,3 +178,34 @@ def test_export_of_an_unknown_id_writes_nothing(
     assert cli("export", "--id", "7", "-o", str(out)) == 1
     assert capsys.readouterr().err == "ling-chat: error: no conversation 7\n"
     assert not out.exists()
+
+
+def test_export_to_a_closed_pipe_ends_quietly(filled: Path) -> None:
+    """`ling-chat export -o - | head`: the reader leaving early is no error."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "export", "-o", "-"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # before ling-chat has written anything
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert b"Traceback" not in err
+
+
+def test_an_archived_conversation_leaves_the_list_until_unarchived(
+    filled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli("history", "archive", "1") == 0
+    assert capsys.readouterr().out == "#1 Pasta <night>: archived\n"
+    cli("history")
+    assert "Pasta" not in capsys.readouterr().out
+    cli("history", "--all")
+    assert "Pasta <night>  (archived)" in capsys.readouterr().out
+    assert cli("history", "unarchive", "1") == 0
+    capsys.readouterr()
+    cli("history")
+    assert "Pasta <night>\n" in capsys.readouterr().out
+    assert cli("history", "archive", "42") == 1
+    assert capsys.readouterr().err == "ling-chat: error: no conversation 42\n"

@@ -74,3 +74,31 @@ def test_data_paths_follow_the_data_dir(tmp_path):
     settings = load_settings(data_dir=str(tmp_path))
     assert settings.db_path == tmp_path / "history.db"
     assert settings.log_dir == tmp_path / "logs"
+
+
+def test_a_config_file_that_is_not_text_is_one_line():
+    config_file().write_bytes(b"model_path = \xff\xfe\n")
+    with pytest.raises(ConfigError, match="not valid TOML") as exc:
+        load_settings()
+    assert "\n" not in str(exc.value)
+
+
+def test_an_environment_value_that_does_not_parse_is_one_line(monkeypatch):
+    monkeypatch.setenv("LING_CHAT_KEYMAP", "notjson")
+    with pytest.raises(ConfigError, match='field "keymap"') as exc:
+        load_settings()
+    assert "\n" not in str(exc.value)
+
+
+def test_a_bad_flag_value_names_the_flag():
+    with pytest.raises(ConfigError, match=r"^--mem-fraction: mem_fraction = 2"):
+        load_settings(mem_fraction=2)
+
+
+def test_home_is_expanded_in_paths(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("LING_CHAT_DATA_DIR", "~/chats")
+    config_file().write_text('model_path = "~/models/ling"\n')
+    settings = load_settings()
+    assert settings.data_dir == tmp_path / "chats"
+    assert settings.model_path == str(tmp_path / "models" / "ling")

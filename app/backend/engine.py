@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from app.backend.engine_config import EngineConfig, GpuFacts, server_args
 from app.backend.patches import PLAN_ENV, REFUSAL, PatchPlan
-from app.backend.proof import build_report, refusal_report
+from app.backend.proof import WARMUP_MESSAGES, WARMUP_SAMPLING, build_report, refusal_report
 from app.backend.protocol import (
     BackendInfo,
     LoadStage,
@@ -37,16 +37,27 @@ from app.backend.protocol import (
     TextChunk,
     TimedGeneration,
 )
-from app.chat import ChatMessage, Role, Sampling, fit_to_context
+from app.chat import ChatMessage, Sampling, fit_to_context
 from app.errors import BackendError, EngineCrashed, ModelNotFound
 
 T = TypeVar("T")
-WARMUP_PROMPT = "Count from 1 to 60 in words, separated by commas."
-WARMUP_TOKENS = 64
 CRASH_POLL_S = 0.5
 """How often a streaming reply checks whether SGLang's scheduler died (SIGQUIT)."""
 LOAD_STAGE = "Loading weights, compiling Humming kernels, capturing CUDA graphs"
 WARMUP_STAGE = "Warming up and measuring accept length"
+
+
+ENGINE_PACKAGES = ("sglang", "torch", "humming")
+"""The packages of the `engine` extra: missing one is an install problem, not a bug."""
+
+
+def engine_missing(exc: ImportError) -> BackendError:
+    """The one-line error for a missing engine package; a missing other module re-raises."""
+    if (exc.name or "").split(".")[0] not in ENGINE_PACKAGES:
+        raise exc
+    return BackendError(
+        f"the engine is not installed ({exc.name} missing): pip install 'ling-chat[engine]'"
+    )
 
 
 def check_model_path(model_path: str) -> None:
@@ -88,7 +99,10 @@ def gpu_facts() -> GpuFacts:
 
     import torch
 
-    major, minor = torch.cuda.get_device_capability()
+    try:
+        major, minor = torch.cuda.get_device_capability()
+    except (RuntimeError, AssertionError) as exc:  # no driver, no device, a CPU-only torch
+        raise BackendError(f"no usable CUDA GPU: {exc}") from exc
     has_fa3 = False
     try:
         import sgl_kernel.flash_ops  # noqa: F401
@@ -122,8 +136,12 @@ class EngineThread:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+
+    def _run(self) -> None:
+        self.loop.run_forever()
+        self.loop.close()  # after stop(): its selector and self-pipe go with it
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
         """Run `coro` on the engine loop; await the result from any loop."""
@@ -138,7 +156,7 @@ class EngineThread:
         return self.submit(run())
 
     def stop(self) -> None:
-        """Cancel what still runs on the loop, then stop it; the daemon thread ends with it.
+        """Cancel what still runs on the loop, stop and close it, and wait for the thread.
 
         A reply whose scheduler died never ends by itself: it is cancelled here.
         """
@@ -149,6 +167,7 @@ class EngineThread:
             self.loop.call_soon(self.loop.stop)  # after the cancelled tasks have unwound
 
         self.loop.call_soon_threadsafe(cancel_then_stop)
+        self._thread.join(timeout=5)
 
 
 class EngineBackend:
@@ -206,9 +225,7 @@ class EngineBackend:
             engine_cls = await self._thread.call(lambda: engine_class(self._scheduler_entry))
             gpu = await self._thread.call(gpu_facts)
         except ImportError as exc:
-            raise BackendError(
-                f"SGLang is not installed ({exc.name}): pip install 'ling-chat[engine]'"
-            ) from exc
+            raise engine_missing(exc) from exc
         yield stage("Importing SGLang", True)
         self._prepare_environment()
         self._install_sigquit_handler()
@@ -245,7 +262,7 @@ class EngineBackend:
         atexit.unregister(self._engine.shutdown)
         self._version = await self._thread.call(_sglang_version)
         yield stage(LOAD_STAGE, True)
-        yield stage(WARMUP_STAGE, False, WARMUP_PROMPT)
+        yield stage(WARMUP_STAGE, False, WARMUP_MESSAGES[0].content)
         accept = await self._warmup()
         yield stage(
             WARMUP_STAGE, True, "no speculation" if accept is None else f"accept {accept:.2f}"
@@ -346,7 +363,10 @@ class EngineBackend:
         return await self._thread.submit(run())
 
     async def call_tokenizer_manager(self, method: str, *args: Any) -> Any:
-        """Await `engine.tokenizer_manager.<method>(*args)` on the engine loop (profiling)."""
+        """Await `engine.tokenizer_manager.<method>(*args)` on the engine loop.
+
+        For measurement scripts (`scripts/gpu_stack_ab.py` profiles through it).
+        """
         if self._engine is None or self._thread is None:
             raise BackendError("the engine is not running")
         return await self._thread.submit(getattr(self._engine.tokenizer_manager, method)(*args))
@@ -374,7 +394,7 @@ class EngineBackend:
             self._children_before = None
             await asyncio.to_thread(_stop_processes, pids)
         if self._thread is not None:
-            self._thread.stop()
+            await asyncio.to_thread(self._thread.stop)
             self._thread = None
 
     def chat_prompt(self, messages: Sequence[ChatMessage]) -> str:
@@ -437,10 +457,8 @@ class EngineBackend:
 
     async def _warmup(self) -> float | None:
         """A short greedy chat reply; its accept length (None without speculation)."""
-        messages = [ChatMessage(Role.USER, WARMUP_PROMPT)]
         meta: dict[str, Any] = {}
-        sampling = Sampling(temperature=0.0, top_p=1.0, top_k=-1, max_new_tokens=WARMUP_TOKENS)
-        async for event in self.stream_reply(messages, sampling):
+        async for event in self.stream_reply(WARMUP_MESSAGES, WARMUP_SAMPLING):
             if isinstance(event, ReplyDone):
                 meta = dict(event.meta_info)
             elif isinstance(event, ReplyError):
@@ -450,10 +468,14 @@ class EngineBackend:
 
     def _prepare_environment(self) -> None:
         """Logging to a file in the data dir, and the plan for the scheduler's patches."""
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        self.log_file.touch()
         config_path = self.log_file.with_suffix(".logging.json")
-        config_path.write_text(json.dumps(logging_config(self.log_file)))
+        try:
+            self.log_file.parent.mkdir(parents=True, exist_ok=True)
+            self.log_file.touch()
+            config_path.write_text(json.dumps(logging_config(self.log_file)))
+        except OSError as exc:
+            folder = self.log_file.parent
+            raise BackendError(f"cannot write SGLang's log in {folder}: {exc}") from exc
         os.environ["SGLANG_LOGGING_CONFIG_PATH"] = str(config_path)
         plan = PatchPlan(fp8_head=self.config.levers.fp8_head, log_file=str(self.log_file))
         os.environ[PLAN_ENV] = plan.to_env()

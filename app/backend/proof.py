@@ -18,7 +18,11 @@ from app.backend.engine_config import (
     Levers,
 )
 from app.backend.protocol import ProofLine, ProofReport, Verdict
+from app.chat import ChatMessage, Role, Sampling
 
+WARMUP_MESSAGES = (ChatMessage(Role.USER, "Count from 1 to 60 in words, separated by commas."),)
+WARMUP_SAMPLING = Sampling(temperature=0.0, top_p=1.0, top_k=-1, max_new_tokens=64)
+"""The greedy warm-up reply whose accept length the proof judges, in-process and served."""
 HUMMING_METHOD = "Mxfp4HummingMoEMethod"
 HUMMING_CORE = "HummingRunnerCore"
 FP8_METHOD = "LingFp8LMHeadMethod"
@@ -218,15 +222,14 @@ def _fp32_head(facts: Facts, levers: Levers) -> ProofLine:
         return _line("fp32_head", False, err)
     head = facts["head_target"]
     on = head["fp32_logits"] or head["config_fp32_logits"]
-    if levers.fp32_logits:
-        evidence = "FP32 logits on, as this profile's BF16-head recipe asks"
-        return ProofLine("fp32_head", "FP32 LM head (official recipe)", Verdict.PASS, evidence)
-    return _line(
-        "fp32_head",
-        not on,
+    flags = (
         f"logits processor use_fp32_lm_head={head['fp32_logits']}, "
-        f"config enable_lm_head_fp32={head['config_fp32_logits']}",
+        f"config enable_lm_head_fp32={head['config_fp32_logits']}"
     )
+    if levers.fp32_logits:  # this profile's BF16-head recipe asks for FP32 logits
+        verdict = Verdict.PASS if on else Verdict.FAIL
+        return ProofLine("fp32_head", "FP32 LM head (official recipe)", verdict, flags)
+    return _line("fp32_head", not on, flags)
 
 
 def _shared_head(facts: Facts, levers: Levers) -> ProofLine:

@@ -44,7 +44,7 @@ from typing import Any
 import httpx
 
 from app.backend.engine_config import PROFILES
-from app.backend.proof import build_report
+from app.backend.proof import WARMUP_MESSAGES, WARMUP_SAMPLING, build_report
 from app.backend.protocol import (
     BackendInfo,
     LoadStage,
@@ -62,8 +62,8 @@ from app.backend.wire import (
     prompt_size,
     tokenize_request,
 )
-from app.chat import ChatMessage, Role, Sampling, fit_to_context
-from app.errors import ConfigError, ProofFailed, ServerError
+from app.chat import ChatMessage, Sampling, fit_to_context
+from app.errors import BackendError, ConfigError, ProofFailed, ServerError
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +76,6 @@ STOP_GRACE_S = 2.0
 """How long `stop_reply` waits for the server to end an aborted stream itself."""
 PROOF_KEY = "ling_chat_proof"
 """Where ling-chat's patched scheduler publishes its evidence in `/server_info`."""
-WARMUP_MESSAGES = (ChatMessage(Role.USER, "Count from 1 to 40, separated by commas."),)
-WARMUP_SAMPLING = Sampling(temperature=0.0, top_p=1.0, top_k=1, max_new_tokens=48)
 """Greedy and predictable, so a working draft head shows a clear accept length."""
 
 
@@ -205,7 +203,7 @@ class RemoteBackend:
     async def proof(self) -> ProofReport:
         """The report judged by `start()`, also after it raised `ProofFailed`."""
         if self._report is None:
-            raise RuntimeError("proof() needs start() to have reached the proof stage")
+            raise BackendError("proof() needs start() to have reached the proof stage")
         return self._report
 
     async def stream_reply(

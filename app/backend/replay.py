@@ -42,7 +42,7 @@ from app.backend.protocol import (
     TextChunk,
 )
 from app.chat import ChatMessage, Sampling
-from app.errors import BackendError
+from app.errors import BackendError, ExportError
 from app.files import write_atomic
 
 TRACE_FORMAT: Final = "ling-chat-trace"
@@ -125,8 +125,10 @@ def read_trace(path: Path) -> dict[str, Any]:
             ProofReport.from_dict(trace["proof"])
         for reply in trace["replies"]:
             for event in reply["events"]:
-                event_from_dict(event, 0.0)
-    except (KeyError, TypeError, ValueError) as exc:
+                event_from_dict(event, float(event["t"]))
+            if reply["events"][-1]["type"] not in ("done", "error"):
+                raise ValueError("a reply does not end with a done or error event")
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise BackendError(f"{path}: malformed trace ({exc!r})") from exc
     return trace
 
@@ -214,7 +216,8 @@ class RecordingBackend:
     """Wraps any `ChatBackend` and records what passes through it to a trace file.
 
     The file is rewritten atomically after start-up, the proof and each finished reply,
-    so a crash loses at most the reply in flight.
+    so a crash loses at most the reply in flight. A write that fails (a full disk) leaves
+    the chat going and says why in `save_error` until a later write succeeds.
     """
 
     def __init__(self, inner: ChatBackend, path: Path | str) -> None:
@@ -229,6 +232,7 @@ class RecordingBackend:
             "proof": None,
             "replies": [],
         }
+        self.save_error: str | None = None
 
     @property
     def info(self) -> BackendInfo:
@@ -282,5 +286,13 @@ class RecordingBackend:
         await self._inner.shutdown()
 
     def _save(self) -> None:
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self._path, [json.dumps(self._trace, ensure_ascii=False)])
+        """Rewrite the trace; a failure is kept in `save_error`, never raised into the chat."""
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(self._path, [json.dumps(self._trace, ensure_ascii=False)])
+        except ExportError as exc:
+            self.save_error = str(exc)
+        except OSError as exc:
+            self.save_error = f"cannot write {self._path}: {exc.strerror}"
+        else:
+            self.save_error = None

@@ -13,7 +13,7 @@ import os
 import signal
 from collections.abc import Callable
 
-from app.backend.engine import gpu_facts
+from app.backend.engine import check_model_path, engine_missing, gpu_facts
 from app.backend.engine_config import EngineConfig, server_args
 from app.backend.patches import PLAN_ENV, PatchPlan
 from app.backend.protocol import ProofReport
@@ -33,10 +33,14 @@ def serve(
         report_out: receives the proof report once the server judged itself.
         scheduler_entry: replaces ling-chat's scheduler entry (GPU tests only).
     """
-    from sglang.srt.entrypoints.http_server import launch_server
-    from sglang.srt.server_args import ServerArgs
+    check_model_path(config.model_path)
+    try:
+        from sglang.srt.entrypoints.http_server import launch_server
+        from sglang.srt.server_args import ServerArgs
 
-    from app.backend import patches
+        from app.backend import patches
+    except ImportError as exc:
+        raise engine_missing(exc) from exc
 
     os.environ[PLAN_ENV] = PatchPlan(fp8_head=config.levers.fp8_head).to_env()
     # Ling-3.0-flash thinks by default and SGLang's template detection cannot tell: name
@@ -45,11 +49,10 @@ def serve(
     verdict: list[bool] = []
 
     def judge_self() -> None:
-        """Runs in SGLang's warm-up thread once the server is ready."""
-        report = asyncio.run(self_proof(args.host, args.port, args.api_key, config))
-        report_out(report)
-        verdict.append(report.ok)
-        if not report.ok:
+        """Runs in SGLang's warm-up thread once the server is ready; unproven means stop."""
+        prove = lambda: asyncio.run(self_proof(args.host, args.port, args.api_key, config))  # noqa: E731
+        verdict.append(judge(prove, report_out))
+        if not verdict[-1]:
             os.kill(os.getpid(), signal.SIGTERM)
 
     launch_server(
@@ -58,7 +61,18 @@ def serve(
         run_detokenizer_process_func=patches.run_detokenizer_process,
         launch_callback=judge_self,
     )
-    return all(verdict)
+    return bool(verdict) and all(verdict)
+
+
+def judge(prove: Callable[[], ProofReport], report_out: Callable[[ProofReport], None]) -> bool:
+    """The server's verdict on itself: False when the proof fails or could not be run."""
+    try:
+        report = prove()
+    except Exception as exc:  # noqa: BLE001 - a server that cannot judge itself is unproven
+        print(f"ling-chat: refused to serve: the proof could not run ({exc})", flush=True)
+        return False
+    report_out(report)
+    return report.ok
 
 
 async def self_proof(

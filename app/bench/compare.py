@@ -64,6 +64,11 @@ class Comparison:
         """The changes for the worse beyond the threshold."""
         return tuple(change for change in self.changes if change.regression)
 
+    @property
+    def worse(self) -> bool:
+        """A regression, or something run A measured that run B did not (a failed profile)."""
+        return bool(self.regressions or self.only_a)
+
 
 def _summaries(run: BenchRun) -> dict[tuple[str, str], WorkloadSummary]:
     return {
@@ -77,7 +82,7 @@ def compare_runs(a: BenchRun, b: BenchRun, *, threshold_pct: float) -> Compariso
     """Compare every (workload, profile) both runs measured.
 
     A change is a regression when it is for the worse and either exceeds `threshold_pct`
-    or starts from zero (0 -> 1 errors).
+    or starts from zero (0 -> 1 errors), or when a measured value is gone in run B.
     """
     before, after = _summaries(a), _summaries(b)
     changes = []
@@ -97,7 +102,7 @@ def compare_runs(a: BenchRun, b: BenchRun, *, threshold_pct: float) -> Compariso
 
 def _regressed(metric: Metric, old: float | None, new: float | None, threshold_pct: float) -> bool:
     if old is None or new is None:
-        return False
+        return new is None  # a value that run B no longer has (it only got here if A had one)
     worse = new < old if metric.higher_is_better else new > old
     return worse and (old == 0 or abs(new - old) / abs(old) * 100 > threshold_pct)
 
@@ -142,4 +147,6 @@ def render_comparison(comparison: Comparison, *, threshold_pct: float) -> str:
         blocks.append("\n".join(missing))
     count = len(comparison.regressions)
     verdict = f"{count} regression{'s' if count != 1 else ''} beyond {threshold_pct:g}%"
+    if comparison.only_a:
+        verdict += f"; {len(comparison.only_a)} measured in A missing from B"
     return "\n\n".join([*blocks, verdict])

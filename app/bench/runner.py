@@ -131,7 +131,9 @@ async def _send(
         finish_reason=finish_reason(sample.meta_info),
         expected=request.expected,
         extracted=extracted,
-        correct=answers_match(extracted, request.expected) if request.expected else None,
+        correct=(
+            answers_match(extracted, request.expected) if request.expected is not None else None
+        ),
     )
 
 

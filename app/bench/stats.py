@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
 
 from app.bench.results import RequestRecord, WorkloadSummary
-from app.telemetry.metrics import ReplyStats
+from app.telemetry import windows
+from app.telemetry.metrics import ReplyStats, pooled_accept_length
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
-    """The q-th percentile (0-100) with linear interpolation, as numpy's default; None if empty."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100
-    low, high = math.floor(rank), math.ceil(rank)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+    """The telemetry's q-th percentile (linear, as numpy's default), or None when empty."""
+    return windows.percentile(values, q) if values else None
 
 
 def _inverse(value: float | None) -> float | None:
@@ -59,12 +54,7 @@ def summarize(records: Sequence[RequestRecord], *, natural_stop: bool) -> Worklo
         latency_mean_s=statistics.fmean(latencies) if latencies else None,
         latency_p50_s=percentile(latencies, 50),
         latency_p95_s=percentile(latencies, 95),
-        accept_length=(
-            sum(s.completion_tokens for s in speculative)
-            / sum(s.verify_ct or 0 for s in speculative)
-            if speculative
-            else None
-        ),
+        accept_length=pooled_accept_length(done),
         accept_length_median=percentile(
             [s.accept_length for s in speculative if s.accept_length is not None], 50
         ),

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.backend.engine import engine_missing
 from app.backend.engine_config import PROFILES
 from app.bench.bandwidth import roofline_columns
 from app.bench.compare import compare_runs, render_comparison
@@ -27,12 +28,11 @@ from app.commands.common import (
     settings_from,
     sglang_overrides,
 )
-from app.errors import BackendError, ConfigError
+from app.errors import ConfigError
 from app.files import write_atomic
 from app.telemetry.roofline import DGX_SPARK_GBPS
 
 DEFAULT_PROFILES = ("baseline", "humming", "humming+fp8", "stack")
-ENGINE_PACKAGES = ("sglang", "torch", "humming")
 
 
 def _count(minimum: int) -> Callable[[str], int]:
@@ -156,15 +156,11 @@ def _bench(args: argparse.Namespace) -> int:
         raise ConfigError(f"--json {args.json}: no such directory")
     workloads = _workloads(args)
     settings = settings_from(args)
-    overrides = sglang_overrides(args.sglang_arg)
+    overrides = sglang_overrides(args)
     try:
         from app.backend.bench_engine import bench_engine_factory
     except ModuleNotFoundError as exc:
-        if (exc.name or "").split(".")[0] not in ENGINE_PACKAGES:
-            raise
-        raise BackendError(
-            f"the engine is not installed ({exc.name} missing): pip install 'ling-chat[engine]'"
-        ) from exc
+        raise engine_missing(exc) from exc
     factory = bench_engine_factory(
         engine_config(settings, overrides), require_proof=not args.allow_unproven
     )
@@ -249,4 +245,4 @@ def _compare(args: argparse.Namespace) -> int:
     comparison = compare_runs(read_json(args.a), read_json(args.b), threshold_pct=args.threshold)
     print(f"A: {args.a}\nB: {args.b}\n")
     print(render_comparison(comparison, threshold_pct=args.threshold))
-    return 1 if comparison.regressions else 0
+    return 1 if comparison.worse else 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from typing import TYPE_CHECKING
 
 from app.backend.protocol import ChatBackend
@@ -49,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the chat app; returns its exit status."""
+    from app.backend.replay import RecordingBackend
     from app.storage import ChatStore
     from app.ui import LingChatApp
 
@@ -67,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
             allow_unoptimized=args.allow_unoptimized,
         )
         asyncio.run(_run_app(app))
+    if isinstance(backend, RecordingBackend) and backend.save_error:
+        print(f"ling-chat: the recording was not saved: {backend.save_error}", file=sys.stderr)
+        return app.return_code or 1
     return app.return_code or 0
 
 

@@ -54,16 +54,16 @@ def add_sglang_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sglang-arg",
         action="append",
-        default=[],
+        default=argparse.SUPPRESS,
         metavar="KEY=VALUE",
         help="pass an SGLang server argument through, e.g. load_format=dummy (repeatable)",
     )
 
 
-def sglang_overrides(pairs: list[str]) -> dict[str, Any]:
-    """Parse KEY=VALUE pairs; VALUE is JSON when it parses, else a string."""
+def sglang_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The --sglang-arg KEY=VALUE pairs, wherever given; VALUE is JSON when it parses."""
     overrides: dict[str, Any] = {}
-    for pair in pairs:
+    for pair in getattr(args, "sglang_arg", []):
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise ConfigError(f"--sglang-arg {pair!r}: expected KEY=VALUE")
@@ -90,5 +90,5 @@ def make_engine_backend(settings: Settings, args: argparse.Namespace | None = No
     """The in-process SGLang engine for these settings (and any --sglang-arg flags)."""
     from app.backend.engine import EngineBackend
 
-    pairs = getattr(args, "sglang_arg", None) or []
-    return EngineBackend(engine_config(settings, sglang_overrides(pairs)))
+    overrides = sglang_overrides(args) if args is not None else {}
+    return EngineBackend(engine_config(settings, overrides))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -44,7 +45,11 @@ def run(args: argparse.Namespace) -> int:
         export = collect(store, args.ids)
     chunks = FORMATS[fmt](export)
     if args.output == "-":
-        sys.stdout.writelines(chunks)
+        try:
+            sys.stdout.writelines(chunks)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `| head` closed the pipe: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     path = Path(args.output or f"ling-chat-export-{datetime.now():%Y%m%d-%H%M%S}.{fmt}")
     write_atomic(path, chunks)

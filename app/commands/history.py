@@ -1,4 +1,5 @@
-"""List past conversations (newest first), search them, or show one: `history show ID`."""
+"""List past conversations (newest first), search them, show one (`history show ID`), or
+hide one from the list without deleting it (`history archive ID`, `history unarchive ID`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from app.storage.render import SPEAKERS, local_time, settings_line, speed_line, 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--search`, `--all`, `--limit`, `--data-dir` and the `show ID` action."""
+    """`--search`, `--all`, `--limit`, `--data-dir` and the `show`/`archive`/`unarchive` actions."""
     parser.add_argument("--search", metavar="TEXT", help="only messages containing TEXT")
     parser.add_argument("--all", action="store_true", help="include archived conversations")
     parser.add_argument("--limit", type=int, metavar="N", help="show at most N entries")
@@ -20,6 +21,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "show", help="print one conversation", description="Print one conversation."
     )
     show.add_argument("id", type=int, metavar="ID", help="conversation id (see `history`)")
+    for action, what in (("archive", "Hide"), ("unarchive", "Bring back")):
+        sub = actions.add_parser(
+            action,
+            help=f"{what.lower()} a conversation in lists (`--all` shows archived ones)",
+            description=f"{what} a conversation in `history` and the chat list (kept whole).",
+        )
+        sub.add_argument("id", type=int, metavar="ID", help="conversation id (see `history --all`)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,6 +36,10 @@ def run(args: argparse.Namespace) -> int:
         if args.history_action == "show":
             conversation = store.get_conversation(args.id)
             print(_render_conversation(conversation, store.messages(conversation.id)))
+        elif args.history_action in ("archive", "unarchive"):
+            conversation = store.get_conversation(args.id)
+            store.set_archived(conversation.id, args.history_action == "archive")
+            print(f"#{conversation.id} {conversation.title}: {args.history_action}d")
         elif args.search is not None:
             _print_hits(store, args.search, args.limit)
         else:

@@ -41,12 +41,13 @@ def serve_overrides(args: argparse.Namespace) -> dict[str, object]:
     if args.tp < 1:
         raise ConfigError(f"--tp {args.tp}: must be at least 1")
     return {
-        **sglang_overrides(args.sglang_arg),
+        # Serving may batch several clients; batch 1 is the in-process chat's setting.
+        "max_running_requests": None,
+        "cuda_graph_bs_decode": None,
+        **sglang_overrides(args),
+        # Last: --sglang-arg cannot open the bind around the API-key rule above.
         "host": args.host,
         "port": args.port,
         "api_key": args.api_key,
         "tp_size": args.tp,
-        # Serving may batch several clients; batch 1 is the in-process chat's setting.
-        "max_running_requests": None,
-        "cuda_graph_bs_decode": None,
     }

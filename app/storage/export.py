@@ -1,4 +1,4 @@
-"""Exporting conversations as Markdown, JSON, JSONL or HTML, written atomically.
+"""Exporting conversations as Markdown, JSON, JSONL or HTML text (the caller writes the file).
 
 JSON (schema version 1) is one document:
     {"schema_version": 1, "exported_at": ISO, "engine_runs": [run, ...],

@@ -18,7 +18,8 @@ class MessageStatus(StrEnum):
     PARTIAL = "partial"
     """Still being written, or its writer died: the text is what was flushed."""
     STOPPED = "stopped"
-    """The user stopped the reply."""
+    """Ended early: the user stopped it, the server aborted it, or its stream ended without a
+    final event; the text is what arrived."""
     ERROR = "error"
     """The backend failed; `StoredMessage.error` says how."""
 

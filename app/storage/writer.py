@@ -17,9 +17,10 @@ from app.telemetry import ReplyStats
 class ReplyWriter:
     """Stores one assistant reply while it streams; get one from `ChatStore.start_reply`.
 
-    The row is created, with status `partial`, by the first `append` that carries text;
-    later text is committed once `flush_interval_s` has passed since the last commit, so
-    a killed process leaves a `partial` reply holding everything flushed before the kill.
+    The row is created, with status `partial`, by the first `append` that carries text
+    (if that commit fails, the text stays buffered and the next commit creates it); later
+    text is committed once `flush_interval_s` has passed since the last commit, so a
+    killed process leaves a `partial` reply holding everything flushed before the kill.
     """
 
     def __init__(
@@ -32,7 +33,7 @@ class ReplyWriter:
         clock: Callable[[], float],
     ) -> None:
         self.message_id: int | None = None
-        """None until the first text arrived."""
+        """None until the row exists (the first text was committed)."""
         self._connection = connection
         self._conversation_id = conversation_id
         self._engine_run_id = engine_run_id
@@ -57,24 +58,27 @@ class ReplyWriter:
         self._answer.append(answer)
         self._reasoning.append(reasoning)
         self._dirty = True
-        if self.message_id is None:
-            with self._connection.write() as db:
-                message_id = self._insert(db, MessageStatus.PARTIAL, None, utc_now())
-            self.message_id = message_id
-            self._mark_flushed()
-        elif self._clock() - self._flushed_at >= self._flush_interval_s:
+        if self.message_id is None or self._clock() - self._flushed_at >= self._flush_interval_s:
             self.flush()
 
     def flush(self) -> None:
-        """Commit the text received so far now (e.g. from a timer while the stream stalls)."""
+        """Commit the text received so far now (e.g. from a timer while the stream stalls).
+
+        The first commit creates the row; until one succeeds the text stays buffered.
+        """
         self._check_open()
-        if self.message_id is None or not self._dirty:
+        if not self._dirty:
             return
         with self._connection.write() as db:
-            db.execute(
-                "UPDATE messages SET content = ?, reasoning = ?, updated_at = ? WHERE id = ?",
-                [*self._text(), utc_now(), self.message_id],
-            )
+            message_id = self.message_id
+            if message_id is None:
+                message_id = self._insert(db, MessageStatus.PARTIAL, None, utc_now())
+            else:
+                db.execute(
+                    "UPDATE messages SET content = ?, reasoning = ?, updated_at = ? WHERE id = ?",
+                    [*self._text(), utc_now(), message_id],
+                )
+        self.message_id = message_id
         self._mark_flushed()
 
     def finish(
@@ -82,10 +86,11 @@ class ReplyWriter:
     ) -> StoredMessage | None:
         """Store the final text, status and measurements in one transaction.
 
-        A reply that never produced text leaves no row and returns None (the user's
-        message stays, ready to be sent again), except with status ERROR: that one is
-        stored, empty, to keep the error. If this raises StorageError the reply stays
-        as last flushed and `finish` may be called again.
+        A reply that never produced text (none was appended) leaves no row and returns
+        None (the user's message stays, ready to be sent again), except with status
+        ERROR: that one is stored, empty, to keep the error. Text whose row could not be
+        created yet is stored here. If this raises StorageError the reply stays as last
+        flushed and `finish` may be called again.
 
         Args:
             status: how the reply ended.
@@ -97,7 +102,7 @@ class ReplyWriter:
             conversation) was deleted while it streamed.
         """
         self._check_open()
-        if self.message_id is None and status is not MessageStatus.ERROR:
+        if not any(self._text()) and status is not MessageStatus.ERROR:
             self._finished = True
             return None
         now = utc_now()

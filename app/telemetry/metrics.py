@@ -11,7 +11,7 @@ Definitions (the README's glossary repeats them):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -21,6 +21,13 @@ def time_per_output_token(latency_s: float, ttft_s: float, completion_tokens: in
     if completion_tokens < 2 or latency_s <= ttft_s:
         return None
     return (latency_s - ttft_s) / (completion_tokens - 1)
+
+
+def pooled_accept_length(replies: Iterable[ReplyStats]) -> float | None:
+    """Tokens per verify round over the replies that report rounds, pooled as SGLang does."""
+    speculative = [r for r in replies if r.verify_ct]
+    rounds = sum(r.verify_ct or 0 for r in speculative)
+    return sum(r.completion_tokens for r in speculative) / rounds if rounds else None
 
 
 def decode_tokens_per_second(tpot_s: float | None) -> float | None:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.telemetry.metrics import ReplyStats
+from app.telemetry.metrics import ReplyStats, pooled_accept_length
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,15 +41,10 @@ def summarize_session(replies: Sequence[ReplyStats]) -> SessionSummary:
     """Pool the measurements of a session's replies (oldest first)."""
     decode_tokens = 0
     decode_seconds = 0.0
-    spec_tokens = 0
-    verify_rounds = 0
     for reply in replies:
         if reply.tpot_s is not None and reply.ttft_s is not None:
             decode_tokens += reply.completion_tokens - 1
             decode_seconds += reply.latency_s - reply.ttft_s
-        if reply.verify_ct:
-            spec_tokens += reply.completion_tokens
-            verify_rounds += reply.verify_ct
     decode_tps = decode_tokens / decode_seconds if decode_seconds > 0 else None
     ttfts = [r.ttft_s for r in replies if r.ttft_s is not None]
     return SessionSummary(
@@ -57,7 +52,7 @@ def summarize_session(replies: Sequence[ReplyStats]) -> SessionSummary:
         completion_tokens=sum(r.completion_tokens for r in replies),
         decode_tps=decode_tps,
         tpot_s=1.0 / decode_tps if decode_tps else None,
-        accept_length=spec_tokens / verify_rounds if verify_rounds else None,
+        accept_length=pooled_accept_length(replies),
         ttft_s=math.fsum(ttfts) / len(ttfts) if ttfts else None,
         decode_tps_series=tuple(r.decode_tps for r in replies if r.decode_tps is not None),
         tpot_series=tuple(r.tpot_s for r in replies if r.tpot_s is not None),

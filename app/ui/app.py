@@ -14,7 +14,7 @@ from textual.screen import Screen
 
 from app.backend.protocol import ChatBackend, ProofReport
 from app.chat import Sampling
-from app.errors import BackendError, ProofFailed
+from app.errors import BackendError, LingChatError, ProofFailed, StorageError
 from app.storage import ChatStore
 from app.ui.bindings import APP_ACTIONS, CHAT_ACTIONS, action_by_id, keys_for
 from app.ui.format import proof_text
@@ -22,7 +22,7 @@ from app.ui.screens.chat import ChatContext, ChatScreen
 from app.ui.screens.dialogs import HelpScreen
 from app.ui.screens.startup import StartupScreen
 
-EXIT_BACKEND_FAILED = 1
+EXIT_START_FAILED = 1
 EXIT_PROOF_FAILED = 2
 
 
@@ -104,7 +104,7 @@ class LingChatApp(App[None], inherit_bindings=False):
                 return
             report = found
         except BackendError as error:
-            await self._fail(error, EXIT_BACKEND_FAILED)
+            await self._fail(error, EXIT_START_FAILED)
             return
         self.proof = report
         screen.show_report(report)
@@ -117,13 +117,17 @@ class LingChatApp(App[None], inherit_bindings=False):
             )
             self.exit(return_code=self._quit_code, message=self._quit_message)
             return
-        self.engine_run_id = self.store.record_engine_run(
-            kind=info.kind,
-            model=info.model,
-            sglang_version=info.sglang_version,
-            profile=info.profile,
-            proof=report.to_dict(),
-        )
+        try:
+            self.engine_run_id = self.store.record_engine_run(
+                kind=info.kind,
+                model=info.model,
+                sglang_version=info.sglang_version,
+                profile=info.profile,
+                proof=report.to_dict(),
+            )
+        except StorageError as error:
+            await self._fail(error, EXIT_START_FAILED)
+            return
         hint = "Press any key to start chatting."
         if not report.ok:
             hint = f"Optimizations are NOT proven (--allow-unoptimized). {hint}"
@@ -147,7 +151,7 @@ class LingChatApp(App[None], inherit_bindings=False):
         except BackendError:
             return None
 
-    async def _fail(self, error: BackendError, code: int) -> None:
+    async def _fail(self, error: LingChatError, code: int) -> None:
         """Start-up failed: show the one line, shut down, exit with `code`."""
         self._startup.show_error(str(error))
         await self.close_backend()

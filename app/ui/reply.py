@@ -49,6 +49,8 @@ class ReplyRun:
         self.stats: ReplyStats | None = None
         self.error: str | None = None
         self.stop_requested = False
+        self._ending: tuple[MessageStatus, Mapping[str, Any], float, str | None] | None = None
+        """The last ending tried, kept for `close` to retry when it could not be stored."""
 
     @property
     def finished(self) -> bool:
@@ -99,9 +101,15 @@ class ReplyRun:
             self._finish(MessageStatus.ERROR, {}, self._clock(), message)
 
     def close(self) -> None:
-        """Store what arrived as stopped if the stream ended without a final event."""
+        """Store what arrived, as stopped if the stream ended without a final event.
+
+        An ending whose storing failed is retried as it was.
+
+        Raises:
+            StorageError: the reply still cannot be stored (it stays unfinished).
+        """
         if not self.finished:
-            self._finish(MessageStatus.STOPPED, {}, self._clock())
+            self._finish(*(self._ending or (MessageStatus.STOPPED, {}, self._clock(), None)))
 
     def flush(self) -> None:
         """Commit the text received so far (for a stream that stalls)."""
@@ -122,11 +130,15 @@ class ReplyRun:
         ended_at: float,
         error: str | None = None,
     ) -> None:
+        """Store the ending, then mark the run finished.
+
+        On StorageError the run stays unfinished and `close` retries this same ending.
+        """
+        self._ending = (status, meta_info, ended_at, error)
         meta = {"completion_tokens": self.live.tokens, **meta_info}
-        self.stats = reply_stats(self.started_at, self.arrivals, meta, ended_at)
-        self.status = status
-        self.error = error
-        self._writer.finish(status, self.stats, error)
+        stats = reply_stats(self.started_at, self.arrivals, meta, ended_at)
+        self._writer.finish(status, stats, error)
+        self.status, self.stats, self.error = status, stats, error
 
 
 def request_messages(

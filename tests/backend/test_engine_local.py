@@ -88,6 +88,14 @@ async def test_start_without_the_engine_extra_is_one_line(tmp_path):
     assert not Path(tmp_path / "logs" / "sglang.log").exists()
 
 
+def test_a_log_folder_that_cannot_be_written_is_one_line(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the log folder should be")
+    backend = EngineBackend(EngineConfig(str(tmp_path), log_dir=blocker / "logs"))
+    with pytest.raises(BackendError, match="cannot write SGLang's log in .*not-a-folder"):
+        backend._prepare_environment()
+
+
 SPAWN_UNDER_TEXTUAL = """
 import asyncio, multiprocessing, os, sys
 from textual.app import App

@@ -184,6 +184,15 @@ def test_levers_off_by_request_are_verified_off():
     assert verdict(report, "nextn") is Verdict.OFF
 
 
+def test_the_recipes_fp32_logits_must_really_be_on():
+    facts = stack_facts()
+    facts.update(moe_draft=None, head_draft=None, sharing=None, speculative=None)
+    facts["fp8_head"] = {"installed": False}
+    facts["head_target"] = {**facts["head_target"], "weight_dtype": "bfloat16"}
+    report = judge(facts, accept=None, profile="humming")
+    assert verdict(report, "fp32_head") is Verdict.FAIL
+
+
 def test_a_lever_off_by_request_but_engaged_fails():
     report = judge(stack_facts(), profile="humming+nextn")
     assert verdict(report, "fp8_head") is Verdict.FAIL

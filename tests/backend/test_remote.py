@@ -24,6 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.backend import remote
+from app.backend.proof import WARMUP_SAMPLING
 from app.backend.protocol import (
     BackendInfo,
     ProofLine,
@@ -37,7 +38,7 @@ from app.backend.protocol import (
 from app.backend.remote import RemoteBackend, is_loopback
 from app.backend.wire import ChatStream, SSELines, WireError
 from app.chat import ChatMessage, Role, Sampling
-from app.errors import ConfigError, ProofFailed, ServerError
+from app.errors import BackendError, ConfigError, ProofFailed, ServerError
 from app.telemetry.metrics import reply_stats
 
 URL = "http://127.0.0.1:30000"
@@ -350,7 +351,8 @@ async def test_start_reads_server_info_warms_up_and_judges_the_published_proof(
     assert (await backend.proof()).ok
     assert backend.info == BackendInfo("server", MODEL_PATH, "0.5.23", "stack", True)
     [warmup] = server.chat_bodies()
-    assert (warmup["temperature"], warmup["max_completion_tokens"]) == (0.0, 48)
+    assert warmup["temperature"] == 0.0
+    assert warmup["max_completion_tokens"] == WARMUP_SAMPLING.max_new_tokens
 
 
 async def test_info_is_blank_before_start_and_proof_needs_start(
@@ -359,7 +361,7 @@ async def test_info_is_blank_before_start_and_proof_needs_start(
     backend = connect(FakeSGLangServerDouble(), profile="baseline")
 
     assert backend.info == BackendInfo("server", "", "", "baseline", False)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(BackendError, match="needs start"):
         await backend.proof()
 
 

@@ -52,6 +52,16 @@ def test_profiles_in_one_run_only_are_listed() -> None:
     assert {c.profile for c in comparison.changes} == {"baseline", "stack"}
 
 
+def test_a_profile_missing_or_failed_in_b_makes_b_worse() -> None:
+    assert compare_runs(A, B, threshold_pct=5).worse  # humming is only in A
+    assert not compare_runs(A, A, threshold_pct=5).worse
+    failed = compare_runs(
+        run(profile("stack", 100.0)), run(profile("stack", None, errors=4)), threshold_pct=5
+    )
+    assert ("stack", "decode_tps") in {(c.profile, c.metric.key) for c in failed.regressions}
+    assert failed.worse
+
+
 def test_metrics_neither_run_has_are_left_out() -> None:
     comparison = compare_runs(A, B, threshold_pct=5)
     assert not any(c.metric.key == "accuracy" for c in comparison.changes)
@@ -72,4 +82,4 @@ def test_rendered_comparison() -> None:
     assert errors.split()[-2:] == ["+1", "REGRESSION"]
     assert "only in A: humming on synthetic" in lines
     assert "only in B: humming+fp8 on synthetic" in lines
-    assert lines[-1] == "3 regressions beyond 5%"
+    assert lines[-1] == "3 regressions beyond 5%; 1 measured in A missing from B"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,15 @@ STATS = ReplyStats(
     extra={"finish_reason": "stop"},
 )
 """A finished reply's measurements, as the tests store and export them."""
+
+LOCKER = """
+import sqlite3, sys
+
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.read()
+"""
 
 
 @pytest.fixture
@@ -68,3 +80,21 @@ def committed(db_path: Path) -> Callable[..., list[dict[str, Any]]]:
             conn.close()
 
     return query
+
+
+@contextmanager
+def write_locked(path: Path) -> Iterator[None]:
+    """Another process holds the database's write lock inside the block."""
+    locker = subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert locker.stdin is not None and locker.stdout is not None
+    try:
+        assert locker.stdout.readline() == "locked\n"
+        yield
+    finally:
+        locker.stdin.close()
+        locker.wait(timeout=10)

@@ -14,8 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import pytest
 
 from app.errors import DatabaseCorrupt, DatabaseLocked, LingChatError, StorageError
 from app.storage import ChatStore, MessageStatus
+from tests.storage.conftest import write_locked
 
 Committed = Callable[..., list[dict[str, Any]]]
 
@@ -39,15 +39,6 @@ writer.append(reasoning="Plan: count.")
 for i in range(10_000_000):
     writer.append(f"w{i} ")
     time.sleep(0.001)
-"""
-
-LOCKER = """
-import sqlite3, sys
-
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("BEGIN IMMEDIATE")
-print("locked", flush=True)
-sys.stdin.read()
 """
 
 READ_ONLY = """
@@ -173,24 +164,6 @@ def test_damaged_pages_surface_as_corrupt_when_read(db_path: Path) -> None:
     assert db_path.read_bytes() == data
 
 
-@contextmanager
-def write_locked(path: Path) -> Iterator[None]:
-    """Another process holds the database's write lock inside the block."""
-    locker = subprocess.Popen(
-        [sys.executable, "-c", LOCKER, str(path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert locker.stdin is not None and locker.stdout is not None
-    try:
-        assert locker.stdout.readline() == "locked\n"
-        yield
-    finally:
-        locker.stdin.close()
-        locker.wait(timeout=10)
-
-
 def test_a_write_waits_for_the_busy_timeout_then_reports_locked(db_path: Path) -> None:
     with ChatStore.open(db_path, busy_timeout_s=0.3) as store:
         with write_locked(db_path):
@@ -279,3 +252,34 @@ def test_a_folder_that_cannot_be_created_is_a_one_line_storage_error(tmp_path: P
     with pytest.raises(StorageError) as caught:
         ChatStore.open(blocker / "history.db")
     assert one_line(caught.value).startswith(f"cannot create {blocker}: ")
+
+
+@pytest.mark.parametrize("status", [MessageStatus.COMPLETE, MessageStatus.STOPPED])
+def test_text_whose_first_commit_hit_the_lock_is_stored_by_finish(
+    db_path: Path, committed: Committed, status: MessageStatus
+) -> None:
+    with ChatStore.open(db_path, busy_timeout_s=0.2) as store:
+        conversation = store.create_conversation()
+        writer = store.start_reply(conversation.id, flush_interval_s=60)
+        with write_locked(db_path), pytest.raises(DatabaseLocked):
+            writer.append("kept", "thought")
+        assert writer.message_id is None
+        assert committed("SELECT * FROM messages") == []
+        reply = writer.finish(status)
+    assert reply is not None
+    assert (reply.status, reply.content, reply.reasoning) == (status, "kept", "thought")
+    assert committed("SELECT id, status FROM messages") == [{"id": reply.id, "status": status}]
+
+
+def test_a_flush_after_a_failed_first_commit_creates_the_row(
+    db_path: Path, committed: Committed
+) -> None:
+    with ChatStore.open(db_path, busy_timeout_s=0.2) as store:
+        conversation = store.create_conversation()
+        writer = store.start_reply(conversation.id, flush_interval_s=60)
+        with write_locked(db_path), pytest.raises(DatabaseLocked):
+            writer.append("kept")
+        writer.flush()
+    assert committed("SELECT id, status, content FROM messages") == [
+        {"id": writer.message_id, "status": "partial", "content": "kept"}
+    ]

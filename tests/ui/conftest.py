@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.app import App
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import TextArea
@@ -32,8 +33,14 @@ def backend(clock: FakeClock) -> ScriptedBackendDouble:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[ChatStore]:
-    with ChatStore.open(tmp_path / "history.db") as opened:
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "history.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[ChatStore]:
+    """The app's store; a locked file fails its writes after 0.2 s."""
+    with ChatStore.open(db_path, busy_timeout_s=0.2) as opened:
         yield opened
 
 
@@ -97,3 +104,8 @@ async def reply_done(pilot: Pilot[Any]) -> ChatScreen:
 def text_of(widget: Widget) -> str:
     """The plain text a Static or Label shows."""
     return str(widget.content)  # type: ignore[attr-defined]
+
+
+def notices(app: App[Any]) -> list[str]:
+    """The messages of the notifications the app shows now."""
+    return [notification.message for notification in app._notifications]

@@ -117,6 +117,7 @@ class ScriptedBackendDouble:
         report: ProofReport | None = None,
         start_error: BackendError | None = None,
         hold_start: bool = False,
+        stop_error: BackendError | None = None,
         speculative: bool = True,
         kind: str = "engine",
     ) -> None:
@@ -125,6 +126,7 @@ class ScriptedBackendDouble:
         self.report = report or passing_report()
         self.start_error = start_error
         self.hold_start = hold_start
+        self.stop_error = stop_error
         self._info = BackendInfo(kind, "inclusionAI/Ling-3.0-flash", "0.5.23", "stack", speculative)
         self.replies: list[ScriptedReply] = []
         self.requests: list[tuple[tuple[ChatMessage, ...], Sampling]] = []
@@ -208,6 +210,8 @@ class ScriptedBackendDouble:
 
     async def stop_reply(self) -> None:
         self.stop_calls += 1
+        if self.stop_error is not None:
+            raise self.stop_error
         self._stop.set()
 
     async def shutdown(self) -> None:

@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 
+import pytest
 from textual import events
-from textual.widgets import Collapsible, Label, Markdown, Static
+from textual.widgets import Collapsible, Label, Markdown, Static, TextArea
 
 from app.chat import Role, Sampling
+from app.errors import BackendError
 from app.storage import ChatStore, MessageStatus
 from app.ui import LingChatApp
 from app.ui.screens.chat import ChatScreen
+from app.ui.widgets import transcript
 from app.ui.widgets.messages import ReplyView, UserMessage
-from tests.ui.conftest import SIZE, chat_screen, reply_done, send, text_of, wait_until
+from tests.storage.conftest import write_locked
+from tests.ui.conftest import (
+    SIZE,
+    chat_screen,
+    notices,
+    reply_done,
+    send,
+    text_of,
+    wait_until,
+)
 from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, answer_reply
 
 MakeApp = Callable[..., LingChatApp]
@@ -332,3 +346,106 @@ async def test_no_collapse_banner_without_speculative_decoding(
         await send(pilot, "x")
         await reply_done(pilot)
         assert not screen.query_one("#banner", Static).display
+
+
+async def test_escape_stops_the_reply_even_when_the_backend_cannot_stop_it(
+    make_app: MakeApp, clock: FakeClock, store: ChatStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(transcript, "STOP_GRACE_S", 0.2)
+    backend = ScriptedBackendDouble(clock=clock, stop_error=BackendError("server went away"))
+    backend.enqueue(answer_reply("Kept", " never sent", hold_after=1))
+    app = make_app(backend)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "go")
+        await wait_until(pilot, lambda: backend.chunks_sent == 1)
+        await pilot.press("escape")
+        await reply_done(pilot)  # the grace timer cancelled the stream
+        assert "Could not stop the reply: server went away" in notices(app)
+        footer = text_of(last_reply(screen).query_one(".reply-footer", Label))
+        assert footer.startswith("■ stopped")
+    (conversation,) = store.list_conversations()
+    reply = store.messages(conversation.id)[-1]
+    assert (reply.content, reply.status) == ("Kept", MessageStatus.STOPPED)
+
+
+async def test_a_reply_whose_ending_cannot_be_stored_is_not_shown_as_complete(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore, db_path: Path
+) -> None:
+    backend.enqueue(answer_reply("Saved", " unsaved", hold_after=1))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "q")
+        await wait_until(pilot, lambda: backend.chunks_sent == 1)
+        with write_locked(db_path):
+            backend.release()
+            await reply_done(pilot)
+        footer = text_of(last_reply(screen).query_one(".reply-footer", Label))
+        assert footer == "… partial"
+        assert any(
+            notice.startswith("Could not save the reply: ") and "is locked" in notice
+            for notice in notices(chat_app)
+        )
+    (conversation,) = store.list_conversations()
+    reply = store.messages(conversation.id)[-1]
+    assert (reply.content, reply.status) == ("Saved", MessageStatus.PARTIAL)
+
+
+async def test_sending_to_a_locked_database_is_a_one_line_error_and_keeps_the_text(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore, db_path: Path
+) -> None:
+    backend.enqueue(answer_reply("late"))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        prompt = screen.query_one("#prompt", TextArea)
+        prompt.load_text("keep me")
+        with write_locked(db_path):
+            await pilot.press("ctrl+s")
+            await wait_until(pilot, lambda: notices(chat_app))
+        (notice,) = notices(chat_app)
+        assert notice.startswith(f"{db_path} is locked by another process")
+        assert "\n" not in notice
+        assert prompt.text == "keep me"
+        assert store.list_conversations() == []
+        await send(pilot, "keep me")  # the lock is gone: sending works again
+        await reply_done(pilot)
+    (conversation,) = store.list_conversations()
+    assert [m.content for m in store.messages(conversation.id)] == ["keep me", "late"]
+
+
+async def test_a_first_message_that_cannot_be_stored_leaves_no_empty_chat(
+    chat_app: LingChatApp, store: ChatStore, db_path: Path
+) -> None:
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        with sqlite3.connect(db_path) as other:  # the chat can be created, its message not
+            other.execute(
+                "CREATE TRIGGER refuse_messages BEFORE INSERT ON messages"
+                " BEGIN SELECT RAISE(ABORT, 'no room for messages'); END"
+            )
+        prompt = screen.query_one("#prompt", TextArea)
+        prompt.load_text("hello")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: notices(chat_app))
+        assert notices(chat_app) == [f"{db_path}: no room for messages"]
+        assert prompt.text == "hello"
+        assert screen.conversation is None
+    assert store.list_conversations() == []
+
+
+async def test_regenerating_on_a_locked_database_keeps_the_reply(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore, db_path: Path
+) -> None:
+    backend.enqueue(answer_reply("first"), answer_reply("second"))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "q")
+        await reply_done(pilot)
+        with write_locked(db_path):
+            await pilot.press("ctrl+r")
+            await wait_until(pilot, lambda: notices(chat_app))
+        assert "is locked by another process" in notices(chat_app)[0]
+        assert screen.run is None
+        assert [view.answer for view in screen.query(ReplyView)] == ["first"]
+    (conversation,) = store.list_conversations()
+    assert [m.content for m in store.messages(conversation.id)] == ["q", "first"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Input, OptionList, TextArea
@@ -12,7 +13,8 @@ from app.storage import ChatStore
 from app.ui import LingChatApp
 from app.ui.screens.dialogs import ConfirmDialog, HelpScreen, RenameDialog, SettingsDialog
 from app.ui.widgets.messages import ReplyView
-from tests.ui.conftest import SIZE, chat_screen, reply_done, send, wait_until
+from tests.storage.conftest import write_locked
+from tests.ui.conftest import SIZE, chat_screen, notices, reply_done, send, wait_until
 from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, answer_reply
 
 MakeApp = Callable[..., LingChatApp]
@@ -55,6 +57,25 @@ async def test_rename_chat(
         assert screen.sub_title == "Cats"
         assert sidebar_titles(chat_app) == ["Cats"]
     assert [c.title for c in store.list_conversations()] == ["Cats"]
+
+
+async def test_renaming_on_a_locked_database_is_a_one_line_error_and_keeps_the_title(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore, db_path: Path
+) -> None:
+    backend.enqueue(answer_reply("a"))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "old")
+        await reply_done(pilot)
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(chat_app.screen, RenameDialog))
+        chat_app.screen.query_one("#title", Input).value = "Cats"
+        with write_locked(db_path):
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: notices(chat_app))
+        assert notices(chat_app)[0].startswith(f"{db_path} is locked by another process")
+        assert chat_app.screen is screen and screen.sub_title == "old"
+    assert [c.title for c in store.list_conversations()] == ["old"]
 
 
 async def test_delete_asks_first_and_cancel_keeps_the_chat(

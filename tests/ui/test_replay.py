@@ -138,6 +138,25 @@ def test_unusable_traces_are_one_line_errors(
         ReplayBackend(path)
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda reply: reply["events"][0].pop("t"),
+        lambda reply: reply["events"].pop(),  # no done event: the reply would never end
+        lambda reply: reply["events"].clear(),
+    ],
+)
+async def test_a_damaged_reply_in_a_trace_is_a_one_line_error(tmp_path: Path, damage) -> None:
+    path = tmp_path / "trace.json"
+    _, recorder = await record(path)
+    await collect(recorder)
+    trace = json.loads(path.read_text())
+    damage(trace["replies"][0])
+    path.write_text(json.dumps(trace))
+    with pytest.raises(BackendError, match="malformed trace"):
+        ReplayBackend(path)
+
+
 async def test_the_app_runs_on_a_replayed_trace(
     tmp_path: Path, store: ChatStore, make_app: Callable[..., LingChatApp]
 ) -> None:
@@ -191,3 +210,16 @@ async def test_the_shipped_gpu_trace_plays_in_the_app(
 def test_an_unknown_trace_name_is_a_path(tmp_path: Path) -> None:
     assert trace_path(tmp_path / "t.json") == tmp_path / "t.json"
     assert trace_path("demo").name == "h200-stack-known-answer.trace.json"
+
+
+async def test_a_recording_that_cannot_be_written_leaves_the_chat_going(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the trace's folder should be")
+    inner = ScriptedBackendDouble(clock=time.perf_counter)
+    inner.enqueue(answer_reply("Hi", step_s=0.0))
+    recorder = RecordingBackend(inner, blocker / "trace.json")
+    assert [stage async for stage in recorder.start()] == list(inner.stages)
+    assert recorder.save_error is not None and str(blocker) in recorder.save_error
+    events = await collect(recorder)
+    assert isinstance(events[-1], ReplyDone)
+    assert "".join(e.answer for e in events if isinstance(e, TextChunk)) == "Hi"

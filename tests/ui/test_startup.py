@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from textual.widgets import Static
@@ -12,6 +13,7 @@ from app.errors import BackendError, ProofFailed
 from app.storage import ChatStore
 from app.ui import LingChatApp
 from app.ui.screens.startup import StartupScreen
+from tests.storage.conftest import write_locked
 from tests.ui.conftest import SIZE, chat_screen, text_of, wait_until
 from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, failing_report
 
@@ -117,6 +119,27 @@ async def test_backend_error_at_start_is_one_line_and_exit_1(
     assert backend.shutdown_calls == 1
     printed = capsys.readouterr().err.strip()
     assert printed == "ling-chat: error: model path /models/ling does not exist"
+
+
+async def test_a_locked_database_at_start_is_one_line_and_exit_1(
+    make_app: MakeApp,
+    clock: FakeClock,
+    db_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    backend = ScriptedBackendDouble(clock=clock, hold_start=True)
+    app = make_app(backend)
+    async with app.run_test(size=SIZE) as pilot:
+        stages = app.screen.query_one("#stages", Static)
+        await wait_until(pilot, lambda: "Capturing CUDA graphs" in text_of(stages))
+        with write_locked(db_path):
+            backend.release()
+            await wait_until(pilot, lambda: not app.is_running)
+    assert app.return_code == 1
+    assert backend.shutdown_calls == 1
+    printed = capsys.readouterr().err.strip().replace("\n", "")  # undo Rich's wrapping
+    assert printed.startswith(f"ling-chat: error: {db_path} is locked by another process")
+    assert app.engine_run_id is None
 
 
 async def test_ctrl_c_while_loading_shuts_down_and_exits_cleanly(

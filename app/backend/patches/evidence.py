@@ -3,8 +3,9 @@
 `Scheduler.get_init_info` is sent to the app after every CUDA graph is captured; it
 gains a `ling_chat_proof` dict. Counters wrapped around the Humming runner, Humming's
 kernel preparation and the FP8 head record which of them ran while a graph was being
-captured, the only time Python sees a replayed kernel. Collection never raises: a
-fact that cannot be read is reported with its error, and the proof fails on it.
+captured, the only time Python sees a replayed kernel. Once the target (and draft)
+model is found, no fact raises: one that cannot be read is reported with its error, and
+the proof fails on it.
 """
 
 from __future__ import annotations

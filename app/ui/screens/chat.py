@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Final
@@ -16,6 +17,7 @@ from textual.widgets import Footer, Header, Static, TextArea
 
 from app.backend.protocol import ChatBackend, ProofReport
 from app.chat import Role, Sampling
+from app.errors import StorageError
 from app.storage import ChatStore, Conversation, MessageStatus
 from app.telemetry import ReplyStats
 from app.telemetry.health import CollapseVerdict, SpecHealth, check_collapse, check_live_collapse
@@ -64,7 +66,7 @@ class ChatScreen(Screen[None]):
     BINDINGS = [action.binding() for action in CHAT_ACTIONS]
 
     def __init__(self, context: ChatContext) -> None:
-        super().__init__(id="chat-screen")
+        super().__init__()
         self._ctx = context
         self.conversation: Conversation | None = None
         """The open conversation; None for a new chat not stored yet."""
@@ -86,6 +88,14 @@ class ChatScreen(Screen[None]):
             yield SpeedPanel(id="speed")
         yield Footer()
 
+    @contextmanager
+    def _storage_errors_reported(self) -> Iterator[None]:
+        """Run store calls; a StorageError ends the block with a one-line error notice."""
+        try:
+            yield
+        except StorageError as exc:
+            self.notify(str(exc), severity="error")
+
     def _keys(self, action_id: str) -> str:
         """The keys of a chat action, as remapped by the keymap."""
         return keys_for(action_by_id(action_id), self._ctx.keymap)
@@ -99,11 +109,12 @@ class ChatScreen(Screen[None]):
         speed = self.query_one(SpeedPanel)
         speed.show_proof(self._ctx.proof)
         speed.show_session(summarize_session([]))
-        conversations = self._ctx.store.list_conversations(limit=1)
-        if conversations:
-            await self._open(conversations[0].id)
-        else:
-            await self._new_draft()
+        with self._storage_errors_reported():
+            conversations = self._ctx.store.list_conversations(limit=1)
+            if conversations:
+                await self._open(conversations[0].id)
+            else:
+                await self._new_draft()
         prompt.focus()
 
     # Conversations
@@ -130,19 +141,22 @@ class ChatScreen(Screen[None]):
         sidebar = self.query_one(Sidebar)
         if not sidebar.search_query:
             current = self.conversation.id if self.conversation else None
-            sidebar.show_conversations(self._ctx.store.list_conversations(), current)
+            with self._storage_errors_reported():
+                sidebar.show_conversations(self._ctx.store.list_conversations(), current)
 
     @on(Sidebar.SearchChanged)
     def _search(self, event: Sidebar.SearchChanged) -> None:
         if event.query:
-            self.query_one(Sidebar).show_hits(self._ctx.store.search(event.query))
+            with self._storage_errors_reported():
+                self.query_one(Sidebar).show_hits(self._ctx.store.search(event.query))
         else:
             self._refresh_sidebar()
 
     @on(Sidebar.Opened)
     async def _opened(self, event: Sidebar.Opened) -> None:
         if not self._busy():
-            await self._open(event.conversation_id, event.message_id)
+            with self._storage_errors_reported():
+                await self._open(event.conversation_id, event.message_id)
 
     # Sending and streaming
 
@@ -153,22 +167,27 @@ class ChatScreen(Screen[None]):
         if not text or self._busy():
             return
         store = self._ctx.store
-        conversation = self.conversation
         transcript = self.query_one(Transcript)
-        if conversation is None:
-            conversation = store.create_conversation(
+        with self._storage_errors_reported():
+            conversation = self.conversation or store.create_conversation(
                 title_from(text),
                 system_prompt=self._draft.system_prompt,
                 model=self._ctx.backend.info.model,
                 sampling=self._draft.sampling,
             )
+            try:
+                message = store.add_user_message(conversation.id, text)
+            except StorageError:
+                if self.conversation is None:  # leave no empty chat behind, if it can go
+                    with suppress(StorageError):
+                        store.delete_conversation(conversation.id)
+                raise
             self.conversation = conversation
             self.sub_title = conversation.title
-        await transcript.query(".note").remove()
-        message = store.add_user_message(conversation.id, text)
-        prompt.clear()
-        await transcript.mount(UserMessage(message.content, message.id))
-        await self._generate(conversation)
+            await transcript.query(".note").remove()
+            prompt.clear()
+            await transcript.mount(UserMessage(message.content, message.id))
+            await self._generate(conversation)
 
     async def _generate(self, conversation: Conversation) -> None:
         ctx = self._ctx
@@ -193,7 +212,7 @@ class ChatScreen(Screen[None]):
     @on(Transcript.ReplyEnded)
     def _show_end(self, event: Transcript.ReplyEnded) -> None:
         run = event.run
-        status = run.status or MessageStatus.STOPPED
+        status = run.status or MessageStatus.PARTIAL  # None: it could not be stored
         speed = self.query_one(SpeedPanel)
         speed.show_last(status, run.stats)
         if status is MessageStatus.COMPLETE and run.stats is not None:
@@ -250,31 +269,33 @@ class ChatScreen(Screen[None]):
         conversation = self.conversation
         if conversation is None or self._busy():
             return
-        messages = self._ctx.store.messages(conversation.id)
-        if messages and messages[-1].role is Role.ASSISTANT:
-            await self._delete_messages([messages.pop().id])
-        if not messages or messages[-1].role is not Role.USER:
-            self.notify("There is no reply to regenerate.")
-            return
-        await self._generate(conversation)
+        with self._storage_errors_reported():
+            messages = self._ctx.store.messages(conversation.id)
+            if messages and messages[-1].role is Role.ASSISTANT:
+                await self._delete_messages([messages.pop().id])
+            if not messages or messages[-1].role is not Role.USER:
+                self.notify("There is no reply to regenerate.")
+                return
+            await self._generate(conversation)
 
     async def action_edit_last(self) -> None:
         """Take the last message back into the prompt (its reply is removed)."""
         conversation = self.conversation
         if conversation is None or self._busy():
             return
-        messages = self._ctx.store.messages(conversation.id)
-        users = [i for i, m in enumerate(messages) if m.role is Role.USER]
-        if not users:
-            self.notify("There is no message to edit.")
-            return
-        last = messages[users[-1]]
-        await self._delete_messages([m.id for m in messages[users[-1] :]])
-        prompt = self.query_one("#prompt", TextArea)
-        prompt.load_text(last.content)
-        prompt.move_cursor(prompt.document.end)
-        prompt.focus()
-        self.notify(f"Edit the message, then {self._keys('send')} sends it again.")
+        with self._storage_errors_reported():
+            messages = self._ctx.store.messages(conversation.id)
+            users = [i for i, m in enumerate(messages) if m.role is Role.USER]
+            if not users:
+                self.notify("There is no message to edit.")
+                return
+            last = messages[users[-1]]
+            await self._delete_messages([m.id for m in messages[users[-1] :]])
+            prompt = self.query_one("#prompt", TextArea)
+            prompt.load_text(last.content)
+            prompt.move_cursor(prompt.document.end)
+            prompt.focus()
+            self.notify(f"Edit the message, then {self._keys('send')} sends it again.")
 
     async def _delete_messages(self, message_ids: list[int]) -> None:
         for message_id in message_ids:
@@ -342,30 +363,35 @@ class ChatScreen(Screen[None]):
 
     def _renamed(self, title: str | None) -> None:
         if title and self.conversation is not None:
-            self._ctx.store.rename(self.conversation.id, title)
-            self.conversation = self._ctx.store.get_conversation(self.conversation.id)
-            self.sub_title = title
-            self._refresh_sidebar()
+            with self._storage_errors_reported():
+                self._ctx.store.rename(self.conversation.id, title)
+                self.conversation = self._ctx.store.get_conversation(self.conversation.id)
+                self.sub_title = title
+                self._refresh_sidebar()
 
     def action_delete_chat(self) -> None:
         """Delete the open chat, after confirmation."""
         conversation = self.conversation
         if conversation is None or self._busy():
             return
-        count = len(self._ctx.store.messages(conversation.id))
-        question = f"Delete “{conversation.title}” and its {count} messages? This cannot be undone."
-        self.app.push_screen(ConfirmDialog(question), partial(self._deleted, conversation.id))
+        with self._storage_errors_reported():
+            count = len(self._ctx.store.messages(conversation.id))
+            question = (
+                f"Delete “{conversation.title}” and its {count} messages? This cannot be undone."
+            )
+            self.app.push_screen(ConfirmDialog(question), partial(self._deleted, conversation.id))
 
     async def _deleted(self, conversation_id: int, confirmed: bool | None) -> None:
         if not confirmed or self._busy():
             return
-        self._ctx.store.delete_conversation(conversation_id)
-        remaining = self._ctx.store.list_conversations(limit=1)
-        if remaining:
-            await self._open(remaining[0].id)
-        else:
-            await self._new_draft()
-        self.notify("Chat deleted.")
+        with self._storage_errors_reported():
+            self._ctx.store.delete_conversation(conversation_id)
+            remaining = self._ctx.store.list_conversations(limit=1)
+            if remaining:
+                await self._open(remaining[0].id)
+            else:
+                await self._new_draft()
+            self.notify("Chat deleted.")
 
     def action_chat_settings(self) -> None:
         """Edit the chat's system prompt and sampling."""
@@ -382,7 +408,9 @@ class ChatScreen(Screen[None]):
             return
         if self.conversation is None:
             self._draft = settings
-        else:
+            self.notify("Chat settings saved.")
+            return
+        with self._storage_errors_reported():
             store = self._ctx.store
             store.update_settings(
                 self.conversation.id,
@@ -390,7 +418,7 @@ class ChatScreen(Screen[None]):
                 sampling=settings.sampling,
             )
             self.conversation = store.get_conversation(self.conversation.id)
-        self.notify("Chat settings saved.")
+            self.notify("Chat settings saved.")
 
     # Views
 

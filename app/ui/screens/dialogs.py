@@ -99,7 +99,7 @@ class SettingsDialog(Dialog[ChatSettings]):
         self._current = current
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog-box settings"):
+        with Vertical(classes="dialog-box"):
             yield Label("This chat's settings", classes="heading")
             yield Label("System prompt")
             yield TextArea(self._current.system_prompt, id="system-prompt")

@@ -1,4 +1,4 @@
-"""The transcript: user messages and assistant replies (thinking, answer, stats line)."""
+"""Message widgets: user messages and assistant replies (thinking, answer, stats line)."""
 
 from __future__ import annotations
 
@@ -29,16 +29,11 @@ def code_blocks(markdown: str) -> list[tuple[str, str]]:
     ]
 
 
-def message_dom_id(message_id: int) -> str:
-    """The DOM id of a stored message's widget."""
-    return f"message-{message_id}"
-
-
 class UserMessage(Static):
     """What the user wrote, shown verbatim."""
 
     def __init__(self, content: str, message_id: int) -> None:
-        super().__init__(content, markup=False, id=message_dom_id(message_id), classes="user")
+        super().__init__(content, markup=False, classes="user")
         self.message_id = message_id
         self.border_title = "You"
 
@@ -46,8 +41,8 @@ class UserMessage(Static):
 class ReplyView(Vertical, can_focus=True):
     """One assistant reply: thinking in a collapsible block, the answer as Markdown, stats.
 
-    A streaming reply grows through `write` (fed by the screen at a throttled rate) and
-    ends with `finish`; a stored one is built complete by `from_stored`.
+    A streaming reply grows through `write` (fed by the transcript's timer at a paced rate)
+    and ends with `finish`; a stored one is built complete by `from_stored`.
     """
 
     def __init__(
@@ -59,8 +54,7 @@ class ReplyView(Vertical, can_focus=True):
         message_id: int | None = None,
         streaming: bool = False,
     ) -> None:
-        dom_id = message_dom_id(message_id) if message_id is not None else None
-        super().__init__(id=dom_id, classes="reply")
+        super().__init__(classes="reply")
         self.message_id = message_id
         self.answer = answer
         self.reasoning = reasoning
@@ -81,7 +75,7 @@ class ReplyView(Vertical, can_focus=True):
 
     def compose(self) -> ComposeResult:
         title = THINKING if self._streaming else _thinking_title(self.reasoning)
-        with Collapsible(title=title, collapsed=not self._streaming, classes="thinking"):
+        with Collapsible(title=title, collapsed=not self._streaming):
             yield Markdown(self.reasoning, classes="reasoning")
         yield Markdown(self.answer, classes="answer")
         yield Label(self._footer or "…", classes="reply-footer", markup=False)

@@ -2,7 +2,7 @@
 
 A worker drains the backend's events into the `ReplyRun` as they come (cheap
 bookkeeping only); a timer draws what arrived at a paced rate and posts
-`ReplyProgressed`; `ReplyEnded` follows once the reply is stored.
+`ReplyProgressed`; `ReplyEnded` follows once the reply is stored (or storing it failed).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Transcript(VerticalScroll):
 
     @dataclass
     class ReplyEnded(Message):
-        """The reply ended and is stored (`run.status` says how)."""
+        """The reply ended: `run.status` says how, or is None when it could not be stored."""
 
         run: ReplyRun
 
@@ -99,8 +99,11 @@ class Transcript(VerticalScroll):
             run.stop_requested = True
             if self._view is not None:
                 self._view.set_footer("■ stopping…")
-            await self._backend.stop_reply()
             self.set_timer(STOP_GRACE_S, partial(self._cancel, run))
+            try:
+                await self._backend.stop_reply()
+            except BackendError as error:
+                self.notify(f"Could not stop the reply: {error}", severity="error")
         return True
 
     async def stop_for_quit(self, timeout_s: float = STOP_GRACE_S) -> None:
@@ -150,7 +153,7 @@ class Transcript(VerticalScroll):
         self._set_timers(running=False)
         if view.is_attached:  # not when the app is tearing down with a reply in flight
             await view.write(*run.take_pending())
-            status = run.status or MessageStatus.STOPPED
+            status = run.status or MessageStatus.PARTIAL  # None: it could not be stored
             await view.finish(stats_line(status, run.stats, run.error))
         view.message_id = run.message_id
         self.run = self._view = self._worker = None

@@ -1,0 +1,36 @@
+"""ReplyRun: a reply counts as finished only once its ending is stored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.backend.protocol import ReplyDone, TextChunk
+from app.chat import Sampling
+from app.errors import DatabaseLocked
+from app.storage import ChatStore, MessageStatus
+from app.ui.reply import ReplyRequest, ReplyRun
+from tests.storage.conftest import write_locked
+from tests.ui.scripted_backend import FakeClock
+
+
+def test_an_ending_that_cannot_be_stored_leaves_the_run_unfinished_and_close_retries_it(
+    store: ChatStore, db_path: Path, clock: FakeClock
+) -> None:
+    conversation = store.create_conversation()
+    writer = store.start_reply(conversation.id, flush_interval_s=60)
+    run = ReplyRun(ReplyRequest(conversation.id, (), Sampling()), writer, clock)
+    run.observe(TextChunk("flushed", "", 3, clock()))
+    run.observe(TextChunk(" and buffered", "", 6, clock()))
+
+    with write_locked(db_path), pytest.raises(DatabaseLocked):
+        run.observe(ReplyDone("stop", {"prompt_tokens": 4, "completion_tokens": 6}, clock()))
+    assert not run.finished
+    assert (run.status, run.stats) == (None, None)
+
+    run.close()
+    assert run.status is MessageStatus.COMPLETE
+    reply = store.messages(conversation.id)[-1]
+    assert (reply.content, reply.status) == ("flushed and buffered", MessageStatus.COMPLETE)
+    assert reply.stats == run.stats
