@@ -12,7 +12,7 @@ from textual.widgets import Collapsible, Label, Markdown, Static, TextArea
 
 from app.chat import Role, Sampling
 from app.errors import BackendError
-from app.storage import ChatStore, MessageStatus
+from app.storage import ChatStore, MessageStatus, StoredMessage
 from app.ui import LingChatApp
 from app.ui.screens.chat import ChatScreen
 from app.ui.widgets import transcript
@@ -31,6 +31,12 @@ from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, answer_r
 
 MakeApp = Callable[..., LingChatApp]
 CODE_ANSWER = ("Two ways:\n\n```python\nprint('one')\n```\n\nor\n\n```sh\necho two\n```\n",)
+
+
+def only_chat(store: ChatStore) -> list[StoredMessage]:
+    """The messages of the one conversation stored."""
+    (conversation,) = store.list_conversations()
+    return store.messages(conversation.id)
 
 
 def last_reply(screen: ChatScreen) -> ReplyView:
@@ -60,8 +66,7 @@ async def test_reply_streams_reasoning_apart_from_the_answer_and_is_stored(
         footer = text_of(view.query_one(".reply-footer", Label))
         assert footer.startswith("✓") and "accept 3.00 (4 rounds)" in footer
         assert screen.sub_title == "hi there"
-    (conversation,) = store.list_conversations()
-    user, reply = store.messages(conversation.id)
+    user, reply = only_chat(store)
     assert (user.role, user.content) == (Role.USER, "hi there")
     assert (reply.content, reply.reasoning) == ("Hello **world**.", "The user greets me.")
     assert reply.status is MessageStatus.COMPLETE
@@ -134,8 +139,7 @@ async def test_escape_stops_the_reply_and_keeps_what_arrived(
         assert view.query_one(".answer", Markdown).source == "Partial answer"
         assert text_of(view.query_one(".reply-footer", Label)).startswith("■ stopped")
     assert backend.stop_calls == 1
-    (conversation,) = store.list_conversations()
-    reply = store.messages(conversation.id)[-1]
+    reply = only_chat(store)[-1]
     assert (reply.content, reply.status) == ("Partial answer", MessageStatus.STOPPED)
     assert reply.stats is not None and reply.stats.completion_tokens == 6
 
@@ -155,8 +159,7 @@ async def test_reply_error_is_stored_as_error_with_the_text_so_far(
         assert footer.startswith("✗ error: scheduler died")
         await send(pilot, "two")
         await reply_done(pilot)
-    (conversation,) = store.list_conversations()
-    replies = [m for m in store.messages(conversation.id) if m.role is Role.ASSISTANT]
+    replies = [m for m in only_chat(store) if m.role is Role.ASSISTANT]
     assert [(m.status, m.content, m.error) for m in replies] == [
         (MessageStatus.ERROR, "Half", "scheduler died"),
         (MessageStatus.ERROR, "x", "server closed the stream"),
@@ -176,8 +179,7 @@ async def test_regenerate_replaces_the_last_reply(
         await pilot.press("ctrl+r")
         await reply_done(pilot)
         assert [view.answer for view in screen.query(ReplyView)] == ["second"]
-    (conversation,) = store.list_conversations()
-    assert [m.content for m in store.messages(conversation.id)] == ["q", "second"]
+    assert [m.content for m in only_chat(store)] == ["q", "second"]
     assert backend.requests[0][0] == backend.requests[1][0]
 
 
@@ -196,8 +198,7 @@ async def test_edit_last_takes_the_message_back_and_resends_it(
         assert not screen.query(ReplyView) and not screen.query(UserMessage)
         await pilot.press("backspace", "backspace", "backspace", "backspace", *"dogs", "ctrl+s")
         await reply_done(pilot)
-    (conversation,) = store.list_conversations()
-    assert [m.content for m in store.messages(conversation.id)] == ["dogs", "about dogs"]
+    assert [m.content for m in only_chat(store)] == ["dogs", "about dogs"]
     assert [m.content for m in backend.requests[1][0]] == ["dogs"]
 
 
@@ -277,8 +278,7 @@ async def test_quitting_mid_reply_stores_it_and_shuts_down(
         await wait_until(pilot, lambda: not chat_app.is_running)
     assert chat_app.return_code == 0
     assert (backend.stop_calls, backend.shutdown_calls) == (1, 1)
-    (conversation,) = store.list_conversations()
-    reply = store.messages(conversation.id)[-1]
+    reply = only_chat(store)[-1]
     assert (reply.content, reply.status) == ("kept", MessageStatus.STOPPED)
 
 
@@ -364,8 +364,7 @@ async def test_escape_stops_the_reply_even_when_the_backend_cannot_stop_it(
         assert "Could not stop the reply: server went away" in notices(app)
         footer = text_of(last_reply(screen).query_one(".reply-footer", Label))
         assert footer.startswith("■ stopped")
-    (conversation,) = store.list_conversations()
-    reply = store.messages(conversation.id)[-1]
+    reply = only_chat(store)[-1]
     assert (reply.content, reply.status) == ("Kept", MessageStatus.STOPPED)
 
 
@@ -386,8 +385,7 @@ async def test_a_reply_whose_ending_cannot_be_stored_is_not_shown_as_complete(
             notice.startswith("Could not save the reply: ") and "is locked" in notice
             for notice in notices(chat_app)
         )
-    (conversation,) = store.list_conversations()
-    reply = store.messages(conversation.id)[-1]
+    reply = only_chat(store)[-1]
     assert (reply.content, reply.status) == ("Saved", MessageStatus.PARTIAL)
 
 
@@ -409,8 +407,7 @@ async def test_sending_to_a_locked_database_is_a_one_line_error_and_keeps_the_te
         assert store.list_conversations() == []
         await send(pilot, "keep me")  # the lock is gone: sending works again
         await reply_done(pilot)
-    (conversation,) = store.list_conversations()
-    assert [m.content for m in store.messages(conversation.id)] == ["keep me", "late"]
+    assert [m.content for m in only_chat(store)] == ["keep me", "late"]
 
 
 async def test_a_first_message_that_cannot_be_stored_leaves_no_empty_chat(
@@ -447,5 +444,4 @@ async def test_regenerating_on_a_locked_database_keeps_the_reply(
         assert "is locked by another process" in notices(chat_app)[0]
         assert screen.run is None
         assert [view.answer for view in screen.query(ReplyView)] == ["first"]
-    (conversation,) = store.list_conversations()
-    assert [m.content for m in store.messages(conversation.id)] == ["q", "first"]
+    assert [m.content for m in only_chat(store)] == ["q", "first"]

@@ -6,11 +6,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from textual.command import CommandPalette
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, OptionList, TextArea
 
 from app.chat import Role, Sampling
 from app.storage import ChatStore
 from app.ui import LingChatApp
+from app.ui.screens.chat import ChatScreen
 from app.ui.screens.dialogs import ConfirmDialog, HelpScreen, RenameDialog, SettingsDialog
 from app.ui.widgets.messages import ReplyView
 from tests.storage.conftest import write_locked
@@ -41,17 +43,23 @@ async def test_new_chat_is_stored_on_first_send_and_listed_newest_first(
         assert sidebar_titles(chat_app) == ["second chat", "first chat"]
 
 
+async def rename_to(pilot: Pilot[None], title: str) -> ChatScreen:
+    """Send a first message, open the rename dialog and type `title`; the chat screen."""
+    screen = await chat_screen(pilot)
+    await send(pilot, "old")
+    await reply_done(pilot)
+    await pilot.press("f2")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, RenameDialog))
+    pilot.app.screen.query_one("#title", Input).value = title
+    return screen
+
+
 async def test_rename_chat(
     chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
 ) -> None:
     backend.enqueue(answer_reply("a"))
     async with chat_app.run_test(size=SIZE) as pilot:
-        screen = await chat_screen(pilot)
-        await send(pilot, "old")
-        await reply_done(pilot)
-        await pilot.press("f2")
-        await wait_until(pilot, lambda: isinstance(chat_app.screen, RenameDialog))
-        chat_app.screen.query_one("#title", Input).value = "Cats"
+        screen = await rename_to(pilot, "Cats")
         await pilot.press("enter")
         await wait_until(pilot, lambda: chat_app.screen is screen)
         assert screen.sub_title == "Cats"
@@ -64,12 +72,7 @@ async def test_renaming_on_a_locked_database_is_a_one_line_error_and_keeps_the_t
 ) -> None:
     backend.enqueue(answer_reply("a"))
     async with chat_app.run_test(size=SIZE) as pilot:
-        screen = await chat_screen(pilot)
-        await send(pilot, "old")
-        await reply_done(pilot)
-        await pilot.press("f2")
-        await wait_until(pilot, lambda: isinstance(chat_app.screen, RenameDialog))
-        chat_app.screen.query_one("#title", Input).value = "Cats"
+        screen = await rename_to(pilot, "Cats")
         with write_locked(db_path):
             await pilot.press("enter")
             await wait_until(pilot, lambda: notices(chat_app))

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Static
 
 from app.backend.protocol import LoadStage, ProofReport
@@ -121,6 +122,12 @@ async def test_backend_error_at_start_is_one_line_and_exit_1(
     assert printed == "ling-chat: error: model path /models/ling does not exist"
 
 
+async def loading(pilot: Pilot[None]) -> None:
+    """Wait until the start-up screen shows the (held) graph-capture stage."""
+    stages = pilot.app.screen.query_one("#stages", Static)
+    await wait_until(pilot, lambda: "Capturing CUDA graphs" in text_of(stages))
+
+
 async def test_a_locked_database_at_start_is_one_line_and_exit_1(
     make_app: MakeApp,
     clock: FakeClock,
@@ -130,8 +137,7 @@ async def test_a_locked_database_at_start_is_one_line_and_exit_1(
     backend = ScriptedBackendDouble(clock=clock, hold_start=True)
     app = make_app(backend)
     async with app.run_test(size=SIZE) as pilot:
-        stages = app.screen.query_one("#stages", Static)
-        await wait_until(pilot, lambda: "Capturing CUDA graphs" in text_of(stages))
+        await loading(pilot)
         with write_locked(db_path):
             backend.release()
             await wait_until(pilot, lambda: not app.is_running)
@@ -148,8 +154,7 @@ async def test_ctrl_c_while_loading_shuts_down_and_exits_cleanly(
     backend = ScriptedBackendDouble(clock=clock, hold_start=True)
     app = make_app(backend)
     async with app.run_test(size=SIZE) as pilot:
-        stages = app.screen.query_one("#stages", Static)
-        await wait_until(pilot, lambda: "Capturing CUDA graphs" in text_of(stages))
+        await loading(pilot)
         await pilot.press("ctrl+c")
         await wait_until(pilot, lambda: not app.is_running)
     assert app.return_code == 0
