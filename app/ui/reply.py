@@ -38,6 +38,7 @@ class ReplyRun:
         self._writer = writer
         self._clock = clock
         self.started_at = clock()
+        """When the request went out; `sent()` moves it to the moment it really does."""
         self.live = LiveRate()
         self.arrivals: list[float] = []
         self.answer = ""
@@ -70,6 +71,10 @@ class ReplyRun:
     def live_snapshot(self) -> LiveSnapshot:
         """The live speed numbers so far."""
         return self.live.snapshot()
+
+    def sent(self) -> None:
+        """The request is being sent now: TTFT counts from here, not from the UI's set-up."""
+        self.started_at = self._clock()
 
     def observe(self, event: ReplyEvent) -> None:
         """Take one backend event: keep its text and timing and store it."""

@@ -34,3 +34,17 @@ def test_an_ending_that_cannot_be_stored_leaves_the_run_unfinished_and_close_ret
     reply = store.messages(conversation.id)[-1]
     assert (reply.content, reply.status) == ("flushed and buffered", MessageStatus.COMPLETE)
     assert reply.stats == run.stats
+
+
+def test_ttft_counts_from_the_moment_the_request_is_sent(
+    store: ChatStore, clock: FakeClock
+) -> None:
+    conversation = store.create_conversation()
+    run = ReplyRun(
+        ReplyRequest(conversation.id, (), Sampling()), store.start_reply(conversation.id), clock
+    )
+    clock.advance(0.3)  # the UI mounting the reply view
+    run.sent()
+    clock.advance(0.1)
+    run.observe(TextChunk("first", "", 1, clock()))
+    assert run.ttft_s == pytest.approx(0.1)

@@ -123,6 +123,7 @@ class Transcript(VerticalScroll):
         """Drain the backend's events into the run; drawing happens in `_draw`."""
         try:
             request = run.request
+            run.sent()
             async for event in self._backend.stream_reply(request.messages, request.sampling):
                 run.observe(event)
         except BackendError as error:
