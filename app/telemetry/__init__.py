@@ -50,7 +50,6 @@ from app.telemetry.windows import (
     LiveRate,
     LiveSnapshot,
     RollingWindow,
-    WindowSummary,
     percentile,
 )
 
@@ -75,7 +74,6 @@ __all__ = [
     "SpecHealth",
     "StepBytes",
     "WeightFormat",
-    "WindowSummary",
     "accept_length",
     "accept_rate",
     "achieved_gbps",

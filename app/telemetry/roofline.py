@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any, Final
 
@@ -296,15 +296,6 @@ class StepBytes:
         """All bytes of the step."""
         return math.fsum(getattr(self, f.name) for f in fields(self))
 
-    @property
-    def weights(self) -> float:
-        """Weight bytes, LM head included, state and cache excluded."""
-        return self.total - self.kda_state - self.mla_kv
-
-    def as_dict(self) -> dict[str, float]:
-        """Parts and total, JSON-ready."""
-        return {**asdict(self), "total": self.total}
-
 
 def decode_step_bytes(shape: ModelShape, precision: Precision, *, context_tokens: int) -> StepBytes:
     """Bytes read by one batch-1 decode step with `context_tokens` in the KV cache."""
@@ -421,14 +412,6 @@ class Roofline:
     def ceiling_tps(self) -> float:
         """The most decode tokens/s that bandwidth allows (no MTP)."""
         return 1.0 / self.floor_tpot_s
-
-    def achieved_gbps(self, tpot_s: float) -> float:
-        """Effective bandwidth of a measured plain-decode TPOT."""
-        return achieved_gbps(self.step.total, tpot_s)
-
-    def share_of_peak(self, tpot_s: float) -> float:
-        """A measured plain-decode TPOT as a fraction of peak bandwidth."""
-        return share_of_peak(self.step.total, tpot_s, self.peak_gbps)
 
 
 def roofline(

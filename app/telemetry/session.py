@@ -23,16 +23,12 @@ class SessionSummary:
     completion_tokens: int
     decode_tps: float | None
     """Pooled decode tokens/s: sum of (tokens - 1) over sum of (latency - TTFT)."""
-    tpot_s: float | None
-    """Pooled TPOT, 1 / `decode_tps`."""
     accept_length: float | None
     """Pooled tokens per verify round over replies that report verify rounds."""
     ttft_s: float | None
     """Mean time to first token."""
     decode_tps_series: tuple[float, ...]
     """Per-reply decode tokens/s, oldest first; replies without one are skipped."""
-    tpot_series: tuple[float, ...]
-    """Per-reply TPOT in seconds, oldest first; replies without one are skipped."""
     accept_length_series: tuple[float, ...]
     """Per-reply accept length, oldest first; replies without one are skipped."""
 
@@ -51,10 +47,8 @@ def summarize_session(replies: Sequence[ReplyStats]) -> SessionSummary:
         replies=len(replies),
         completion_tokens=sum(r.completion_tokens for r in replies),
         decode_tps=decode_tps,
-        tpot_s=1.0 / decode_tps if decode_tps else None,
         accept_length=pooled_accept_length(replies),
         ttft_s=math.fsum(ttfts) / len(ttfts) if ttfts else None,
         decode_tps_series=tuple(r.decode_tps for r in replies if r.decode_tps is not None),
-        tpot_series=tuple(r.tpot_s for r in replies if r.tpot_s is not None),
         accept_length_series=tuple(r.accept_length for r in replies if r.accept_length is not None),
     )

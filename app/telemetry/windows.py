@@ -41,20 +41,8 @@ def percentile(values: Iterable[float], q: float) -> float:
     return min(max(lo + (hi - lo) * frac, lo), hi)
 
 
-@dataclass(frozen=True, slots=True)
-class WindowSummary:
-    """A snapshot of a non-empty `RollingWindow`."""
-
-    count: int
-    mean: float
-    min: float
-    max: float
-    p50: float
-    p95: float
-
-
 class RollingWindow:
-    """The last `size` values pushed, with their mean, extremes and percentiles."""
+    """The last `size` values pushed, and their mean."""
 
     __slots__ = ("_values",)
 
@@ -63,13 +51,6 @@ class RollingWindow:
             raise ValueError(f"window size must be at least 1, got {size}")
         self._values: deque[float] = deque(maxlen=size)
 
-    @property
-    def size(self) -> int:
-        """The most values the window holds."""
-        maxlen = self._values.maxlen
-        assert maxlen is not None
-        return maxlen
-
     def __len__(self) -> int:
         return len(self._values)
 
@@ -77,69 +58,12 @@ class RollingWindow:
         """Add a value, dropping the oldest once the window is full."""
         self._values.append(float(value))
 
-    def extend(self, values: Iterable[float]) -> None:
-        """Push several values in order."""
-        for value in values:
-            self.push(value)
-
-    def clear(self) -> None:
-        """Forget every value."""
-        self._values.clear()
-
-    @property
-    def values(self) -> tuple[float, ...]:
-        """The values held, oldest first."""
-        return tuple(self._values)
-
-    @property
-    def last(self) -> float | None:
-        """The newest value."""
-        return self._values[-1] if self._values else None
-
     @property
     def mean(self) -> float | None:
         """The arithmetic mean, or None when empty."""
         if not self._values:
             return None
         return math.fsum(self._values) / len(self._values)
-
-    @property
-    def min(self) -> float | None:
-        """The smallest value, or None when empty."""
-        return min(self._values) if self._values else None
-
-    @property
-    def max(self) -> float | None:
-        """The largest value, or None when empty."""
-        return max(self._values) if self._values else None
-
-    def percentile(self, q: float) -> float | None:
-        """The q-th percentile (see the module docstring), or None when empty."""
-        return percentile(self._values, q) if self._values else None
-
-    @property
-    def p50(self) -> float | None:
-        """The median."""
-        return self.percentile(50.0)
-
-    @property
-    def p95(self) -> float | None:
-        """The 95th percentile."""
-        return self.percentile(95.0)
-
-    def summary(self) -> WindowSummary | None:
-        """All the statistics at once, or None when empty."""
-        if not self._values:
-            return None
-        ordered = sorted(self._values)
-        return WindowSummary(
-            count=len(ordered),
-            mean=math.fsum(ordered) / len(ordered),
-            min=ordered[0],
-            max=ordered[-1],
-            p50=percentile(ordered, 50.0),
-            p95=percentile(ordered, 95.0),
-        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,11 +22,9 @@ def test_summary_pools_tokens_and_time() -> None:
     assert summary.replies == 3
     assert summary.completion_tokens == 33
     assert summary.decode_tps == pytest.approx(30 / 3.0)
-    assert summary.tpot_s == pytest.approx(0.1)
     assert summary.accept_length == pytest.approx(32 / 12)
     assert summary.ttft_s == pytest.approx((0.5 + 0.2 + 0.3) / 3)
     assert summary.decode_tps_series == pytest.approx((10.0, 10.0))
-    assert summary.tpot_series == pytest.approx((0.1, 0.1))
     assert summary.accept_length_series == pytest.approx((3.0, 2.2))
 
 
@@ -41,7 +39,6 @@ def test_empty_session() -> None:
     summary = summarize_session([])
     assert summary.replies == 0
     assert summary.decode_tps is None
-    assert summary.tpot_s is None
     assert summary.accept_length is None
     assert summary.ttft_s is None
     assert summary.decode_tps_series == ()
