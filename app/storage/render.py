@@ -31,7 +31,7 @@ def speed_line(stats: ReplyStats | None) -> str:
 def status_note(message: StoredMessage) -> str:
     """Why a message is not complete, or empty when it is."""
     if message.status is MessageStatus.PARTIAL:
-        return "unfinished"
+        return "partial"
     if message.status is MessageStatus.STOPPED:
         return "stopped"
     if message.status is MessageStatus.ERROR:

@@ -144,7 +144,7 @@ def test_markdown_reads_well_with_speed_lines_and_folded_reasoning(filled: ChatS
     assert "> Answer in one line." in text
     assert "## You · " in text and "## Ling · " in text
     assert "_(stopped)_" in text
-    assert "4, 5\n\n_(unfinished)_" in text
+    assert "4, 5\n\n_(partial)_" in text
     assert "_(error: engine crashed)_" in text
     assert text.count("\n---\n") == 2
     assert text.index("Escaped, **promise**.") < text.index(SPEED)
