@@ -14,26 +14,32 @@
 #   marlin     Marlin MoE refused (over 4: cut at 200 and 240 s while capturing graphs)
 #   ui         the app chats through the engine; records the trace and a screenshot for assets/ (2)
 #   serve      `ling-chat serve` proves itself over HTTP; a remote chat through the app; random
-#              weights refused (3; SGLang's HTTP server needs the wheels in .whl/, see below)
+#              weights refused (3; needs the `serve` extra wheels, see below)
 #   bench      `ling-chat bench` over humming, humming+fp8, humming+nextn, stack (4.5)
+#   baseline   `ling-chat bench` of the baseline (FlashInfer MXFP4 MoE, JIT-compiled on
+#              first use: untried, minutes unknown; needs the `flashinfer` extra wheels)
 #   ab         the NEXTN stack with the BF16 and the FP8 head side by side, profiled, on pinned
 #              cores; ab-fp8-first boots the engines in the other order (3 each)
 # Pytest runs unbuffered and is stopped with SIGINT at its limit, so a cut run still prints
 # what it saw and its summary.
 #
-# The staging kit lacks two packages that SGLang's HTTP server imports (jsonschema,
-# soundfile). Download them here once into the git-ignored .whl/ and name `.whl` in the
-# call's `carry`; this script installs whatever .whl/ holds:
-#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
-#     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform any \
-#     -d .whl jsonschema jsonschema-specifications referencing rpds-py attrs soundfile cffi pycparser
+# Packages the staging kit lacks travel as extra wheels: `bash scripts/gpu_extra_wheels.sh
+# serve` (SGLang's HTTP server needs jsonschema and soundfile) or `... flashinfer` (the
+# `baseline` profile) prints the transfers that put them in /root/extra; this script joins
+# split wheels there and installs them all.
 set -u
 OUT="${OUT:-/tmp/gpu-out}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-if compgen -G ".whl/*.whl" >/dev/null; then
+EXTRA="${EXTRA:-/root/extra}"
+for first in "$EXTRA"/*.part-00; do
+  [ -e "$first" ] || break
+  whl="${first%.part-00}"
+  cat "$whl".part-* >"$whl" && rm "$whl".part-*
+done
+if compgen -G "$EXTRA/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+    --target /tmp/site "$EXTRA"/*.whl && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
 fi
 
 run() {  # run NAME LIMIT_S COMMAND...
@@ -64,6 +70,11 @@ for step in "$@"; do
         --allow-unproven --profiles humming,humming+fp8,humming+nextn,stack \
         --input-len 2048 --output-len 256 --num-prompts 2 --reps 2 --peak-gbps 4800 \
         --json "$OUT/bench.json" ;;
+    baseline)
+      python3 -c "from pathlib import Path; from tests.gpu import models; models.write_model_dir(Path('/root/m6'))"
+      run baseline 560 python3 -m app bench --model /root/m6 --sglang-arg load_format=dummy \
+        --allow-unproven --profiles baseline,humming --input-len 2048 --output-len 256 \
+        --num-prompts 2 --reps 2 --peak-gbps 4800 --json "$OUT/bench-baseline.json" ;;
     ab | ab-fp8-first)
       flag=""
       [ "$step" = ab-fp8-first ] && flag="--fp8-first"
