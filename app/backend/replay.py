@@ -49,6 +49,8 @@ TRACE_FORMAT: Final = "ling-chat-trace"
 TRACE_VERSION: Final = 1
 MAX_STAGE_GAP_S: Final = 1.0
 """Replayed start-up never waits longer than this between two stages (loads take minutes)."""
+MAX_START_S: Final = 6.0
+"""Nor longer than this in all: a real load reports progress every half second or so."""
 DEMO_TRACE: Final = "h200-stack-known-answer.trace.json"
 """The trace shipped in assets/: the stack on the project's H200 (`--replay demo`)."""
 
@@ -161,13 +163,15 @@ class ReplayBackend:
         return len(self._trace["replies"])
 
     async def start(self) -> AsyncIterator[LoadStage]:
-        """Replay the recorded load stages, each gap capped at `MAX_STAGE_GAP_S`."""
-        previous = 0.0
-        for data in self._trace["stages"]:
-            stage = LoadStage(**data)
-            gap = max(0.0, stage.elapsed_s - previous) / self._speed
-            await asyncio.sleep(min(gap, MAX_STAGE_GAP_S))
+        """Replay the recorded load stages, gaps capped (`MAX_STAGE_GAP_S`, `MAX_START_S`)."""
+        stages = [LoadStage(**data) for data in self._trace["stages"]]
+        gaps, previous = [], 0.0
+        for stage in stages:
+            gaps.append(min(max(0.0, stage.elapsed_s - previous) / self._speed, MAX_STAGE_GAP_S))
             previous = stage.elapsed_s
+        shrink = min(1.0, MAX_START_S / sum(gaps)) if sum(gaps) > 0 else 1.0
+        for stage, gap in zip(stages, gaps, strict=True):
+            await asyncio.sleep(gap * shrink)
             yield stage
 
     async def proof(self) -> ProofReport:

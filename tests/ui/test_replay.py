@@ -13,7 +13,7 @@ import pytest
 from textual.widgets import Static
 
 from app.backend.protocol import ChatBackend, ReplyDone, ReplyEvent, TextChunk
-from app.backend.replay import RecordingBackend, ReplayBackend, trace_path
+from app.backend.replay import MAX_START_S, RecordingBackend, ReplayBackend, trace_path
 from app.chat import ChatMessage, Role, Sampling
 from app.errors import BackendError
 from app.storage import ChatStore, MessageStatus
@@ -205,6 +205,16 @@ async def test_the_shipped_gpu_trace_plays_in_the_app(
     assert reply.content.strip() == answer.strip()
     assert reply.stats is not None and reply.stats.accept_length == 3.75
     assert "accept   3.75" in panel and "verify   8 rounds" in panel
+
+
+async def test_a_long_recorded_load_replays_in_a_few_seconds() -> None:
+    """The H200 load ticked 90 times in a minute; replayed as recorded, capped in all."""
+    replay = ReplayBackend(trace_path("demo"))
+    began = time.perf_counter()
+    stages = [stage async for stage in replay.start()]
+    took = time.perf_counter() - began
+    assert len(stages) == 90 and stages[-1].elapsed_s > 50
+    assert 0.8 * MAX_START_S < took < MAX_START_S + 1.0
 
 
 def test_an_unknown_trace_name_is_a_path(tmp_path: Path) -> None:
