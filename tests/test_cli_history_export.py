@@ -209,3 +209,20 @@ def test_an_archived_conversation_leaves_the_list_until_unarchived(
     assert "Pasta <night>\n" in capsys.readouterr().out
     assert cli("history", "archive", "42") == 1
     assert capsys.readouterr().err == "ling-chat: error: no conversation 42\n"
+
+
+def test_backup_copies_the_history_and_never_overwrites(
+    filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "copy.db"
+    assert cli("history", "backup", str(copy)) == 0
+    assert capsys.readouterr().out == f"Backed up 3 conversations to {copy}\n"
+    with ChatStore.open(copy) as backup, ChatStore.open(filled) as original:
+        assert backup.list_conversations() == original.list_conversations()
+        first = original.list_conversations()[0].id
+        assert backup.messages(first) == original.messages(first)
+    assert cli("history", "backup", str(copy)) == 1
+    assert (
+        capsys.readouterr().err
+        == f"ling-chat: error: {copy} exists already: a backup never overwrites a file\n"
+    )

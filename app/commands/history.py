@@ -1,9 +1,11 @@
-"""List past conversations (newest first), search them, show one (`history show ID`), or
-hide one from the list without deleting it (`history archive ID`, `history unarchive ID`)."""
+"""List past conversations (newest first), search them, show one (`history show ID`),
+hide one from the list without deleting it (`history archive ID`, `history unarchive ID`),
+or copy the whole history to a new file (`history backup FILE`)."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from app.commands.common import add_data_arguments, settings_from
 from app.storage import ChatStore, Conversation, StoredMessage
@@ -11,7 +13,7 @@ from app.storage.render import SPEAKERS, local_time, settings_line, speed_line, 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--search`, `--all`, `--limit`, `--data-dir` and the `show`/`archive`/`unarchive` actions."""
+    """`--search`, `--all`, `--limit`, `--data-dir`, and the actions on conversations."""
     parser.add_argument("--search", metavar="TEXT", help="only messages containing TEXT")
     parser.add_argument("--all", action="store_true", help="include archived conversations")
     parser.add_argument("--limit", type=int, metavar="N", help="show at most N entries")
@@ -28,6 +30,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             description=f"{what} a conversation in `history` and the chat list (kept whole).",
         )
         sub.add_argument("id", type=int, metavar="ID", help="conversation id (see `history --all`)")
+    backup = actions.add_parser(
+        "backup",
+        help="copy the whole history to a new SQLite file",
+        description="Copy the whole history, consistently, to a new SQLite file (VACUUM INTO).",
+    )
+    backup.add_argument(
+        "file", type=Path, metavar="FILE", help="the copy to write (must not exist)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,6 +46,10 @@ def run(args: argparse.Namespace) -> int:
         if args.history_action == "show":
             conversation = store.get_conversation(args.id)
             print(_render_conversation(conversation, store.messages(conversation.id)))
+        elif args.history_action == "backup":
+            store.backup(args.file)
+            count = len(store.list_conversations(include_archived=True))
+            print(f"Backed up {count} conversation{'s' * (count != 1)} to {args.file}")
         elif args.history_action in ("archive", "unarchive"):
             conversation = store.get_conversation(args.id)
             store.set_archived(conversation.id, args.history_action == "archive")

@@ -44,6 +44,8 @@ class Connection:
                 self.db.enable_wal()
                 self.db.execute("PRAGMA synchronous = FULL")
                 self.db.execute("PRAGMA foreign_keys = ON")
+                # Deleted rows are overwritten with zeros, not left in free pages.
+                self.db.execute("PRAGMA secure_delete = ON")
                 if MIGRATIONS.pending(self.db):
                     with self.write():  # under the write lock: one process migrates
                         MIGRATIONS.apply(self.db)

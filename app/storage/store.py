@@ -172,10 +172,29 @@ class ChatStore:
         self._update_conversation(conversation_id, **changes)
 
     def delete_conversation(self, conversation_id: int) -> None:
-        """Delete a conversation with its messages and their measurements."""
+        """Delete a conversation with its messages and measurements, leaving no trace.
+
+        Secure delete zeroes the freed pages, merging the search index drops the deleted
+        text from it, and a truncating checkpoint empties the write-ahead log, which
+        still holds the pages as they were before.
+        """
         with self._connection.write() as db:
             if not db.execute("DELETE FROM conversations WHERE id = ?", [conversation_id]).rowcount:
                 raise StorageError(f"no conversation {conversation_id}")
+            db.execute("INSERT INTO messages_fts(messages_fts) VALUES('optimize')")
+        with self._connection.errors():
+            self._connection.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def backup(self, path: Path) -> None:
+        """Write a consistent copy of the whole history to a new file (`VACUUM INTO`).
+
+        Raises:
+            StorageError: `path` exists already or cannot be written.
+        """
+        if path.exists():
+            raise StorageError(f"{path} exists already: a backup never overwrites a file")
+        with self._connection.errors():
+            self._connection.db.execute("VACUUM INTO ?", [str(path)])
 
     def messages(self, conversation_id: int) -> list[StoredMessage]:
         """A conversation's messages, oldest first, with their measurements."""

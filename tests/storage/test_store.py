@@ -221,3 +221,21 @@ def test_sampling_keys_from_another_version_are_ignored(store: ChatStore, db_pat
         other.execute("UPDATE conversations SET sampling = ?", [newer])
     other.close()
     assert store.get_conversation(conversation.id).sampling == Sampling(0.1, 0.9, 5, 9)
+
+
+def test_a_deleted_chat_leaves_no_trace_in_the_files(db_path: Path) -> None:
+    """Deleted text is overwritten, in the table, the search index and the WAL."""
+    secret = "zebra-orchid-7731 lives at the lighthouse"
+    with ChatStore.open(db_path) as store:
+        kept = store.create_conversation("kept")
+        store.add_user_message(kept.id, "an ordinary question " * 20)
+        gone = store.create_conversation("gone")
+        store.add_user_message(gone.id, secret)
+        writer = store.start_reply(gone.id)
+        writer.append(answer=f"I will remember {secret}", reasoning=f"thinking of {secret}")
+        writer.finish(MessageStatus.COMPLETE)
+        store.delete_conversation(gone.id)
+        files = [p for p in db_path.parent.iterdir() if p.name.startswith(db_path.name)]
+        leaked = [p.name for p in files if b"zebra-orchid" in p.read_bytes()]
+        assert leaked == []
+        assert [c.title for c in store.list_conversations()] == ["kept"]
