@@ -67,6 +67,13 @@ class ReplyStats:
     accept_histogram: tuple[int, ...] | None = None
     """Verify rounds that accepted 0, 1, 2, ... drafts, when SGLang reports it."""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    """Facts with no column of their own, e.g. `cached_tokens` (prompt tokens reused)."""
+
+    @property
+    def cached_tokens(self) -> int | None:
+        """Prompt tokens served from SGLang's prefix cache, when it reported them."""
+        value = self.extra.get("cached_tokens")
+        return int(value) if value is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -109,6 +116,11 @@ def reply_stats(
         ),
         verify_ct=verify_ct or None,
         accept_histogram=tuple(int(n) for n in histogram) if histogram else None,
+        extra=(
+            {"cached_tokens": int(meta_info["cached_tokens"])}
+            if meta_info.get("cached_tokens") is not None
+            else {}
+        ),
     )
 
 

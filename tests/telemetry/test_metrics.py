@@ -27,6 +27,7 @@ def test_reply_stats_hand_computed() -> None:
         "spec_num_correct_drafts": 14,
         "spec_num_proposed_drafts": 21,
         "spec_correct_drafts_histogram": [1, 2, 3, 1],
+        "cached_tokens": 8,
     }
     stats = reply_stats(0.0, arrivals, meta, 2.5)
     assert stats.prompt_tokens == 12
@@ -39,6 +40,7 @@ def test_reply_stats_hand_computed() -> None:
     assert stats.accept_rate == pytest.approx(2 / 3)
     assert stats.verify_ct == 7
     assert stats.accept_histogram == (1, 2, 3, 1)
+    assert stats.cached_tokens == 8
 
 
 def test_reply_stats_without_speculative_decoding() -> None:
@@ -49,6 +51,7 @@ def test_reply_stats_without_speculative_decoding() -> None:
     assert stats.accept_rate is None
     assert stats.verify_ct is None
     assert stats.accept_histogram is None
+    assert stats.cached_tokens is None
 
 
 def test_reply_stats_with_no_text_has_no_ttft_or_tpot() -> None:

@@ -305,7 +305,12 @@ async def test_speed_panel_shows_live_numbers_then_the_final_ones(
     chat_app: LingChatApp, backend: ScriptedBackendDouble
 ) -> None:
     backend.enqueue(
-        answer_reply(*"abcdef", tokens_per_chunk=3, hold_after=4, meta_info={"spec_verify_ct": 6})
+        answer_reply(
+            *"abcdef",
+            tokens_per_chunk=3,
+            hold_after=4,
+            meta_info={"spec_verify_ct": 6, "cached_tokens": 7},
+        )
     )
     async with chat_app.run_test(size=SIZE) as pilot:
         screen = await chat_screen(pilot)
@@ -318,6 +323,7 @@ async def test_speed_panel_shows_live_numbers_then_the_final_ones(
         await reply_done(pilot)
         final = text_of(numbers)
         assert "accept   3.00" in final and "verify   6 rounds" in final
+        assert "prompt   10 (7 cached)" in final
         assert "Session · 1 replies" in text_of(screen.query_one("#session-heading", Label))
 
 

@@ -25,6 +25,12 @@ def _rows(*rows: tuple[str, str]) -> Text:
     return text
 
 
+def prompt_line(stats: ReplyStats) -> str:
+    """Prompt tokens, and how many SGLang's prefix cache served, e.g. `4,020 (3,812 cached)`."""
+    cached = stats.cached_tokens
+    return f"{stats.prompt_tokens:,}" + (f" ({cached:,} cached)" if cached else "")
+
+
 class SpeedPanel(VerticalScroll, can_focus=False):
     """Numbers about decoding speed; the screen feeds it at a throttled rate."""
 
@@ -72,6 +78,7 @@ class SpeedPanel(VerticalScroll, can_focus=False):
                 ("TPOT", millis(stats.tpot_s)),
                 ("TTFT", seconds(stats.ttft_s)),
                 ("tokens", f"{stats.completion_tokens:,} in {seconds(stats.latency_s)}"),
+                ("prompt", prompt_line(stats)),
                 ("accept", ratio(stats.accept_length)),
                 ("verify", verify),
             )
