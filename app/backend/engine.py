@@ -203,6 +203,11 @@ class EngineBackend:
             sglang_version=self._version,
             profile=self.config.profile,
             speculative=self.config.levers.nextn,
+            context_length=(
+                int(self._engine.tokenizer_manager.context_len)
+                if self._engine is not None
+                else None
+            ),
         )
 
     @property

@@ -149,6 +149,8 @@ class BackendInfo:
     profile: str
     speculative: bool
     """True when speculative decoding is meant to be on (accept length is meaningful)."""
+    context_length: int | None = None
+    """The model's context in tokens, once the backend knows it (after start or a request)."""
 
 
 class ChatBackend(Protocol):

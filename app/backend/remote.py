@@ -133,6 +133,8 @@ class RemoteBackend:
         self._client = client if client is not None else httpx.AsyncClient()
         self._server_info: Mapping[str, Any] = {}
         self._report: ProofReport | None = None
+        self._context_length: int | None = None
+        """The context size the server last reported (`/v1/tokenize`)."""
         self._reply: _Reply | None = None
 
     @property
@@ -145,6 +147,7 @@ class RemoteBackend:
             sglang_version=str(server.get("version") or ""),
             profile=self.profile,
             speculative=bool(server.get("speculative_algorithm")),
+            context_length=self._context_length,
         )
 
     async def start(self) -> AsyncIterator[LoadStage]:
@@ -333,6 +336,7 @@ class RemoteBackend:
             if response.status_code != 200:
                 return None
             used, context = prompt_size(response.json())
+            self._context_length = context
         except (httpx.HTTPError, ValueError, WireError) as exc:
             logger.warning("cannot count the prompt's tokens at %s: %s", self.base_url, exc)
             return None

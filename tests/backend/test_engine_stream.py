@@ -134,10 +134,12 @@ async def test_a_long_conversation_gets_the_room_left_in_the_context(parser_doub
     prompt_tokens = len("<system>be brief<user>hi<assistant>") + 1  # one reserved token
     engine = SGLangEngineDouble(["ok"], {"type": "length"}, context_len=prompt_tokens + 100)
     backend = running(engine, tmp_path)
+    assert backend.info.context_length == prompt_tokens + 100
     events = await collect(backend)
     await backend.shutdown()
     assert engine.max_new_tokens == [100]
     assert isinstance(events[-1], ReplyDone)
+    assert backend.info.context_length is None  # the engine is gone
 
 
 async def test_a_conversation_that_fills_the_context_is_a_one_line_error(parser_double, tmp_path):

@@ -349,7 +349,9 @@ async def test_start_reads_server_info_warms_up_and_judges_the_published_proof(
         }
     ]
     assert (await backend.proof()).ok
-    assert backend.info == BackendInfo("server", MODEL_PATH, "0.5.23", "stack", True)
+    assert backend.info == BackendInfo(
+        "server", MODEL_PATH, "0.5.23", "stack", True, context_length=server.context_len
+    )
     [warmup] = server.chat_bodies()
     assert warmup["temperature"] == 0.0
     assert warmup["max_completion_tokens"] == WARMUP_SAMPLING.max_new_tokens
@@ -927,6 +929,7 @@ async def test_a_long_conversation_asks_only_for_the_room_left(connect, build_re
     events = await collect(backend.stream_reply(HELLO, SAMPLING))
     assert isinstance(events[-1], ReplyDone)
     assert server.chat_bodies()[-1]["max_completion_tokens"] == 100
+    assert backend.info.context_length == server.context_len
 
 
 async def test_a_conversation_that_fills_the_context_is_one_line_and_sends_nothing(

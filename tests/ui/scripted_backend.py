@@ -127,7 +127,9 @@ class ScriptedBackendDouble:
         self.start_error = start_error
         self.hold_start = hold_start
         self.stop_error = stop_error
-        self._info = BackendInfo(kind, "inclusionAI/Ling-3.0-flash", "0.5.23", "stack", speculative)
+        self._info = BackendInfo(
+            kind, "inclusionAI/Ling-3.0-flash", "0.5.23", "stack", speculative, context_length=32768
+        )
         self.replies: list[ScriptedReply] = []
         self.requests: list[tuple[tuple[ChatMessage, ...], Sampling]] = []
         self.stop_calls = 0

@@ -65,7 +65,9 @@ class SpeedPanels(App[None]):
             recent_tokens_per_step=3.4,
         )
         self.query_one("#live", SpeedPanel).show_live(live, ttft_s=0.21)
-        self.query_one("#final", SpeedPanel).show_last(MessageStatus.COMPLETE, stats(44.0, 2.2))
+        self.query_one("#final", SpeedPanel).show_last(
+            MessageStatus.COMPLETE, stats(44.0, 2.2), context_length=32768
+        )
 
 
 def test_speed_panel(snap_compare: SnapCompare) -> None:

@@ -214,7 +214,7 @@ class ChatScreen(Screen[None]):
         run = event.run
         status = run.status or MessageStatus.PARTIAL  # None: it could not be stored
         speed = self.query_one(SpeedPanel)
-        speed.show_last(status, run.stats)
+        speed.show_last(status, run.stats, self._ctx.backend.info.context_length)
         if status is MessageStatus.COMPLETE and run.stats is not None:
             self.session_stats.append(run.stats)
             speed.show_session(summarize_session(self.session_stats))

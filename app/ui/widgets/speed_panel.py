@@ -12,7 +12,16 @@ from app.storage import MessageStatus
 from app.telemetry import ReplyStats
 from app.telemetry.session import SessionSummary
 from app.telemetry.windows import LiveSnapshot
-from app.ui.format import STATUS_MARKS, VERDICT_MARKS, VERDICT_STYLES, millis, rate, ratio, seconds
+from app.ui.format import (
+    DASH,
+    STATUS_MARKS,
+    VERDICT_MARKS,
+    VERDICT_STYLES,
+    millis,
+    rate,
+    ratio,
+    seconds,
+)
 
 
 def _rows(*rows: tuple[str, str]) -> Text:
@@ -29,6 +38,14 @@ def prompt_line(stats: ReplyStats) -> str:
     """Prompt tokens, and how many SGLang's prefix cache served, e.g. `4,020 (3,812 cached)`."""
     cached = stats.cached_tokens
     return f"{stats.prompt_tokens:,}" + (f" ({cached:,} cached)" if cached else "")
+
+
+def context_line(stats: ReplyStats, context_length: int | None) -> str:
+    """The conversation's share of the context after this reply, e.g. `4,150 / 32,768 (13%)`."""
+    if not context_length:
+        return DASH
+    used = stats.prompt_tokens + stats.completion_tokens
+    return f"{used:,} / {context_length:,} ({used / context_length:.0%})"
 
 
 class SpeedPanel(VerticalScroll, can_focus=False):
@@ -65,8 +82,13 @@ class SpeedPanel(VerticalScroll, can_focus=False):
             ),
         )
 
-    def show_last(self, status: MessageStatus, stats: ReplyStats | None) -> None:
-        """The reply that just ended, with SGLang's final accept statistics."""
+    def show_last(
+        self, status: MessageStatus, stats: ReplyStats | None, context_length: int | None = None
+    ) -> None:
+        """The reply that just ended, with SGLang's final accept statistics.
+
+        With the model's `context_length`, also how much of it the conversation now fills.
+        """
         self.query_one("#reply-heading", Label).update(f"Last reply {STATUS_MARKS[status]}")
         if stats is None:
             self.query_one("#reply-numbers", Static).update(_rows(("decode", "–")))
@@ -79,6 +101,7 @@ class SpeedPanel(VerticalScroll, can_focus=False):
                 ("TTFT", seconds(stats.ttft_s)),
                 ("tokens", f"{stats.completion_tokens:,} in {seconds(stats.latency_s)}"),
                 ("prompt", prompt_line(stats)),
+                ("context", context_line(stats, context_length)),
                 ("accept", ratio(stats.accept_length)),
                 ("verify", verify),
             )
