@@ -18,7 +18,8 @@
 #   bench      `ling-chat bench` over humming, humming+fp8, humming+nextn, stack (4.5)
 #   baseline   `ling-chat bench` of the baseline (FlashInfer MXFP4 MoE, JIT-compiled on
 #              first use: untried, minutes unknown; needs the `flashinfer` extra wheels)
-#   ab         the NEXTN stack with the BF16 and the FP8 head side by side, profiled, on pinned
+#   ab         the NEXTN stack with the BF16 and the FP8 head side by side, profiled (GPU kernels,
+#              Python, and CPU time, involuntary switches and cores of each engine), on pinned
 #              cores; ab-fp8-first boots the engines in the other order (3 each)
 # Pytest runs unbuffered and is stopped with SIGINT at its limit, so a cut run still prints
 # what it saw and its summary.

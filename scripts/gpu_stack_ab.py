@@ -29,11 +29,69 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import psutil  # noqa: E402
+
 from app.backend.engine import EngineBackend  # noqa: E402
 from app.backend.engine_config import EngineConfig  # noqa: E402
 from tests.gpu import known_answer, models  # noqa: E402
 
 CONFIGS = {"bf16-head": "humming+nextn", "fp8-head": "stack"}
+CORE_SAMPLE_S = 0.01
+
+
+class HostUsage:
+    """CPU time, involuntary context switches and cores of one engine's SGLang processes.
+
+    A scheduler that shares its core with a busy neighbour is switched out involuntarily
+    and runs everything slower: this is what tells placement apart from the FP8 path.
+    """
+
+    def __init__(self, pids: list[int]) -> None:
+        self.procs = [psutil.Process(pid) for pid in pids]
+        self.cpu_s = 0.0
+        self.involuntary = 0
+        self.cores: Counter[int] = Counter()
+
+    def _totals(self) -> tuple[float, int]:
+        cpu, involuntary = 0.0, 0
+        for proc in self.procs:
+            times = proc.cpu_times()
+            cpu += times.user + times.system
+            involuntary += proc.num_ctx_switches().involuntary
+        return cpu, involuntary
+
+    async def _sample_cores(self) -> None:
+        while True:
+            for proc in self.procs:
+                if proc.cpu_percent() > 0:  # since the last sample: the busy ones only
+                    self.cores[proc.cpu_num()] += 1
+            await asyncio.sleep(CORE_SAMPLE_S)
+
+    async def measure(self, request: Any) -> Any:
+        """Await `request`, adding the CPU time and switches it cost to the totals."""
+        cpu, involuntary = self._totals()
+        sampler = asyncio.ensure_future(self._sample_cores())
+        try:
+            return await request
+        finally:
+            sampler.cancel()
+            cpu_after, involuntary_after = self._totals()
+            self.cpu_s += cpu_after - cpu
+            self.involuntary += involuntary_after - involuntary
+
+    def summary(self, rounds: int) -> dict[str, Any]:
+        """Per verify round: CPU ms and involuntary switches; the cores seen busy."""
+        return {
+            "pids": [proc.pid for proc in self.procs],
+            "cpu_ms_per_round": self.cpu_s * 1000 / rounds,
+            "involuntary_switches_per_round": self.involuntary / rounds,
+            "busy_core_samples": dict(self.cores.most_common()),
+        }
+
+
+def new_children(before: set[int]) -> list[int]:
+    """Processes of this one started since `before` was taken (one engine's SGLang)."""
+    return sorted({p.pid for p in psutil.Process().children(recursive=True)} - before)
 
 
 async def boot(
@@ -182,19 +240,25 @@ async def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     os.environ[known_answer.KNOWN_ANSWER_ENV] = "1" if args.known_answer else "0"
     model = models.write_model_dir(args.out / "model", args.layers, known_answer=args.known_answer)
-    backends = {}
+    backends, hosts = {}, {}
     boot_order = sorted(CONFIGS, key=lambda n: n != "fp8-head") if args.fp8_first else CONFIGS
     for name in boot_order:
+        before = {p.pid for p in psutil.Process().children(recursive=True)}
         backends[name] = await boot(name, CONFIGS[name], model, args.out, args.mem_fraction)
+        hosts[name] = HostUsage(new_children(before))
     times: dict[str, list[float]] = {name: [] for name in backends}
     accepts: dict[str, list[float]] = {name: [] for name in backends}
+    rounds: Counter[str] = Counter()
     for backend in backends.values():  # warm-up: Triton JIT, caches
         for _ in range(2):
             await one(backend, args.tokens)
     for rep in range(args.reps):
         order = list(backends) if rep % 2 == 0 else list(reversed(backends))
         for name in order:
-            seconds, accept, _rounds = await one(backends[name], args.tokens)
+            seconds, accept, verify_rounds = await hosts[name].measure(
+                one(backends[name], args.tokens)
+            )
+            rounds[name] += verify_rounds
             times[name].append(seconds * 1000)
             if accept is not None:
                 accepts[name].append(accept)
@@ -218,11 +282,17 @@ async def main() -> None:
             "max_ms": max(ms),
             "accept": statistics.median(accepts[name]) if accepts[name] else None,
             "ms": ms,
+            "host_usage": hosts[name].summary(max(rounds[name], 1)),
         }
         result["configs"][name] = row
+        usage = row["host_usage"]
         print(
             f"  {name:10} median {row['median_ms']:7.1f} ms  (min {row['min_ms']:.1f}, "
-            f"max {row['max_ms']:.1f})  accept {row['accept']}"
+            f"max {row['max_ms']:.1f})  accept {row['accept']}\n"
+            f"             SGLang processes {usage['pids']}: "
+            f"{usage['cpu_ms_per_round']:.2f} ms CPU and "
+            f"{usage['involuntary_switches_per_round']:.2f} involuntary switches per round; "
+            f"busy on cores {usage['busy_core_samples']}"
         )
     a, b = (result["configs"][n]["median_ms"] for n in ("bf16-head", "fp8-head"))
     result["fp8_speedup"] = a / b
