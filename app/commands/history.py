@@ -23,12 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "show", help="print one conversation", description="Print one conversation."
     )
     show.add_argument("id", type=int, metavar="ID", help="conversation id (see `history`)")
-    for action, what in (("archive", "Hide"), ("unarchive", "Bring back")):
-        sub = actions.add_parser(
-            action,
-            help=f"{what.lower()} a conversation in lists (`--all` shows archived ones)",
-            description=f"{what} a conversation in `history` and the chat list (kept whole).",
-        )
+    for action, summary in (
+        ("archive", "hide a conversation from the lists (`--all` still shows it)"),
+        ("unarchive", "show an archived conversation in the lists again"),
+    ):
+        sub = actions.add_parser(action, help=summary, description=f"{summary.capitalize()}.")
         sub.add_argument("id", type=int, metavar="ID", help="conversation id (see `history --all`)")
     backup = actions.add_parser(
         "backup",
