@@ -57,6 +57,13 @@ gpu_tests() {  # gpu_tests NAME LIMIT_S FILE [PYTEST ARGS...]
   run "$name" "$limit" python3 -m pytest --run-gpu -s -p no:cacheprovider -rA "$@"
 }
 
+bench() {  # bench NAME LIMIT_S PROFILES: `ling-chat bench` on the 6-layer model, random weights
+  python3 -c "from pathlib import Path; from tests.gpu import models; models.write_model_dir(Path('/root/m6'))"
+  run "$1" "$2" python3 -m app bench --model /root/m6 --sglang-arg load_format=dummy \
+    --allow-unproven --profiles "$3" --input-len 2048 --output-len 256 --num-prompts 2 \
+    --reps 2 --peak-gbps 4800 --json "$OUT/$1.json"
+}
+
 for step in "$@"; do
   case "$step" in
     engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes or weight_only" ;;
@@ -65,17 +72,8 @@ for step in "$@"; do
     marlin) gpu_tests marlin 500 tests/gpu/test_engine_gpu.py -k marlin ;;
     ui) gpu_tests ui 240 tests/gpu/test_ui_gpu.py ;;
     serve) gpu_tests serve 360 tests/gpu/test_serve_gpu.py ;;
-    bench)
-      python3 -c "from pathlib import Path; from tests.gpu import models; models.write_model_dir(Path('/root/m6'))"
-      run bench 400 python3 -m app bench --model /root/m6 --sglang-arg load_format=dummy \
-        --allow-unproven --profiles humming,humming+fp8,humming+nextn,stack \
-        --input-len 2048 --output-len 256 --num-prompts 2 --reps 2 --peak-gbps 4800 \
-        --json "$OUT/bench.json" ;;
-    baseline)
-      python3 -c "from pathlib import Path; from tests.gpu import models; models.write_model_dir(Path('/root/m6'))"
-      run baseline 560 python3 -m app bench --model /root/m6 --sglang-arg load_format=dummy \
-        --allow-unproven --profiles baseline,humming --input-len 2048 --output-len 256 \
-        --num-prompts 2 --reps 2 --peak-gbps 4800 --json "$OUT/bench-baseline.json" ;;
+    bench) bench bench 400 humming,humming+fp8,humming+nextn,stack ;;
+    baseline) bench baseline 560 baseline,humming ;;
     ab | ab-fp8-first)
       flag=""
       [ "$step" = ab-fp8-first ] && flag="--fp8-first"

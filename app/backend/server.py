@@ -48,9 +48,11 @@ def serve(
     args = ServerArgs(**{"reasoning_parser": "ling3", **server_args(config, gpu_facts())})
     verdict: list[bool] = []
 
+    def prove() -> ProofReport:
+        return asyncio.run(self_proof(args.host, args.port, args.api_key, config))
+
     def judge_self() -> None:
         """Runs in SGLang's warm-up thread once the server is ready; unproven means stop."""
-        prove = lambda: asyncio.run(self_proof(args.host, args.port, args.api_key, config))  # noqa: E731
         verdict.append(judge(prove, report_out))
         if not verdict[-1]:
             os.kill(os.getpid(), signal.SIGTERM)

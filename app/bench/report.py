@@ -121,7 +121,11 @@ def workload_title(description: Mapping[str, Any]) -> str:
 
 def speed_table(rows: Sequence[TableRow]) -> str:
     """Speed, latency, accept length and accuracy, with each row's deltas."""
-    speeds = {r.profile: r.summary.decode_tps for r in rows if r.summary and r.summary.decode_tps}
+    speeds = {
+        r.profile: r.summary.decode_tps
+        for r in rows
+        if r.summary is not None and r.summary.decode_tps is not None
+    }
     reference = reference_profile(speeds) or BASELINE
     headers = ["profile", "lever", "tok/s", "vs prev", f"vs {reference}", "TPOT ms", "p95"]
     headers += ["TTFT s", "E2E s mean", "p50", "p95", "accept", "median", "accuracy", "err"]

@@ -59,6 +59,11 @@ class ReplyRun:
         return self.status is not None
 
     @property
+    def shown_status(self) -> MessageStatus:
+        """The status to show once the stream is over: `PARTIAL` while it is not stored."""
+        return self.status or MessageStatus.PARTIAL
+
+    @property
     def message_id(self) -> int | None:
         """The stored reply's id, once a row exists."""
         return self._writer.message_id

@@ -212,7 +212,7 @@ class ChatScreen(Screen[None]):
     @on(Transcript.ReplyEnded)
     def _show_end(self, event: Transcript.ReplyEnded) -> None:
         run = event.run
-        status = run.status or MessageStatus.PARTIAL  # None: it could not be stored
+        status = run.shown_status
         speed = self.query_one(SpeedPanel)
         speed.show_last(status, run.stats, self._ctx.backend.info.context_length)
         if status is MessageStatus.COMPLETE and run.stats is not None:

@@ -22,7 +22,6 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from app.backend.protocol import ChatBackend
 from app.errors import BackendError, StorageError
-from app.storage import MessageStatus
 from app.ui.format import stats_line
 from app.ui.pacing import DrawPacer
 from app.ui.reply import ReplyRun
@@ -154,7 +153,7 @@ class Transcript(VerticalScroll):
         self._set_timers(running=False)
         if view.is_attached:  # not when the app is tearing down with a reply in flight
             await view.write(*run.take_pending())
-            status = run.status or MessageStatus.PARTIAL  # None: it could not be stored
+            status = run.shown_status
             await view.finish(stats_line(status, run.stats, run.error))
         view.message_id = run.message_id
         self.run = self._view = self._worker = None
