@@ -37,6 +37,7 @@ from app.backend.protocol import (
     TextChunk,
     TimedGeneration,
 )
+from app.backend.wire import chat_messages
 from app.chat import ChatMessage, Sampling, fit_to_context
 from app.errors import BackendError, EngineCrashed, ModelNotFound
 
@@ -405,7 +406,7 @@ class EngineBackend:
     def chat_prompt(self, messages: Sequence[ChatMessage]) -> str:
         """The prompt text from the model's own chat template."""
         tokenizer = self._engine.tokenizer_manager.tokenizer
-        turns = [{"role": m.role.value, "content": m.content} for m in messages]
+        turns = chat_messages(messages)
         return str(tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True))
 
     def _prompt_ids(self, messages: Sequence[ChatMessage]) -> tuple[list[int], int]:

@@ -41,6 +41,7 @@ from app.backend.protocol import (
     ReplyEvent,
     TextChunk,
 )
+from app.backend.wire import chat_messages
 from app.chat import ChatMessage, Sampling
 from app.errors import BackendError, ExportError
 from app.files import write_atomic
@@ -270,9 +271,7 @@ class RecordingBackend:
                 self._trace["replies"].append(
                     {
                         "request": {
-                            "messages": [
-                                {"role": str(m.role), "content": m.content} for m in messages
-                            ],
+                            "messages": chat_messages(messages),
                             "sampling": asdict(sampling),
                         },
                         "events": events,
