@@ -18,6 +18,8 @@
 #   bench      `ling-chat bench` over humming, humming+fp8, humming+nextn, stack (4.5)
 #   baseline   `ling-chat bench` of the baseline (FlashInfer MXFP4 MoE, JIT-compiled on
 #              first use: untried, minutes unknown; needs the `flashinfer` extra wheels)
+#   reasoning  `ling-chat bench` of humming and stack, synthetic and the GSM8K fixture (5-shot
+#              CoT, 3 questions; random weights, so the accuracy is only exercised) (4)
 #   ab         the NEXTN stack with the BF16 and the FP8 head side by side, profiled (GPU kernels,
 #              Python, and CPU time, involuntary switches and cores of each engine), on pinned
 #              cores; ab-fp8-first boots the engines in the other order (3 each)
@@ -57,11 +59,13 @@ gpu_tests() {  # gpu_tests NAME LIMIT_S FILE [PYTEST ARGS...]
   run "$name" "$limit" python3 -m pytest --run-gpu -s -p no:cacheprovider -rA "$@"
 }
 
-bench() {  # bench NAME LIMIT_S PROFILES: `ling-chat bench` on the 6-layer model, random weights
+bench() {  # bench NAME LIMIT_S PROFILES [ARGS...]: `ling-chat bench`, 6-layer model, random weights
+  local name="$1" limit="$2" profiles="$3"
+  shift 3
   python3 -c "from pathlib import Path; from tests.gpu import models; models.write_model_dir(Path('/root/m6'))"
-  run "$1" "$2" python3 -m app bench --model /root/m6 --sglang-arg load_format=dummy \
-    --allow-unproven --profiles "$3" --input-len 2048 --output-len 256 --num-prompts 2 \
-    --reps 2 --peak-gbps 4800 --json "$OUT/$1.json"
+  run "$name" "$limit" python3 -m app bench --model /root/m6 --sglang-arg load_format=dummy \
+    --allow-unproven --profiles "$profiles" --input-len 2048 --output-len 256 --num-prompts 2 \
+    --reps 2 --peak-gbps 4800 --json "$OUT/$name.json" "$@"
 }
 
 for step in "$@"; do
@@ -74,6 +78,7 @@ for step in "$@"; do
     serve) gpu_tests serve 360 tests/gpu/test_serve_gpu.py ;;
     bench) bench bench 400 humming,humming+fp8,humming+nextn,stack ;;
     baseline) bench baseline 560 baseline,humming ;;
+    reasoning) bench reasoning 400 humming,stack --workload both --dataset tests/fixtures/gsm8k_small.jsonl ;;
     ab | ab-fp8-first)
       flag=""
       [ "$step" = ab-fp8-first ] && flag="--fp8-first"

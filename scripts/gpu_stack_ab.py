@@ -51,6 +51,7 @@ class HostUsage:
         self.cpu_s = 0.0
         self.involuntary = 0
         self.cores: Counter[int] = Counter()
+        self.idle_cpu_s = 0.0  # while the other engine was generating
 
     def _totals(self) -> tuple[float, int]:
         cpu, involuntary = 0.0, 0
@@ -67,9 +68,11 @@ class HostUsage:
                     self.cores[proc.cpu_num()] += 1
             await asyncio.sleep(CORE_SAMPLE_S)
 
-    async def measure(self, request: Any) -> Any:
-        """Await `request`, adding the CPU time and switches it cost to the totals."""
+    async def measure(self, request: Any, idle: list[HostUsage]) -> Any:
+        """Await `request`, adding the CPU time and switches it cost to the totals, and
+        the CPU time the `idle` engines spent meanwhile to theirs."""
         cpu, involuntary = self._totals()
+        idle_cpu = [other._totals()[0] for other in idle]
         sampler = asyncio.ensure_future(self._sample_cores())
         try:
             return await request
@@ -78,6 +81,8 @@ class HostUsage:
             cpu_after, involuntary_after = self._totals()
             self.cpu_s += cpu_after - cpu
             self.involuntary += involuntary_after - involuntary
+            for other, before in zip(idle, idle_cpu, strict=True):
+                other.idle_cpu_s += other._totals()[0] - before
 
     def summary(self, rounds: int) -> dict[str, Any]:
         """Per verify round: CPU ms and involuntary switches; the cores seen busy."""
@@ -86,7 +91,28 @@ class HostUsage:
             "cpu_ms_per_round": self.cpu_s * 1000 / rounds,
             "involuntary_switches_per_round": self.involuntary / rounds,
             "busy_core_samples": dict(self.cores.most_common()),
+            "idle_cpu_ms_total": self.idle_cpu_s * 1000,
+            "threads": {proc.pid: proc.num_threads() for proc in self.procs},
+            "affinity": {proc.pid: proc.cpu_affinity() for proc in self.procs},
         }
+
+
+def cpu_topology() -> dict[str, Any]:
+    """This process's allowed CPUs, each with its physical core and NUMA node, and the
+    cgroup's CPU quota: to tell hyper-thread siblings and a throttled container apart."""
+    cpus: dict[int, str] = {}
+    for cpu in sorted(os.sched_getaffinity(0)):
+        topo = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
+        try:
+            cpus[cpu] = (topo / "thread_siblings_list").read_text().strip()
+        except OSError:
+            cpus[cpu] = "?"
+    quota = Path("/sys/fs/cgroup/cpu.max")
+    return {
+        "allowed_cpu_siblings": cpus,
+        "cgroup_cpu_max": quota.read_text().strip() if quota.exists() else None,
+        "os_cpu_count": os.cpu_count(),
+    }
 
 
 def new_children(before: set[int]) -> list[int]:
@@ -255,8 +281,9 @@ async def main() -> None:
     for rep in range(args.reps):
         order = list(backends) if rep % 2 == 0 else list(reversed(backends))
         for name in order:
+            idle = [hosts[other] for other in backends if other != name]
             seconds, accept, verify_rounds = await hosts[name].measure(
-                one(backends[name], args.tokens)
+                one(backends[name], args.tokens), idle
             )
             rounds[name] += verify_rounds
             times[name].append(seconds * 1000)
@@ -268,8 +295,10 @@ async def main() -> None:
         "layers": args.layers,
         "known_answer": args.known_answer,
         "boot_order": list(backends),
+        "cpu_topology": cpu_topology(),
         "configs": {},
     }
+    print(f"CPU topology: {result['cpu_topology']}")
     print(
         f"\n{args.layers} layers, {args.tokens} greedy tokens, {args.reps} interleaved reps, "
         f"{'known-answer' if args.known_answer else 'random'} weights"
@@ -292,7 +321,8 @@ async def main() -> None:
             f"             SGLang processes {usage['pids']}: "
             f"{usage['cpu_ms_per_round']:.2f} ms CPU and "
             f"{usage['involuntary_switches_per_round']:.2f} involuntary switches per round; "
-            f"busy on cores {usage['busy_core_samples']}"
+            f"busy on cores {usage['busy_core_samples']}; "
+            f"{usage['idle_cpu_ms_total']:.0f} ms CPU in all while the other engine ran"
         )
     a, b = (result["configs"][n]["median_ms"] for n in ("bf16-head", "fp8-head"))
     result["fp8_speedup"] = a / b
