@@ -22,14 +22,20 @@
 #              CoT, 3 questions; random weights, so the accuracy is only exercised) (4)
 #   ab         the NEXTN stack with the BF16 and the FP8 head side by side, profiled (GPU kernels,
 #              Python, and CPU time, involuntary switches and cores of each engine), on pinned
-#              cores; ab-fp8-first boots the engines in the other order (3 each)
+#              cores, known-answer weights (accept 4); ab-fp8-first boots the engines in the
+#              other order (2.5 each); ab-random has random weights (accept 1, unprofiled);
+#              ab-18 has 18 layers (3 groups of 5 KDA + 1 MLA; about 32 GB each), where a
+#              round's GPU time outgrows SGLang's host time per round (untried)
 # Pytest runs unbuffered and is stopped with SIGINT at its limit, so a cut run still prints
 # what it saw and its summary.
 #
 # Packages the staging kit lacks travel as extra wheels: `bash scripts/gpu_extra_wheels.sh
-# serve` (SGLang's HTTP server needs jsonschema and soundfile) or `... flashinfer` (the
-# `baseline` profile) prints the transfers that put them in /root/extra; this script joins
-# split wheels there and installs them all.
+# serve` (SGLang's HTTP server needs jsonschema and soundfile) or `... flashinfer` prints the
+# transfers that put them in /root/extra; this script joins split wheels there and installs
+# them all. FlashInfer is SGLang 0.5.23's own dependency: without it the NEXTN verify cannot
+# sample (top-k/top-p renormalisation), so every engine with NEXTN now fails its sampled
+# warm-up, and the `baseline` profile has no MoE. Each step also keeps the end of every SGLang
+# log it wrote, as NAME.sglang-N.log.
 set -u
 OUT="${OUT:-/tmp/gpu-out}"
 mkdir -p "$OUT"
@@ -45,12 +51,18 @@ if compgen -G "$EXTRA/*.whl" >/dev/null; then
     --target /tmp/site "$EXTRA"/*.whl && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
 fi
 
-run() {  # run NAME LIMIT_S COMMAND...
-  local name="$1" limit="$2"
+run() {  # run NAME LIMIT_S COMMAND...: its output, and the end of each SGLang log it wrote
+  local name="$1" limit="$2" marker n=0
   shift 2
+  marker=$(mktemp)
   echo "== $name (limit ${limit}s) $(date +%T)"
   timeout -s INT "$limit" "$@" 2>&1 | tee "$OUT/$name.log" | grep -v "tokenizer you are loading" | tail -60
   echo "== $name exit ${PIPESTATUS[0]} $(date +%T)"
+  while IFS= read -r log; do
+    n=$((n + 1))
+    { echo "# $log"; tail -c 300000 "$log" | grep -v "server_args=\|ServerArgs("; } >"$OUT/$name.sglang-$n.log"
+  done < <(find /root /tmp -name sglang.log -newer "$marker" 2>/dev/null)
+  rm -f "$marker"
 }
 
 gpu_tests() {  # gpu_tests NAME LIMIT_S FILE [PYTEST ARGS...]
@@ -79,11 +91,14 @@ for step in "$@"; do
     bench) bench bench 400 humming,humming+fp8,humming+nextn,stack ;;
     baseline) bench baseline 560 baseline,humming ;;
     reasoning) bench reasoning 400 humming,stack --workload both --dataset tests/fixtures/gsm8k_small.jsonl ;;
-    ab | ab-fp8-first)
-      flag=""
-      [ "$step" = ab-fp8-first ] && flag="--fp8-first"
-      run "$step" 300 taskset -c 2-9 python3 scripts/gpu_stack_ab.py "/root/$step" \
-        --known-answer --reps 10 --profile $flag
+    ab | ab-fp8-first | ab-random | ab-18)
+      args=(--known-answer --reps 10 --profile)
+      case "$step" in
+        ab-fp8-first) args+=(--fp8-first) ;;
+        ab-random) args=(--reps 10) ;;
+        ab-18) args=(--known-answer --reps 10 --layers 18 --mem-fraction 0.4) ;;
+      esac
+      run "$step" 400 taskset -c 2-9 python3 scripts/gpu_stack_ab.py "/root/$step" "${args[@]}"
       cp "/root/$step/ab.json" "$OUT/$step.json" 2>/dev/null ;;
     *) echo "unknown step: $step" >&2; exit 2 ;;
   esac

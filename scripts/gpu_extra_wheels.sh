@@ -3,7 +3,8 @@
 # `device` transfer, for `scripts/gpu_agenda.sh` to install on the GPU machine.
 #
 #   bash scripts/gpu_extra_wheels.sh serve        # SGLang's HTTP server: jsonschema, soundfile
-#   bash scripts/gpu_extra_wheels.sh flashinfer   # the `baseline` profile's MoE (FlashInfer)
+#   bash scripts/gpu_extra_wheels.sh flashinfer   # FlashInfer: every NEXTN profile's sampled
+#                                                 # verify, and the `baseline` profile's MoE
 #
 # It writes the git-ignored .gpu-extra/ (one folder per transfer) and prints the plan:
 # send each folder with `carry` and copy it to /root/extra; gpu_agenda.sh joins split

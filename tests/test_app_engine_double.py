@@ -95,3 +95,15 @@ def test_a_crash_while_loading_is_one_line_with_its_cause_not_an_old_refusal(tmp
     result, printed = session(tmp_path, "out_of_memory_at_load")
     assert result["return_code"] == 1
     assert "SGLang failed to start (MemoryError: CUDA out of memory" in printed
+
+
+def test_an_engine_that_cannot_sample_refuses_to_start_with_the_cause(tmp_path):
+    # Greedy NEXTN passed on the H200 without FlashInfer; the first sampled verify killed
+    # SGLang's scheduler. The sampled warm-up finds that before the user's first message.
+    result, printed = session(tmp_path, "cannot_sample")
+    assert result["return_code"] == 1
+    assert result["replies"] == []
+    assert (
+        "the sampled warm-up reply failed: SGLang's scheduler died "
+        "(ModuleNotFoundError: No module named 'flashinfer')" in printed
+    )

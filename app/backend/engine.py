@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from app.backend.engine_config import EngineConfig, GpuFacts, server_args
 from app.backend.patches import PLAN_ENV, REFUSAL, PatchPlan
-from app.backend.proof import WARMUP_MESSAGES, WARMUP_SAMPLING, build_report, refusal_report
+from app.backend.proof import build_report, refusal_report
 from app.backend.protocol import (
     BackendInfo,
     LoadStage,
@@ -37,13 +37,14 @@ from app.backend.protocol import (
     TextChunk,
     TimedGeneration,
 )
+from app.backend.warmup import WARMUP_MESSAGES, warm_up
 from app.backend.wire import chat_messages
 from app.chat import ChatMessage, Sampling, fit_to_context
 from app.errors import BackendError, EngineCrashed, ModelNotFound
 
 T = TypeVar("T")
 CRASH_POLL_S = 0.5
-"""How often a streaming reply checks whether SGLang's scheduler died (SIGQUIT)."""
+"""How often a request in flight checks whether SGLang's scheduler died (SIGQUIT)."""
 LOAD_STAGE = "Loading weights, compiling Humming kernels, capturing CUDA graphs"
 WARMUP_STAGE = "Warming up and measuring accept length"
 
@@ -191,6 +192,8 @@ class EngineBackend:
         self._report: ProofReport | None = None
         self._rid: str | None = None
         self._crashed = threading.Event()
+        self._log_start = 0
+        """Where this boot's part of the log file begins (the file is kept across runs)."""
         self._version = "unknown"
         self.server_kwargs: dict[str, Any] = {}
         """The SGLang server arguments of the running engine."""
@@ -245,7 +248,7 @@ class EngineBackend:
         boot.add_done_callback(lambda done: done.cancelled() or done.exception())
         boot_log: list[str] = []  # this boot's part of the log (the file is kept across runs)
         with open(self.log_file, encoding="utf-8", errors="replace") as log:
-            log.seek(0, os.SEEK_END)
+            self._log_start = log.seek(0, os.SEEK_END)
             while not boot.done():
                 await asyncio.wait({boot}, timeout=0.5)
                 boot_log += log.readlines()
@@ -269,7 +272,7 @@ class EngineBackend:
         self._version = await self._thread.call(_sglang_version)
         yield stage(LOAD_STAGE, True)
         yield stage(WARMUP_STAGE, False, WARMUP_MESSAGES[0].content)
-        accept = await self._warmup()
+        accept = await warm_up(self, EngineCrashed)
         yield stage(
             WARMUP_STAGE, True, "no speculation" if accept is None else f"accept {accept:.2f}"
         )
@@ -343,9 +346,15 @@ class EngineBackend:
         input_ids: list[int] | None = None,
         prompt: str | None = None,
     ) -> TimedGeneration:
-        """One streamed request from token ids or raw text, timed on the engine thread."""
+        """One streamed request from token ids or raw text, timed on the engine thread.
+
+        Raises:
+            EngineCrashed: SGLang's scheduler died before or during the request.
+        """
         if self._engine is None or self._thread is None:
             raise BackendError("the engine is not running")
+        if self._crashed.is_set():
+            raise EngineCrashed(self._crash_message())
         engine = self._engine
 
         async def run() -> TimedGeneration:
@@ -366,7 +375,7 @@ class EngineBackend:
                 started, arrivals, chunk.get("text", ""), meta, time.perf_counter()
             )
 
-        return await self._thread.submit(run())
+        return await self._unless_crashed(self._thread.submit(run()))
 
     async def call_tokenizer_manager(self, method: str, *args: Any) -> Any:
         """Await `engine.tokenizer_manager.<method>(*args)` on the engine loop.
@@ -461,17 +470,6 @@ class EngineBackend:
                 )
             )
 
-    async def _warmup(self) -> float | None:
-        """A short greedy chat reply; its accept length (None without speculation)."""
-        meta: dict[str, Any] = {}
-        async for event in self.stream_reply(WARMUP_MESSAGES, WARMUP_SAMPLING):
-            if isinstance(event, ReplyDone):
-                meta = dict(event.meta_info)
-            elif isinstance(event, ReplyError):
-                raise EngineCrashed(f"the warm-up generation failed: {event.message}")
-        value = meta.get("spec_accept_length")
-        return float(value) if value is not None else None
-
     def _prepare_environment(self) -> None:
         """Logging to a file in the data dir, and the plan for the scheduler's patches."""
         config_path = self.log_file.with_suffix(".logging.json")
@@ -492,7 +490,29 @@ class EngineBackend:
             signal.signal(signal.SIGQUIT, lambda signum, frame: self._crashed.set())
 
     def _crash_message(self) -> str:
-        return f"SGLang's scheduler died: restart ling-chat (see {self.log_file})"
+        """What killed the scheduler, from the last exception in this boot's log."""
+        try:
+            with open(self.log_file, encoding="utf-8", errors="replace") as log:
+                log.seek(self._log_start)
+                cause = last_error(log.read()[-20000:])
+        except OSError:
+            cause = None
+        died = f"SGLang's scheduler died ({cause})" if cause else "SGLang's scheduler died"
+        return f"{died}: restart ling-chat (see {self.log_file})"
+
+    async def _unless_crashed(self, work: Awaitable[T]) -> T:
+        """Await `work` from the engine thread; a dead scheduler's requests never end.
+
+        Raises:
+            EngineCrashed: SGLang's scheduler died first.
+        """
+        task = asyncio.ensure_future(work)
+        while not task.done():
+            await asyncio.wait({task}, timeout=CRASH_POLL_S)
+            if not task.done() and self._crashed.is_set():
+                task.cancel()
+                raise EngineCrashed(self._crash_message())
+        return task.result()
 
     def _refusal(self, exc: BaseException, log_text: str) -> ProofReport | None:
         """A `patches.refusal` raised in the scheduler, as a failed proof report."""

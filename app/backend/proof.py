@@ -18,11 +18,7 @@ from app.backend.engine_config import (
     Levers,
 )
 from app.backend.protocol import ProofLine, ProofReport, Verdict
-from app.chat import ChatMessage, Role, Sampling
 
-WARMUP_MESSAGES = (ChatMessage(Role.USER, "Count from 1 to 60 in words, separated by commas."),)
-WARMUP_SAMPLING = Sampling(temperature=0.0, top_p=1.0, top_k=-1, max_new_tokens=64)
-"""The greedy warm-up reply whose accept length the proof judges, in-process and served."""
 HUMMING_METHOD = "Mxfp4HummingMoEMethod"
 HUMMING_CORE = "HummingRunnerCore"
 FP8_METHOD = "LingFp8LMHeadMethod"

@@ -18,11 +18,11 @@ Endpoint choice. Replies stream from `POST /v1/chat/completions`
 
 Start-up: `GET /health` (never needs the API key, `utils/auth.py:101-105`; may run a
 one-token generation for up to 20 s, `http_server.py:218, 721-799`), then
-`GET /server_info` (`http_server.py:863-890`), then a short greedy warm-up reply whose
-`spec_accept_length` feeds the proof. The server info JSON is the resolved server args
-with `scheduler_infos[0]` merged in at the top level (`utils/common.py:3584-3593`,
-`http_server.py:2857-2861`), so ling-chat's patched scheduler's `get_init_info()`
-evidence is read from the top-level key `"ling_chat_proof"`.
+`GET /server_info` (`http_server.py:863-890`), then the warm-up (`warmup.py`): a short
+greedy reply whose `spec_accept_length` feeds the proof, and a sampled one. The server
+info JSON is the resolved server args with `scheduler_infos[0]` merged in at the top
+level (`utils/common.py:3584-3593`, `http_server.py:2857-2861`), so ling-chat's patched
+scheduler's `get_init_info()` evidence is read from the top-level key `"ling_chat_proof"`.
 
 Stop: `POST /abort_request {"rid": ...}` (`http_server.py:1721-1731`) makes the server end
 the stream with `finish_reason: "abort"` and its final statistics; if it does not within
@@ -44,16 +44,16 @@ from typing import Any
 import httpx
 
 from app.backend.engine_config import PROFILES
-from app.backend.proof import WARMUP_MESSAGES, WARMUP_SAMPLING, build_report
+from app.backend.proof import build_report
 from app.backend.protocol import (
     BackendInfo,
     LoadStage,
     ProofReport,
-    ReplyDone,
     ReplyError,
     ReplyEvent,
     TextChunk,
 )
+from app.backend.warmup import PLAN, warm_up
 from app.backend.wire import (
     ChatStream,
     SSELines,
@@ -170,8 +170,8 @@ class RemoteBackend:
             f"SGLang {server['version']}, {server['model_path']}, speculative {algorithm}",
         )
 
-        yield stage("warm-up", False, f"{WARMUP_SAMPLING.max_new_tokens} greedy tokens")
-        accept = await self._warm_up()
+        yield stage("warm-up", False, PLAN)
+        accept = await warm_up(self, ServerError)
         yield stage(
             "warm-up",
             True,
@@ -260,15 +260,6 @@ class RemoteBackend:
             await asyncio.gather(reply.task, return_exceptions=True)
         if self._owns_client:
             await self._client.aclose()
-
-    async def _warm_up(self) -> float | None:
-        """Run the warm-up reply; its `spec_accept_length`, None without speculation."""
-        events = [event async for event in self.stream_reply(WARMUP_MESSAGES, WARMUP_SAMPLING)]
-        last = events[-1]
-        if isinstance(last, ReplyError):
-            raise ServerError(f"warm-up reply failed: {last.message}")
-        accept = last.meta_info.get("spec_accept_length") if isinstance(last, ReplyDone) else None
-        return float(accept) if isinstance(accept, int | float) else None
 
     async def _read_reply(self, reply: _Reply, body: Mapping[str, Any]) -> None:
         """Read the reply into `reply.events`; the last event put is a Done or an Error."""

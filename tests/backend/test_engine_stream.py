@@ -18,6 +18,7 @@ from app.backend.engine import EngineBackend, EngineThread
 from app.backend.engine_config import EngineConfig
 from app.backend.protocol import ReplyDone, ReplyError, TextChunk
 from app.chat import ChatMessage, Role, Sampling, fit_to_context
+from app.errors import EngineCrashed
 from tests.fixtures.engine_double.sglang.srt.parser import (
     reasoning_parser as reasoning_parser_double,
 )
@@ -55,7 +56,13 @@ class SGLangEngineDouble:
         )
 
     async def async_generate(
-        self, *, input_ids: list[int], sampling_params: Any, stream: bool, rid: str
+        self,
+        *,
+        input_ids: list[int],
+        sampling_params: Any,
+        stream: bool,
+        rid: str | None = None,
+        prompt: str | None = None,
     ):
         self.prompts.append("".join(map(chr, input_ids)))
         self.max_new_tokens.append(sampling_params["max_new_tokens"])
@@ -175,3 +182,24 @@ async def test_a_scheduler_that_dies_mid_reply_ends_it_in_an_error(parser_double
     later = await collect(backend)
     await backend.shutdown()
     assert len(later) == 1 and isinstance(later[0], ReplyError)
+
+
+async def test_a_request_whose_scheduler_dies_raises_the_cause_from_this_boot_s_log(tmp_path):
+    # The bench's requests: on the H200 a dead scheduler left one waiting for minutes.
+    backend = running(SGLangEngineDouble(["a", "never"], {"type": "stop"}, stall_after=2), tmp_path)
+    backend.log_file.write_text("RuntimeError: an earlier boot's error\n")
+    backend._log_start = backend.log_file.stat().st_size
+    with backend.log_file.open("a") as log:
+        log.write("Traceback (most recent call last):\n")
+        log.write("ModuleNotFoundError: No module named 'flashinfer'\n")
+    params = {"max_new_tokens": 8, "temperature": 0.6}
+    request = asyncio.ensure_future(backend.generate(input_ids=[1, 2], sampling_params=params))
+    await asyncio.sleep(0.3)
+    assert not request.done()  # stalled, as SGLang's stream is once its scheduler is dead
+    backend._crashed.set()  # what our SIGQUIT handler does
+    cause = r"\(ModuleNotFoundError: No module named 'flashinfer'\): restart ling-chat"
+    with pytest.raises(EngineCrashed, match=rf"^SGLang's scheduler died {cause}"):
+        await asyncio.wait_for(request, timeout=5)
+    with pytest.raises(EngineCrashed):  # the next request fails at once
+        await asyncio.wait_for(backend.generate(input_ids=[1], sampling_params=params), 1)
+    await backend.shutdown()

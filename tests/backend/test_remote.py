@@ -24,7 +24,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.backend import remote
-from app.backend.proof import WARMUP_SAMPLING
 from app.backend.protocol import (
     BackendInfo,
     ProofLine,
@@ -36,6 +35,7 @@ from app.backend.protocol import (
     Verdict,
 )
 from app.backend.remote import RemoteBackend, is_loopback
+from app.backend.warmup import SAMPLED_WARMUP, WARMUP_SAMPLING
 from app.backend.wire import ChatStream, SSELines, WireError
 from app.chat import ChatMessage, Role, Sampling
 from app.errors import BackendError, ConfigError, ProofFailed, ServerError
@@ -352,9 +352,11 @@ async def test_start_reads_server_info_warms_up_and_judges_the_published_proof(
     assert backend.info == BackendInfo(
         "server", MODEL_PATH, "0.5.23", "stack", True, context_length=server.context_len
     )
-    [warmup] = server.chat_bodies()
-    assert warmup["temperature"] == 0.0
-    assert warmup["max_completion_tokens"] == WARMUP_SAMPLING.max_new_tokens
+    greedy, sampled = server.chat_bodies()
+    assert greedy["temperature"] == 0.0
+    assert greedy["max_completion_tokens"] == WARMUP_SAMPLING.max_new_tokens
+    assert sampled["temperature"] == SAMPLED_WARMUP.temperature > 0
+    assert sampled["max_completion_tokens"] == SAMPLED_WARMUP.max_new_tokens
 
 
 async def test_info_is_blank_before_start_and_proof_needs_start(
@@ -446,7 +448,7 @@ async def test_failing_proof_names_the_failed_levers(
         (
             "/v1/chat/completions",
             lambda r: httpx.Response(500, json={"object": "error", "message": "boom\nat x"}),
-            r"warm-up reply failed: POST /v1/chat/completions .* HTTP 500: boom at x$",
+            r"^the greedy warm-up reply failed: POST /v1/chat/completions .* HTTP 500: boom at x$",
         ),
     ],
 )
@@ -464,6 +466,28 @@ async def test_start_fails_with_one_line(
         await collect(backend.start())
 
     assert "\n" not in str(failed.value)
+
+
+async def test_a_server_that_cannot_sample_is_refused_at_the_sampled_warm_up(
+    connect: Callable[..., RemoteBackend],
+) -> None:
+    # What SGLang 0.5.23 without FlashInfer does: greedy NEXTN works, sampled verify fails.
+    def greedy_only(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if body["temperature"] == 0.0:
+            headers = {"content-type": "text/event-stream; charset=utf-8"}
+            return httpx.Response(200, headers=headers, content=whole_reply(body["rid"]))
+        error = "ModuleNotFoundError: No module named 'flashinfer'"
+        return httpx.Response(500, json={"object": "error", "message": error})
+
+    server = FakeSGLangServerDouble()
+    server.routes["/v1/chat/completions"] = greedy_only
+    backend = connect(server)
+
+    with pytest.raises(ServerError, match=r"^the sampled warm-up reply failed: .*flashinfer'$"):
+        await collect(backend.start())
+
+    assert [body["temperature"] for body in server.chat_bodies()] == [0.0, 0.6]
 
 
 @pytest.mark.parametrize(
