@@ -52,12 +52,18 @@ if compgen -G "$EXTRA/*.whl" >/dev/null; then
 fi
 
 run() {  # run NAME LIMIT_S COMMAND...: its output, and the end of each SGLang log it wrote
-  local name="$1" limit="$2" marker n=0
+  local name="$1" limit="$2" marker n=0 watcher
   shift 2
   marker=$(mktemp)
   echo "== $name (limit ${limit}s) $(date +%T)"
-  timeout -s INT "$limit" "$@" 2>&1 | tee "$OUT/$name.log" | grep -v "tokenizer you are loading" | tail -60
+  # A step still running 15 s before its limit is stuck somewhere: SIGABRT makes every
+  # SGLang child print where each of its threads is (PYTHONFAULTHANDLER) into its log.
+  (sleep $((limit - 15)) && pkill -ABRT -f spawn_main) &
+  watcher=$!
+  PYTHONFAULTHANDLER=1 timeout -s INT "$limit" "$@" 2>&1 | tee "$OUT/$name.log" \
+    | grep -v "tokenizer you are loading" | tail -60
   echo "== $name exit ${PIPESTATUS[0]} $(date +%T)"
+  kill "$watcher" 2>/dev/null
   while IFS= read -r log; do
     n=$((n + 1))
     { echo "# $log"; tail -c 300000 "$log" | grep -v "server_args=\|ServerArgs("; } >"$OUT/$name.sglang-$n.log"
