@@ -7,6 +7,10 @@
 # machine), then `ui auto`, `serve`, `bench`, `ab`, one call each.
 #
 # Steps (minutes on a warm machine; the first engine of a bare one adds about 4):
+#   flashinfer FlashInfer's import, and the JIT build and one call of the sampling kernels the
+#              NEXTN verify samples with (first, once the `flashinfer` extra wheels are in:
+#              every NEXTN engine needs them); flashinfer-moe also builds the `baseline`
+#              profile's SM90 CUTLASS MoE (minutes unknown)
 #   engine     the stack passes and streams a reply; weight-only sharing refused (2; cold: 5)
 #   breakages  random weights, no FP8 hook, BF16-view sharing with and without the guard,
 #              FP32 head, speculation off: each refused (7)
@@ -88,6 +92,8 @@ bench() {  # bench NAME LIMIT_S PROFILES [ARGS...]: `ling-chat bench`, 6-layer m
 
 for step in "$@"; do
   case "$step" in
+    flashinfer) run flashinfer 300 python3 scripts/gpu_flashinfer_check.py ;;
+    flashinfer-moe) run flashinfer-moe 560 python3 scripts/gpu_flashinfer_check.py --moe ;;
     engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes or weight_only" ;;
     breakages) gpu_tests breakages 560 tests/gpu/test_engine_gpu.py -k "random or no_fp8_hook or bf16_view or fp32 or speculation" ;;
     auto) gpu_tests auto 200 tests/gpu/test_engine_gpu.py -k auto ;;
