@@ -37,7 +37,7 @@ from app.backend.protocol import (
     TextChunk,
     TimedGeneration,
 )
-from app.backend.warmup import WARMUP_MESSAGES, warm_up
+from app.backend.warmup import PLAN, warm_up
 from app.backend.wire import chat_messages
 from app.chat import ChatMessage, Sampling, fit_to_context
 from app.errors import BackendError, EngineCrashed, ModelNotFound
@@ -271,7 +271,7 @@ class EngineBackend:
         atexit.unregister(self._engine.shutdown)
         self._version = await self._thread.call(_sglang_version)
         yield stage(LOAD_STAGE, True)
-        yield stage(WARMUP_STAGE, False, WARMUP_MESSAGES[0].content)
+        yield stage(WARMUP_STAGE, False, PLAN)
         accept = await warm_up(self, EngineCrashed)
         yield stage(
             WARMUP_STAGE, True, "no speculation" if accept is None else f"accept {accept:.2f}"

@@ -13,6 +13,7 @@ SAMPLED_WARMUP = Sampling(max_new_tokens=16)
 """A few tokens sampled the way the chat samples (temperature, top-p, top-k)."""
 PLAN = (
     f"{WARMUP_SAMPLING.max_new_tokens} greedy tokens, then {SAMPLED_WARMUP.max_new_tokens} sampled"
+    " (a first run may JIT-compile FlashInfer's sampling kernels)"
 )
 
 
