@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from app.commands import export, history
 from app.errors import LingChatError
 from app.settings import load_settings
 from app.storage import ChatStore, MessageStatus
-from app.telemetry import ReplyStats
+from app.telemetry import ReplyStats, reply_stats
 
 STATS = ReplyStats(
     prompt_tokens=9,
@@ -226,3 +227,73 @@ def test_backup_copies_the_history_and_never_overwrites(
         capsys.readouterr().err
         == f"ling-chat: error: {copy} exists already: a backup never overwrites a file\n"
     )
+
+
+@pytest.fixture
+def measured(db_path: Path) -> Path:
+    """Replies at growing context on two engines, one failed reply, one never measured."""
+    with ChatStore.open(db_path) as store:
+        engine, replay = (
+            store.record_engine_run(
+                kind=kind, model=model, sglang_version="0.5.23", profile="stack", proof={}
+            )
+            for kind, model in (("engine", "Ling-3.0-flash"), ("replay", "h200"))
+        )
+        chat = store.create_conversation('Long, "quoted" chat')
+        for prompt, decode_s, status, run in (
+            (300, 2.0, MessageStatus.COMPLETE, engine),
+            (1500, 4.0, MessageStatus.STOPPED, engine),
+            (1600, 1.0, MessageStatus.ERROR, engine),  # not in the speed table
+            (9000, 5.0, MessageStatus.COMPLETE, replay),
+        ):
+            store.add_user_message(chat.id, f"question at {prompt}")
+            writer = store.start_reply(chat.id, engine_run_id=run)
+            writer.append(answer="ok", reasoning="")
+            meta = {"prompt_tokens": prompt, "completion_tokens": 101, "spec_verify_ct": 25}
+            writer.finish(status, reply_stats(0.0, [0.5], meta, 0.5 + decode_s))
+        store.add_user_message(chat.id, "never answered")
+    return db_path
+
+
+def test_history_stats_shows_speed_by_context_per_engine(
+    measured: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli("history", "stats") == 0
+    engine, replay = capsys.readouterr().out.strip().split("\n\n")
+    engine_lines = engine.splitlines()
+    assert engine_lines[0] == "Ling-3.0-flash · stack · engine: 2 replies"
+    assert engine_lines[2].split()[:2] == ["<1K", "1"]
+    assert engine_lines[2].split()[-3:] == ["50.0", "0.50", "4.04"]  # 100 tokens in 2 s
+    assert engine_lines[3].split()[:2] == ["1K-2K", "1"]  # the failed reply is left out
+    assert engine_lines[3].split()[-3] == "25.0"
+    assert len(engine_lines) == 4
+    assert replay.splitlines()[0] == "h200 · stack · replay: 1 reply"
+    assert replay.splitlines()[2].split()[:2] == ["8K-16K", "1"]
+
+
+def test_history_stats_without_measured_replies_says_so(
+    filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli("history", "stats") == 0  # `filled` has one reply, measured with no engine run
+    assert capsys.readouterr().out.startswith("engine unknown: 1 reply\n")
+    assert cli("history", "--data-dir", str(tmp_path / "fresh"), "stats") == 0
+    assert capsys.readouterr().out == "No measured replies yet: chat with `ling-chat` first.\n"
+
+
+def test_export_csv_has_one_row_per_measured_reply(
+    measured: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "speed.csv"
+    assert cli("export", "-o", str(out)) == 0
+    rows = list(csv.DictReader(out.read_text(encoding="utf-8").splitlines()))
+    assert [(r["status"], r["prompt_tokens"], r["kind"]) for r in rows] == [
+        ("complete", "300", "engine"),
+        ("stopped", "1500", "engine"),
+        ("error", "1600", "engine"),
+        ("complete", "9000", "replay"),
+    ]
+    first = rows[0]
+    assert first["title"] == 'Long, "quoted" chat'
+    assert float(first["decode_tps"]) == pytest.approx(50.0)
+    assert first["accept_rate"] == ""  # not reported: blank, not "None"
+    assert first["model"] == "Ling-3.0-flash" and first["sglang_version"] == "0.5.23"

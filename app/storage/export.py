@@ -1,4 +1,4 @@
-"""Exporting conversations as Markdown, JSON, JSONL or HTML text (the caller writes the file).
+"""Exporting conversations as Markdown, JSON, JSONL, HTML or CSV text (the caller writes the file).
 
 JSON (schema version 1) is one document:
     {"schema_version": 1, "exported_at": ISO, "engine_runs": [run, ...],
@@ -8,10 +8,14 @@ JSONL holds one self-contained conversation per line (an empty history is an emp
 A conversation has every `Conversation` field plus "messages"; a message every
 `StoredMessage` field, with "stats" as `ReplyStats.to_dict()` or null; a run every
 `EngineRun` field.
+CSV holds one row per measured reply (`CSV_COLUMNS`): its numbers and the engine that made
+them, for a spreadsheet.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -24,6 +28,28 @@ from app.storage.store import ChatStore
 
 SCHEMA_VERSION = 1
 """Bumped whenever a JSON/JSONL field changes meaning or goes away."""
+_RUN_COLUMNS = ("model", "profile", "kind", "sglang_version")
+_STATS_COLUMNS = (
+    "prompt_tokens",
+    "cached_tokens",
+    "completion_tokens",
+    "ttft_s",
+    "tpot_s",
+    "decode_tps",
+    "latency_s",
+    "accept_length",
+    "accept_rate",
+    "verify_ct",
+)
+CSV_COLUMNS = (
+    "conversation_id",
+    "title",
+    "message_id",
+    "created_at",
+    "status",
+    *_RUN_COLUMNS,
+    *_STATS_COLUMNS,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,13 +107,50 @@ def as_jsonl(export: Export) -> Iterator[str]:
         yield json.dumps(line, ensure_ascii=False) + "\n"
 
 
+def measured_replies(export: Export) -> Iterator[tuple[Thread, StoredMessage]]:
+    """Every reply that has measurements, with its conversation, in export order."""
+    for thread in export.threads:
+        for message in thread.messages:
+            if message.stats is not None:
+                yield thread, message
+
+
+def as_csv(export: Export) -> Iterator[str]:
+    """One CSV row per measured reply; a reply whose engine run is unknown leaves those blank."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for thread, message in measured_replies(export):
+        run = export.engine_runs.get(message.engine_run_id or 0)
+        writer.writerow(
+            [
+                thread.conversation.id,
+                thread.conversation.title,
+                message.id,
+                message.created_at,
+                message.status.value,
+                *(getattr(run, name) if run else "" for name in _RUN_COLUMNS),
+                *(_blank_if_none(getattr(message.stats, name)) for name in _STATS_COLUMNS),
+            ]
+        )
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    yield buffer.getvalue()  # the header of an empty history
+
+
 FORMATS: dict[str, Callable[[Export], Iterable[str]]] = {
     "md": lambda export: render.markdown(export.threads),
     "json": as_json,
     "jsonl": as_jsonl,
     "html": lambda export: render.html_page(export.threads),
+    "csv": as_csv,
 }
 """Export format name (also the file extension) -> renderer."""
+
+
+def _blank_if_none(value: Any) -> Any:
+    return "" if value is None else value
 
 
 def _run_ids(thread: Thread) -> set[int]:
