@@ -26,7 +26,9 @@
 #              CoT, 3 questions; random weights, so the accuracy is only exercised) (4)
 #   ab         the NEXTN stack with the BF16 and the FP8 head side by side, profiled (GPU kernels,
 #              Python, and CPU time, involuntary switches and cores of each engine), on pinned
-#              cores, known-answer weights (accept 4); ab-fp8-first boots the engines in the
+#              cores with both engines' SGLang processes on cores 4-5 (in the fifth session the
+#              run whose two schedulers shared one core measured 1.00x, the one on different
+#              cores 1.20x), known-answer weights (accept 4); ab-fp8-first boots the engines in the
 #              other order (2.5 each); ab-random has random weights (accept 1, unprofiled);
 #              ab-18 has 18 layers (3 groups of 5 KDA + 1 MLA; about 32 GB each), where a
 #              round's GPU time outgrows SGLang's host time per round (untried)
@@ -104,11 +106,11 @@ for step in "$@"; do
     baseline) bench baseline 560 baseline,humming ;;
     reasoning) bench reasoning 400 humming,stack --workload both --dataset tests/fixtures/gsm8k_small.jsonl ;;
     ab | ab-fp8-first | ab-random | ab-18)
-      args=(--known-answer --reps 10 --profile)
+      args=(--known-answer --reps 10 --profile --pin-engines 4,5)
       case "$step" in
         ab-fp8-first) args+=(--fp8-first) ;;
-        ab-random) args=(--reps 10) ;;
-        ab-18) args=(--known-answer --reps 10 --layers 18 --mem-fraction 0.4) ;;
+        ab-random) args=(--reps 10 --pin-engines 4,5) ;;
+        ab-18) args=(--known-answer --reps 10 --layers 18 --mem-fraction 0.4 --pin-engines 4,5) ;;
       esac
       run "$step" 400 taskset -c 2-9 python3 scripts/gpu_stack_ab.py "/root/$step" "${args[@]}"
       cp "/root/$step/ab.json" "$OUT/$step.json" 2>/dev/null ;;

@@ -6,12 +6,13 @@ generate N greedy tokens, accept length, and (with --profile) the GPU kernel tim
 kernel name over one profiled request, to show where the FP8 head costs time.
 
     python scripts/gpu_stack_ab.py OUTDIR [--known-answer] [--layers 6] [--reps 12] [--profile]
-                                          [--fp8-first]
+                                          [--fp8-first] [--pin-engines 4,5]
 
 Rounds of this small model are host-bound, and two engine processes on one machine have
 differed in host speed by up to 1.45x in Python code that never touches the head. Boot in
-both orders (--fp8-first) and pin the run to fixed cores (`taskset -c 2-9 python ...`)
-before reading a difference of a few percent as the head's.
+both orders (--fp8-first), pin the run to fixed cores (`taskset -c 2-9 python ...`), and put
+both engines' SGLang processes on the same cores (--pin-engines: they take turns, so they
+never compete) before reading a difference of a few percent as the head's.
 """
 
 from __future__ import annotations
@@ -262,6 +263,12 @@ async def main() -> None:
     parser.add_argument("--layers", type=int, default=6)
     parser.add_argument("--mem-fraction", type=float, default=0.3, help="per engine")
     parser.add_argument("--fp8-first", action="store_true", help="boot the FP8-head engine first")
+    parser.add_argument(
+        "--pin-engines",
+        type=lambda text: {int(cpu) for cpu in text.split(",")},
+        metavar="CPUS",
+        help="run both engines' SGLang processes on these cores, e.g. 4,5",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     os.environ[known_answer.KNOWN_ANSWER_ENV] = "1" if args.known_answer else "0"
@@ -272,6 +279,9 @@ async def main() -> None:
         before = {p.pid for p in psutil.Process().children(recursive=True)}
         backends[name] = await boot(name, CONFIGS[name], model, args.out, args.mem_fraction)
         hosts[name] = HostUsage(new_children(before))
+        if args.pin_engines:
+            for proc in hosts[name].procs:
+                proc.cpu_affinity(sorted(args.pin_engines))
     times: dict[str, list[float]] = {name: [] for name in backends}
     accepts: dict[str, list[float]] = {name: [] for name in backends}
     rounds: Counter[str] = Counter()
@@ -295,6 +305,7 @@ async def main() -> None:
         "layers": args.layers,
         "known_answer": args.known_answer,
         "boot_order": list(backends),
+        "engine_cpus": sorted(args.pin_engines) if args.pin_engines else None,
         "cpu_topology": cpu_topology(),
         "configs": {},
     }
