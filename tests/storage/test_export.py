@@ -13,7 +13,7 @@ from app.chat import Sampling
 from app.errors import ExportError, StorageError
 from app.files import write_atomic
 from app.storage import ChatStore, MessageStatus, StoredMessage
-from app.storage.export import FORMATS, SCHEMA_VERSION, Export, collect
+from app.storage.export import CSV_COLUMNS, FORMATS, SCHEMA_VERSION, Export, collect
 from app.storage.render import speed_line
 from app.telemetry import ReplyStats
 from tests.storage.conftest import STATS
@@ -187,6 +187,8 @@ def test_an_empty_history_exports_a_valid_empty_document(store: ChatStore, fmt: 
         assert (document["conversations"], document["engine_runs"]) == ([], [])
     elif fmt == "jsonl":
         assert text == ""
+    elif fmt == "csv":
+        assert text == ",".join(CSV_COLUMNS) + "\n"  # the header only
     else:
         assert "No conversations." in text
 
