@@ -493,8 +493,8 @@ class EngineBackend:
         """What killed the scheduler, from the last exception in this boot's log."""
         try:
             with open(self.log_file, encoding="utf-8", errors="replace") as log:
-                log.seek(self._log_start)
-                cause = last_error(log.read()[-20000:])
+                log.seek(max(self._log_start, log.seek(0, os.SEEK_END) - 20000))
+                cause = last_error(log.read())
         except OSError:
             cause = None
         died = f"SGLang's scheduler died ({cause})" if cause else "SGLang's scheduler died"
