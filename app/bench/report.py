@@ -1,5 +1,5 @@
-"""Plain-text tables of a run (each lever against the row above and the baseline), and
-the comparison of two runs with regressions flagged."""
+"""Plain-text tables of a run (each lever against the row above and the baseline, and each
+lever's gain alone and stacked), and the comparison of two runs with regressions flagged."""
 
 from __future__ import annotations
 
@@ -71,6 +71,63 @@ def table_rows(profiles: Sequence[ProfileResult], workload: str) -> list[TableRo
         previous = result.profile
         prev_speed = speed if speed is not None else prev_speed
     return rows
+
+
+@dataclass(frozen=True, slots=True)
+class LeverGain:
+    """One lever's decode-speed gain: added alone, and added last to the full stack."""
+
+    lever: str
+    alone: tuple[str, str, float] | None
+    """(profile with it, profile without it, gain), on the fewest other levers measured
+    short of the full stack."""
+    stacked: tuple[str, str, float] | None
+    """The same for the full stack against the stack without this lever."""
+
+
+def lever_gains(speeds: Mapping[str, float]) -> list[LeverGain]:
+    """Each lever's gain alone and stacked, from the profiles that have a decode speed.
+
+    A lever can be fast alone and still slow the stack down (an FP8 head whose draft
+    misreads it, say): the two numbers side by side show it. FP32 logits go with the
+    recipe's BF16 head, so they are not a lever here.
+    """
+
+    def on(profile: str) -> set[str]:
+        return {attr for attr in _LEVERS if getattr(PROFILES[profile], attr)}
+
+    known = [name for name in speeds if name in PROFILES]
+    gains = []
+    for attr, name in _LEVERS.items():
+        pairs = sorted(
+            (
+                (with_, without)
+                for with_ in known
+                for without in known
+                if on(with_) == on(without) | {attr} and attr not in on(without)
+            ),
+            key=lambda pair: len(on(pair[0])),
+        )
+        found = [(w, wo, speeds[w] / speeds[wo] - 1) for w, wo in pairs]
+        partial = [pair for pair in found if on(pair[0]) != set(_LEVERS)]
+        full = [pair for pair in found if on(pair[0]) == set(_LEVERS)]
+        gains.append(LeverGain(name, partial[0] if partial else None, full[0] if full else None))
+    return gains
+
+
+def gains_table(rows: Sequence[TableRow]) -> str:
+    """The lever gains of a workload's rows, each with the two profiles it compares."""
+    speeds = {
+        r.profile: r.summary.decode_tps
+        for r in rows
+        if r.summary is not None and r.summary.decode_tps is not None
+    }
+
+    def cell(pair: tuple[str, str, float] | None) -> str:
+        return _NONE if pair is None else f"{_pct(pair[2])} ({pair[0]} vs {pair[1]})"
+
+    lines = [[g.lever, cell(g.alone), cell(g.stacked)] for g in lever_gains(speeds)]
+    return grid(["lever", "alone", "stacked (added last)"], lines, left=3)
 
 
 def reference_profile(speeds: Mapping[str, float]) -> str | None:
@@ -205,7 +262,7 @@ def render_run(run: BenchRun) -> str:
     blocks = []
     for description in run.plan["workloads"]:
         rows = table_rows(run.profiles, description["name"])
-        block = [workload_title(description), speed_table(rows)]
+        block = [workload_title(description), speed_table(rows), gains_table(rows)]
         if any(row.roofline for row in rows):
             block.append(roofline_table(rows, peak))
         block.append(speed_plot(rows, peak))

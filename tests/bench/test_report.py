@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.bench.plot import CEILING, bar, bars
-from app.bench.report import lever_label, render_run, table_rows, tables_json
+from app.bench.report import lever_gains, lever_label, render_run, table_rows, tables_json
 from app.bench.results import SCHEMA, BenchRun, ProfileResult, RooflineColumns
 from app.commands.bench import read_json, write_json
 from app.errors import ConfigError
@@ -43,6 +43,28 @@ def test_lever_label_names_what_changed(
     profile_name: str, previous: str | None, label: str
 ) -> None:
     assert lever_label(profile_name, previous) == label
+
+
+def test_each_lever_alone_and_added_last_to_the_stack() -> None:
+    # The H200 bench of 2026-11-29 (random weights): the FP8 head won alone, lost stacked.
+    speeds = {"humming": 391.5, "humming+fp8": 506.5, "humming+nextn": 240.7, "stack": 196.7}
+    humming, fp8, nextn = lever_gains(speeds)
+    assert (humming.alone, humming.stacked) == (None, None)  # no baseline row
+    assert fp8.alone == ("humming+fp8", "humming", pytest.approx(506.5 / 391.5 - 1))
+    assert fp8.stacked == ("stack", "humming+nextn", pytest.approx(196.7 / 240.7 - 1))
+    assert nextn.alone == ("humming+nextn", "humming", pytest.approx(240.7 / 391.5 - 1))
+    assert nextn.stacked == ("stack", "humming+fp8", pytest.approx(196.7 / 506.5 - 1))
+
+
+def test_a_gain_missing_its_pair_of_profiles_is_left_blank() -> None:
+    gains = {g.lever: g for g in lever_gains(dict(NVIDIA))}
+    assert gains["Humming"].alone == ("humming", "baseline", pytest.approx(39.45 / 36.09 - 1))
+    assert gains["NEXTN"].alone is None  # only measured on top of the other two
+    assert gains["NEXTN"].stacked == ("stack", "humming+fp8", pytest.approx(102.88 / 43.94 - 1))
+    assert gains["FP8 head"].alone == ("humming+fp8", "humming", pytest.approx(43.94 / 39.45 - 1))
+    assert gains["FP8 head"].stacked is None  # no humming+nextn row
+    text = render_run(_nvidia_run())
+    assert _cells(text, "NEXTN")[1:5] == ["—", "+134.1%", "(stack", "vs"]
 
 
 def test_deltas_against_previous_row_and_baseline() -> None:
