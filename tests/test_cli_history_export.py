@@ -277,7 +277,7 @@ def test_history_stats_without_measured_replies_says_so(
     assert cli("history", "stats") == 0  # `filled` has one reply, measured with no engine run
     assert capsys.readouterr().out.startswith("engine unknown: 1 reply\n")
     assert cli("history", "--data-dir", str(tmp_path / "fresh"), "stats") == 0
-    assert capsys.readouterr().out == "No measured replies yet: chat with `ling-chat` first.\n"
+    assert capsys.readouterr().out == "No measured replies yet.\n"
 
 
 def test_export_csv_has_one_row_per_measured_reply(

@@ -8,15 +8,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from app.bench.plot import bar
 from app.commands.common import add_data_arguments, settings_from
-from app.storage import ChatStore, Conversation, MessageStatus, StoredMessage
-from app.storage.export import collect, measured_replies
+from app.storage import ChatStore, Conversation, StoredMessage
 from app.storage.render import SPEAKERS, local_time, settings_line, speed_line, status_note
-from app.telemetry import ReplyStats
-from app.telemetry.context import ContextBucket, by_context
-
-BAR_WIDTH = 32
+from app.storage.speed import speed_by_context
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             conversation = store.get_conversation(args.id)
             print(_render_conversation(conversation, store.messages(conversation.id)))
         elif args.history_action == "stats":
-            print(_speed_report(store))
+            print(speed_by_context(store))
         elif args.history_action == "backup":
             store.backup(args.file)
             count = len(store.list_conversations(include_archived=True))
@@ -103,46 +98,6 @@ def _print_hits(store: ChatStore, text: str, limit: int | None) -> None:
     width = len(str(max(hit.conversation_id for hit in hits)))
     for hit in hits:
         print(f"{hit.conversation_id:>{width}}  {hit.title}: {hit.snippet}")
-
-
-def _speed_report(store: ChatStore) -> str:
-    """One table per model, profile and engine kind: the context buckets and their speed."""
-    export = collect(store)
-    groups: dict[str, list[ReplyStats]] = {}
-    for _thread, message in measured_replies(export):
-        if message.stats is None or message.status not in (
-            MessageStatus.COMPLETE,
-            MessageStatus.STOPPED,
-        ):
-            continue
-        run = export.engine_runs.get(message.engine_run_id or 0)
-        key = f"{run.model} · {run.profile} · {run.kind}" if run else "engine unknown"
-        groups.setdefault(key, []).append(message.stats)
-    if not groups:
-        return "No measured replies yet: chat with `ling-chat` first."
-    return "\n\n".join(
-        _context_table(key, len(replies), by_context(replies)) for key, replies in groups.items()
-    )
-
-
-def _context_table(title: str, replies: int, buckets: list[ContextBucket]) -> str:
-    scale = max((b.summary.decode_tps or 0.0 for b in buckets), default=0.0) or 1.0
-    lines = [
-        f"{title}: {replies} repl{'y' if replies == 1 else 'ies'}",
-        f"{'context':9}{'replies':>7}  {'decode tok/s':{BAR_WIDTH + 9}}{'TTFT s':>7}{'accept':>8}",
-    ]
-    for bucket in buckets:
-        s = bucket.summary
-        speed = bar(s.decode_tps or 0.0, scale, BAR_WIDTH).ljust(BAR_WIDTH)
-        lines.append(
-            f"{bucket.label:9}{s.replies:>7}  {speed} {_num(s.decode_tps, 1):>7} "
-            f"{_num(s.ttft_s, 2):>7}{_num(s.accept_length, 2):>8}"
-        )
-    return "\n".join(lines)
-
-
-def _num(value: float | None, digits: int) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
 
 
 def _render_conversation(conversation: Conversation, messages: list[StoredMessage]) -> str:

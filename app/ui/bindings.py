@@ -58,6 +58,7 @@ CHAT_ACTIONS: Final = (
     Action("toggle_sidebar", "ctrl+b", "toggle_sidebar", "Show/hide chat list"),
     Action("toggle_speed", "f9", "toggle_speed", "Show/hide speed panel"),
     Action("show_proof", "f12", "show_proof", "Proof report"),
+    Action("speed_by_context", "f7", "speed_by_context", "Speed by context length"),
 )
 """Actions of the chat screen."""
 

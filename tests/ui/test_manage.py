@@ -7,13 +7,19 @@ from pathlib import Path
 
 from textual.command import CommandPalette
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, OptionList, TextArea
+from textual.widgets import DataTable, Input, OptionList, Static, TextArea
 
 from app.chat import Role, Sampling
 from app.storage import ChatStore
 from app.ui import LingChatApp
 from app.ui.screens.chat import ChatScreen
-from app.ui.screens.dialogs import ConfirmDialog, HelpScreen, RenameDialog, SettingsDialog
+from app.ui.screens.dialogs import (
+    ConfirmDialog,
+    HelpScreen,
+    RenameDialog,
+    ReportScreen,
+    SettingsDialog,
+)
 from app.ui.widgets.messages import ReplyView
 from tests.storage.conftest import write_locked
 from tests.ui.conftest import SIZE, chat_screen, notices, reply_done, send, wait_until
@@ -186,4 +192,23 @@ async def test_command_palette_lists_every_chat_action(chat_app: LingChatApp) ->
         await pilot.press("ctrl+p")
         await wait_until(pilot, lambda: isinstance(chat_app.screen, CommandPalette))
         await pilot.press(*"proof", "enter")
-        await wait_until(pilot, lambda: type(chat_app.screen).__name__ == "ProofScreen")
+        await wait_until(pilot, lambda: type(chat_app.screen).__name__ == "ReportScreen")
+
+
+async def test_speed_by_context_shows_the_replies_measured_so_far(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble
+) -> None:
+    backend.enqueue(answer_reply("a"), answer_reply("b"))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        await chat_screen(pilot)
+        for question in ("first", "second"):
+            await send(pilot, question)
+            await reply_done(pilot)
+        await pilot.press("f7")
+        await wait_until(pilot, lambda: isinstance(chat_app.screen, ReportScreen))
+        shown = str(chat_app.screen.query_one(Static).content).splitlines()
+        assert shown[0] == "Speed by context length (prompt tokens)"
+        assert shown[2].endswith(": 2 replies")  # model · profile · kind of this run
+        assert shown[4].split()[:2] == ["<1K", "2"]
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(chat_app.screen, ChatScreen))

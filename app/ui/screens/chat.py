@@ -19,16 +19,18 @@ from app.backend.protocol import ChatBackend, ProofReport
 from app.chat import Role, Sampling
 from app.errors import StorageError
 from app.storage import ChatStore, Conversation, MessageStatus
+from app.storage.speed import speed_by_context
 from app.telemetry import ReplyStats
 from app.telemetry.health import CollapseVerdict, SpecHealth, check_collapse, check_live_collapse
 from app.telemetry.session import summarize_session
 from app.ui.bindings import CHAT_ACTIONS, action_by_id, keys_for
+from app.ui.format import proof_text
 from app.ui.reply import ReplyRequest, ReplyRun, request_messages
 from app.ui.screens.dialogs import (
     ChatSettings,
     ConfirmDialog,
-    ProofScreen,
     RenameDialog,
+    ReportScreen,
     SettingsDialog,
 )
 from app.ui.widgets.messages import ReplyView, UserMessage, code_blocks, message_widget
@@ -442,7 +444,14 @@ class ChatScreen(Screen[None]):
 
     def action_show_proof(self) -> None:
         """Show the start-up proof report."""
-        self.app.push_screen(ProofScreen(self._ctx.proof))
+        self.app.push_screen(ReportScreen(proof_text(self._ctx.proof)))
+
+    def action_speed_by_context(self) -> None:
+        """Show how decoding slowed as the stored conversations grew."""
+        with self._storage_errors_reported():
+            report = speed_by_context(self._ctx.store)
+            title = Text("Speed by context length (prompt tokens)\n\n", style="bold")
+            self.app.push_screen(ReportScreen(title + Text(report)))
 
 
 def _note(text: str) -> Static:

@@ -1,4 +1,4 @@
-"""Modal dialogs: confirm, rename, per-chat settings, help, and the proof report."""
+"""Modal dialogs: confirm, rename, per-chat settings, help, and read-only reports."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+from rich.console import RenderableType
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -13,10 +14,8 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Static, TextArea
 
-from app.backend.protocol import ProofReport
 from app.chat import Sampling
 from app.ui.bindings import ALL_ACTIONS, action_by_id, keys_for
-from app.ui.format import proof_text
 
 T = TypeVar("T")
 
@@ -175,14 +174,14 @@ class HelpScreen(Dialog[None]):
             table.add_row(keys_for(action, self._keymap), action.description, action.id)
 
 
-class ProofScreen(Dialog[None]):
-    """The start-up proof report, a line per optimization with its evidence."""
+class ReportScreen(Dialog[None]):
+    """A read-only report in a scrolling box: the proof report, speed by context."""
 
-    def __init__(self, report: ProofReport) -> None:
+    def __init__(self, report: RenderableType) -> None:
         super().__init__(classes="dialog")
         self._report = report
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(classes="dialog-box proof"):
-            yield Static(proof_text(self._report))
+        with VerticalScroll(classes="dialog-box report"):
+            yield Static(self._report)
             yield Label("Esc closes", classes="dialog-hint")
