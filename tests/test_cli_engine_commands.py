@@ -81,3 +81,23 @@ def test_serving_without_the_engine_extra_is_one_line(tmp_path, capsys):
     assert main(["serve", "--model", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "pip install 'ling-chat[engine]'" in err
+
+
+def test_doctor_says_which_engine_packages_are_installed(monkeypatch):
+    from importlib import metadata
+
+    from app.commands import doctor
+
+    def version_double(name: str) -> str:
+        if name in ("sglang", "torch"):
+            return {"sglang": "0.5.23", "torch": "2.14.1"}[name]
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(doctor.metadata, "version", version_double)
+    monkeypatch.setattr(doctor.shutil, "which", lambda _: None)
+    installed, nvcc = doctor.environment().splitlines()
+    assert installed == (
+        "installed: sglang 0.5.23 · sglang-kernel NOT INSTALLED · torch 2.14.1 · "
+        "humming-kernels NOT INSTALLED · flashinfer-python NOT INSTALLED"
+    )
+    assert nvcc.startswith("nvcc: not on PATH")

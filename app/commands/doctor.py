@@ -1,15 +1,20 @@
-"""Start the engine, print the proof that every optimization is engaged, and stop."""
+"""Print what is installed, start the engine, print the proof that every optimization is
+engaged, and stop."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 from collections.abc import Callable
+from importlib import metadata
 
 from app.backend.protocol import ChatBackend, ProofReport, Verdict
 from app.commands.common import add_data_arguments, add_model_arguments, settings_from
 
 MARKS = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.OFF: "off "}
+PACKAGES = ("sglang", "sglang-kernel", "torch", "humming-kernels", "flashinfer-python")
+"""The engine's packages; SGLang 0.5.23 itself requires sglang-kernel and flashinfer-python."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,9 +25,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.commands.common import make_engine_backend
 
+    print(environment())
     backend = make_engine_backend(settings_from(args), args)
     report = asyncio.run(run_doctor(backend))
     return 0 if report.ok else 2
+
+
+def environment() -> str:
+    """The engine packages' versions and the CUDA compiler that JIT builds need.
+
+    Information only: the proof, read from the running model, decides. It says where to
+    look when the engine refuses, e.g. without FlashInfer NEXTN cannot sample.
+    """
+    versions = []
+    for name in PACKAGES:
+        try:
+            versions.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{name} NOT INSTALLED")
+    nvcc = shutil.which("nvcc")
+    return (
+        "installed: " + " · ".join(versions) + "\n"
+        f"nvcc: {nvcc or 'not on PATH'} (FlashInfer builds its kernels with it on first use)"
+    )
 
 
 async def run_doctor(backend: ChatBackend, out: Callable[[str], None] = print) -> ProofReport:
