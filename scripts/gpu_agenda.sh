@@ -46,6 +46,7 @@ set -u
 OUT="${OUT:-/tmp/gpu-out}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+ulimit -c 0  # the stack dumps of a stuck step (SIGABRT, below) need no core files
 EXTRA="${EXTRA:-/root/extra}"
 for first in "$EXTRA"/*.part-00; do
   [ -e "$first" ] || break
@@ -64,16 +65,18 @@ run() {  # run NAME LIMIT_S COMMAND...: its output, and the end of each SGLang l
   echo "== $name (limit ${limit}s) $(date +%T)"
   # A step still running 15 s before its limit is stuck somewhere: SIGABRT makes every
   # SGLang child print where each of its threads is (PYTHONFAULTHANDLER) into its log.
-  (sleep $((limit - 15)) && pkill -ABRT -f spawn_main) &
+  (sleep $((limit - 15)) && pkill -ABRT -f spawn_main) >/dev/null 2>&1 &
   watcher=$!
   PYTHONFAULTHANDLER=1 timeout -s INT "$limit" "$@" 2>&1 | tee "$OUT/$name.log" \
     | grep -v "tokenizer you are loading" | tail -60
   echo "== $name exit ${PIPESTATUS[0]} $(date +%T)"
+  pkill -P "$watcher" 2>/dev/null  # its sleep, which would outlive it
   kill "$watcher" 2>/dev/null
   while IFS= read -r log; do
     n=$((n + 1))
     { echo "# $log"; tail -c 300000 "$log" | grep -v "server_args=\|ServerArgs("; } >"$OUT/$name.sglang-$n.log"
-  done < <(find /root /tmp -name sglang.log -newer "$marker" 2>/dev/null)
+  done < <(find /root /tmp -maxdepth 6 \( -name site-packages -o -name .git \) -prune \
+    -o -name sglang.log -newer "$marker" -print 2>/dev/null)
   rm -f "$marker"
 }
 

@@ -94,8 +94,21 @@ class HostUsage:
             "busy_core_samples": dict(self.cores.most_common()),
             "idle_cpu_ms_total": self.idle_cpu_s * 1000,
             "threads": {proc.pid: proc.num_threads() for proc in self.procs},
-            "affinity": {proc.pid: proc.cpu_affinity() for proc in self.procs},
+            "affinity": {proc.pid: thread_affinities(proc) for proc in self.procs},
         }
+
+
+def pin(procs: list[psutil.Process], cpus: set[int]) -> None:
+    """Every thread of `procs` on `cpus` (an affinity is per thread; new ones inherit it)."""
+    for proc in procs:
+        for thread in proc.threads():
+            os.sched_setaffinity(thread.id, cpus)
+
+
+def thread_affinities(proc: psutil.Process) -> list[list[int]]:
+    """The distinct CPU sets of a process's threads."""
+    found = {tuple(sorted(os.sched_getaffinity(thread.id))) for thread in proc.threads()}
+    return [list(cpus) for cpus in sorted(found)]
 
 
 def cpu_topology() -> dict[str, Any]:
@@ -280,8 +293,7 @@ async def main() -> None:
         backends[name] = await boot(name, CONFIGS[name], model, args.out, args.mem_fraction)
         hosts[name] = HostUsage(new_children(before))
         if args.pin_engines:
-            for proc in hosts[name].procs:
-                proc.cpu_affinity(sorted(args.pin_engines))
+            pin(hosts[name].procs, args.pin_engines)
     times: dict[str, list[float]] = {name: [] for name in backends}
     accepts: dict[str, list[float]] = {name: [] for name in backends}
     rounds: Counter[str] = Counter()

@@ -507,12 +507,14 @@ class EngineBackend:
             EngineCrashed: SGLang's scheduler died first.
         """
         task = asyncio.ensure_future(work)
-        while not task.done():
-            await asyncio.wait({task}, timeout=CRASH_POLL_S)
-            if not task.done() and self._crashed.is_set():
-                task.cancel()
-                raise EngineCrashed(self._crash_message())
-        return task.result()
+        try:
+            while not task.done():
+                await asyncio.wait({task}, timeout=CRASH_POLL_S)
+                if not task.done() and self._crashed.is_set():
+                    raise EngineCrashed(self._crash_message())
+            return task.result()
+        finally:
+            task.cancel()  # a no-op once done; else the request stops with its caller
 
     def _refusal(self, exc: BaseException, log_text: str) -> ProofReport | None:
         """A `patches.refusal` raised in the scheduler, as a failed proof report."""

@@ -89,8 +89,9 @@ def lever_gains(speeds: Mapping[str, float]) -> list[LeverGain]:
     """Each lever's gain alone and stacked, from the profiles that have a decode speed.
 
     A lever can be fast alone and still slow the stack down (an FP8 head whose draft
-    misreads it, say): the two numbers side by side show it. FP32 logits go with the
-    recipe's BF16 head, so they are not a lever here.
+    misreads it, say): the two numbers side by side show it. FP32 logits are not counted
+    as a lever, though `baseline` and `humming` have them on and `humming+nextn` off: they
+    cost under 1 us per head call on the H200 (`bench/2026-11-29-h200-lm-head.json`).
     """
 
     def on(profile: str) -> set[str]:
@@ -108,7 +109,9 @@ def lever_gains(speeds: Mapping[str, float]) -> list[LeverGain]:
             ),
             key=lambda pair: len(on(pair[0])),
         )
-        found = [(w, wo, speeds[w] / speeds[wo] - 1) for w, wo in pairs]
+        found = [
+            (w, wo, gain) for w, wo in pairs if (gain := _ratio(speeds[w], speeds[wo])) is not None
+        ]
         partial = [pair for pair in found if on(pair[0]) != set(_LEVERS)]
         full = [pair for pair in found if on(pair[0]) == set(_LEVERS)]
         gains.append(LeverGain(name, partial[0] if partial else None, full[0] if full else None))

@@ -1,4 +1,5 @@
-"""Export conversations (all, or --id ones) as Markdown, JSON, JSONL or a standalone HTML page."""
+"""Export conversations (all, or --id ones) as Markdown, JSON, JSONL, a standalone HTML page, or
+CSV (one row per measured reply, with its engine run)."""
 
 from __future__ import annotations
 

@@ -107,25 +107,23 @@ def as_jsonl(export: Export) -> Iterator[str]:
         yield json.dumps(line, ensure_ascii=False) + "\n"
 
 
-def measured_replies(export: Export) -> Iterator[tuple[Thread, StoredMessage]]:
-    """Every reply that has measurements, with its conversation, in export order."""
-    for thread in export.threads:
-        for message in thread.messages:
-            if message.stats is not None:
-                yield thread, message
-
-
 def as_csv(export: Export) -> Iterator[str]:
     """One CSV row per measured reply; a reply whose engine run is unknown leaves those blank."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    for thread, message in measured_replies(export):
+    measured = (
+        (thread, message)
+        for thread in export.threads
+        for message in thread.messages
+        if message.stats is not None
+    )
+    for thread, message in measured:
         run = export.engine_runs.get(message.engine_run_id or 0)
         writer.writerow(
             [
                 thread.conversation.id,
-                thread.conversation.title,
+                _as_text(thread.conversation.title),
                 message.id,
                 message.created_at,
                 message.status.value,
@@ -151,6 +149,11 @@ FORMATS: dict[str, Callable[[Export], Iterable[str]]] = {
 
 def _blank_if_none(value: Any) -> Any:
     return "" if value is None else value
+
+
+def _as_text(text: str) -> str:
+    """`text` as a spreadsheet cell that is never run as a formula (a leading `'`)."""
+    return "'" + text if text.startswith(("=", "+", "-", "@", "\t", "\r")) else text
 
 
 def _run_ids(thread: Thread) -> set[int]:

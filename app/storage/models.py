@@ -83,3 +83,14 @@ class EngineRun:
     proof: Mapping[str, Any]
     """`ProofReport.to_dict()`."""
     started_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredReply:
+    """A reply's measurements without its text: what speed reports read."""
+
+    message_id: int
+    status: MessageStatus
+    stats: ReplyStats
+    run: EngineRun | None
+    """The engine run that measured it, when recorded with one."""

@@ -25,11 +25,15 @@ _MEASURED = (
     "accept_rate",
     "verify_ct",
 )
+_STATS_COLUMNS = f"{', '.join(f'r.{c}' for c in _MEASURED)}, r.accept_histogram, r.extra"
 _MESSAGES_SQL = f"""
-SELECT m.*, r.id AS measured, r.engine_run_id, {", ".join(f"r.{c}" for c in _MEASURED)},
-       r.accept_histogram, r.extra
+SELECT m.*, r.id AS measured, r.engine_run_id, {_STATS_COLUMNS}
 FROM messages AS m LEFT JOIN measurements AS r ON r.message_id = m.id
 WHERE {{where}} ORDER BY m.id
+"""
+_MEASURED_SQL = f"""
+SELECT m.id, m.status, r.engine_run_id, {_STATS_COLUMNS}
+FROM measurements AS r JOIN messages AS m ON m.id = r.message_id ORDER BY m.id
 """
 
 
@@ -75,15 +79,25 @@ def select_messages(db: Database, where: str, params: Sequence[Any]) -> list[Sto
     return [_message(row) for row in db.query(_MESSAGES_SQL.format(where=where), params)]
 
 
+def select_measured(db: Database) -> list[tuple[int, MessageStatus, int | None, ReplyStats]]:
+    """(message id, status, engine run id, stats) of every measured reply, oldest first."""
+    return [
+        (row["id"], MessageStatus(row["status"]), row["engine_run_id"], _stats(row))
+        for row in db.query(_MEASURED_SQL)
+    ]
+
+
+def _stats(row: Mapping[str, Any]) -> ReplyStats:
+    histogram = row["accept_histogram"]
+    return ReplyStats(
+        **{name: row[name] for name in _MEASURED},
+        accept_histogram=tuple(json.loads(histogram)) if histogram is not None else None,
+        extra=json.loads(row["extra"]),
+    )
+
+
 def _message(row: Mapping[str, Any]) -> StoredMessage:
-    stats = None
-    if row["measured"] is not None:
-        histogram = row["accept_histogram"]
-        stats = ReplyStats(
-            **{name: row[name] for name in _MEASURED},
-            accept_histogram=tuple(json.loads(histogram)) if histogram is not None else None,
-            extra=json.loads(row["extra"]),
-        )
+    stats = _stats(row) if row["measured"] is not None else None
     return StoredMessage(
         id=row["id"],
         conversation_id=row["conversation_id"],

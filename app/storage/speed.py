@@ -6,7 +6,6 @@ Shown by `ling-chat history stats` and by the chat's speed-by-context view.
 from __future__ import annotations
 
 from app.bench.plot import bar
-from app.storage.export import collect, measured_replies
 from app.storage.models import MessageStatus
 from app.storage.store import ChatStore
 from app.telemetry import ReplyStats
@@ -20,14 +19,12 @@ COUNTED = (MessageStatus.COMPLETE, MessageStatus.STOPPED)
 def speed_by_context(store: ChatStore) -> str:
     """One table per model, profile and engine kind: decode tok/s (with a bar), TTFT and
     accept length of the counted replies in each context bucket that has any."""
-    export = collect(store)
     groups: dict[str, list[ReplyStats]] = {}
-    for _thread, message in measured_replies(export):
-        if message.stats is None or message.status not in COUNTED:
-            continue
-        run = export.engine_runs.get(message.engine_run_id or 0)
-        key = f"{run.model} · {run.profile} · {run.kind}" if run else "engine unknown"
-        groups.setdefault(key, []).append(message.stats)
+    for reply in store.measured_replies():
+        if reply.status in COUNTED:
+            run = reply.run
+            key = f"{run.model} · {run.profile} · {run.kind}" if run else "engine unknown"
+            groups.setdefault(key, []).append(reply.stats)
     if not groups:
         return "No measured replies yet."
     return "\n\n".join(

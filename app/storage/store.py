@@ -15,7 +15,14 @@ from app.chat import Role, Sampling
 from app.errors import StorageError
 from app.storage import rows
 from app.storage.database import Connection, utc_now
-from app.storage.models import Conversation, EngineRun, MessageStatus, SearchHit, StoredMessage
+from app.storage.models import (
+    Conversation,
+    EngineRun,
+    MeasuredReply,
+    MessageStatus,
+    SearchHit,
+    StoredMessage,
+)
 from app.storage.writer import ReplyWriter
 
 _SNIPPET_BEFORE = 30
@@ -203,6 +210,17 @@ class ChatStore:
             return rows.select_messages(
                 self._connection.db, "m.conversation_id = ?", [conversation_id]
             )
+
+    def measured_replies(self) -> list[MeasuredReply]:
+        """Every measured reply's numbers and engine run, oldest first, without its text."""
+        with self._connection.errors():
+            found = rows.select_measured(self._connection.db)
+            run_ids = sorted({run_id for _, _, run_id, _ in found if run_id is not None})
+            runs = {run_id: self.get_engine_run(run_id) for run_id in run_ids}
+        return [
+            MeasuredReply(message_id, status, stats, runs.get(run_id) if run_id else None)
+            for message_id, status, run_id, stats in found
+        ]
 
     def add_user_message(self, conversation_id: int, content: str) -> StoredMessage:
         """Store (and commit) the user's message; call it before generation starts."""

@@ -48,6 +48,8 @@ class SGLangEngineDouble:
         self.prompts: list[str] = []
         self.max_new_tokens: list[int] = []
         self.aborted: list[str] = []
+        self.cancelled = 0
+        """Streams cancelled while waiting for their next chunk."""
         self.tokenizer_manager = types.SimpleNamespace(
             tokenizer=TokenizerDouble(),
             abort_request=self.aborted.append,
@@ -72,7 +74,11 @@ class SGLangEngineDouble:
             for i, piece in enumerate(self.pieces, 1):
                 await asyncio.sleep(0.02)
                 if i == self.stall_after:  # like SGLang once its scheduler is dead
-                    await asyncio.sleep(3600)
+                    try:
+                        await asyncio.sleep(3600)
+                    except asyncio.CancelledError:
+                        self.cancelled += 1
+                        raise
                 if rid in self.aborted:
                     yield {"text": text, "meta_info": {"finish_reason": {"type": "abort"}}}
                     return
@@ -203,3 +209,26 @@ async def test_a_request_whose_scheduler_dies_raises_the_cause_from_this_boot_s_
     with pytest.raises(EngineCrashed):  # the next request fails at once
         await asyncio.wait_for(backend.generate(input_ids=[1], sampling_params=params), 1)
     await backend.shutdown()
+
+
+async def test_cancelling_a_request_stops_it_on_the_engine_thread(tmp_path):
+    engine = SGLangEngineDouble(["a", "never"], {"type": "stop"}, stall_after=2)
+    backend = running(engine, tmp_path)
+    params = {"max_new_tokens": 8}
+    request = asyncio.ensure_future(backend.generate(input_ids=[1, 2], sampling_params=params))
+    await asyncio.sleep(0.3)
+    request.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    await asyncio.sleep(0.1)  # the engine loop runs the cancellation
+    assert engine.cancelled == 1
+    await backend.shutdown()
+
+
+def test_a_crash_message_blames_nothing_from_an_earlier_boot(tmp_path):
+    backend = EngineBackend(EngineConfig("/m", log_dir=tmp_path))
+    backend.log_file.write_text("RuntimeError: an earlier boot's error\n")
+    backend._log_start = backend.log_file.stat().st_size
+    with backend.log_file.open("a") as log:
+        log.write("this boot: killed without a traceback\n")
+    assert backend._crash_message().startswith("SGLang's scheduler died: restart ling-chat")

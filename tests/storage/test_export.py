@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -250,3 +251,14 @@ def test_an_unwritable_target_is_a_one_line_export_error(tmp_path: Path) -> None
     assert (target / "inside").read_text() == "keep"
     with pytest.raises(ExportError, match="^cannot write to "):
         write_atomic(tmp_path / "missing" / "out.md", ["text"])
+
+
+def test_a_csv_title_is_never_a_spreadsheet_formula(store: ChatStore) -> None:
+    chat = store.create_conversation('=HYPERLINK("http://x")')
+    store.add_user_message(chat.id, "hi")
+    writer = store.start_reply(chat.id)
+    writer.append(answer="ok", reasoning="")
+    writer.finish(MessageStatus.COMPLETE, STATS)
+    (row,) = csv.DictReader(render(collect(store), "csv").splitlines())
+    assert row["title"] == '\'=HYPERLINK("http://x")'
+    assert row["decode_tps"] == str(STATS.decode_tps)
