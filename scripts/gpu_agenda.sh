@@ -31,7 +31,9 @@
 #              cores 1.20x), known-answer weights (accept 4); ab-fp8-first boots the engines in the
 #              other order (2.5 each); ab-random has random weights (accept 1, unprofiled);
 #              ab-18 has 18 layers (3 groups of 5 KDA + 1 MLA; about 32 GB each), where a
-#              round's GPU time outgrows SGLang's host time per round (untried)
+#              round's GPU time should reach SGLang's host time per round (about 5.6 vs 5 ms
+#              by the 6-layer profile); ab-30 has 30 (about 51 GB each, 8.6 vs 5 ms), clearly
+#              GPU-bound (both untried; minutes unknown, limit 560 s)
 # Pytest runs unbuffered and is stopped with SIGINT at its limit, so a cut run still prints
 # what it saw and its summary.
 #
@@ -108,14 +110,15 @@ for step in "$@"; do
     bench) bench bench 400 humming,humming+fp8,humming+nextn,stack ;;
     baseline) bench baseline 560 baseline,humming ;;
     reasoning) bench reasoning 400 humming,stack --workload both --dataset tests/fixtures/gsm8k_small.jsonl ;;
-    ab | ab-fp8-first | ab-random | ab-18)
+    ab | ab-fp8-first | ab-random | ab-18 | ab-30)
       args=(--known-answer --reps 10 --profile --pin-engines 4,5)
       case "$step" in
         ab-fp8-first) args+=(--fp8-first) ;;
         ab-random) args=(--reps 10 --pin-engines 4,5) ;;
         ab-18) args=(--known-answer --reps 10 --layers 18 --mem-fraction 0.4 --pin-engines 4,5) ;;
+        ab-30) args=(--known-answer --reps 10 --layers 30 --mem-fraction 0.45 --pin-engines 4,5) ;;
       esac
-      run "$step" 400 taskset -c 2-9 python3 scripts/gpu_stack_ab.py "/root/$step" "${args[@]}"
+      run "$step" 560 taskset -c 2-9 python3 scripts/gpu_stack_ab.py "/root/$step" "${args[@]}"
       cp "/root/$step/ab.json" "$OUT/$step.json" 2>/dev/null ;;
     *) echo "unknown step: $step" >&2; exit 2 ;;
   esac
