@@ -66,14 +66,21 @@ class Connection:
             raise self._describe(exc) from exc
 
     @contextmanager
-    def write(self) -> Iterator[Database]:
+    def write(self, *, wait: bool = True) -> Iterator[Database]:
         """A write transaction taken up front (`BEGIN IMMEDIATE`), committed on success.
 
         Waiting for the write lock up front means a busy database costs the busy timeout
-        once, and a transaction that read first never fails on a stale snapshot.
+        once, and a transaction that read first never fails on a stale snapshot. With
+        `wait=False` a locked database fails at once (a retry that must not stall the UI).
         """
         with self.errors():
-            self.db.execute("BEGIN IMMEDIATE")
+            if not wait:
+                self.db.execute("PRAGMA busy_timeout = 0")
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+            finally:
+                if not wait:
+                    self.db.execute(f"PRAGMA busy_timeout = {round(self.busy_timeout_s * 1000)}")
             try:
                 yield self.db
                 self.db.commit()

@@ -54,6 +54,11 @@ class ChatStore:
         """
         return cls(Connection(path, busy_timeout_s))
 
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self._connection.path
+
     def close(self) -> None:
         """Close the database."""
         self._connection.close()

@@ -82,7 +82,12 @@ class ReplyWriter:
         self._mark_flushed()
 
     def finish(
-        self, status: MessageStatus, stats: ReplyStats | None = None, error: str | None = None
+        self,
+        status: MessageStatus,
+        stats: ReplyStats | None = None,
+        error: str | None = None,
+        *,
+        wait: bool = True,
     ) -> StoredMessage | None:
         """Store the final text, status and measurements in one transaction.
 
@@ -96,6 +101,7 @@ class ReplyWriter:
             status: how the reply ended.
             stats: the reply's measurements, if any.
             error: what went wrong, for status ERROR.
+            wait: wait out a busy database (up to the busy timeout); False fails at once.
 
         Returns:
             The stored reply, or None when nothing was stored or the reply (or its
@@ -106,7 +112,7 @@ class ReplyWriter:
             self._finished = True
             return None
         now = utc_now()
-        with self._connection.write() as db:
+        with self._connection.write(wait=wait) as db:
             message_id = self.message_id
             if message_id is None:
                 message_id = self._insert(db, status, error, now)

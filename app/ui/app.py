@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -14,10 +15,12 @@ from textual.screen import Screen
 
 from app.backend.protocol import ChatBackend, ProofReport
 from app.chat import Sampling
-from app.errors import BackendError, LingChatError, ProofFailed, StorageError
+from app.errors import BackendError, ExportError, LingChatError, ProofFailed, StorageError
+from app.files import write_atomic
 from app.storage import ChatStore
 from app.ui.bindings import APP_ACTIONS, CHAT_ACTIONS, action_by_id, keys_for
 from app.ui.format import proof_text
+from app.ui.reply import ReplyRun, recovery_markdown
 from app.ui.screens.chat import ChatContext, ChatScreen
 from app.ui.screens.dialogs import HelpScreen
 from app.ui.screens.startup import StartupScreen
@@ -168,11 +171,24 @@ class LingChatApp(App[None], inherit_bindings=False):
         for worker in self.workers:
             if worker.group == "startup":
                 worker.cancel()
+        unsaved = []
         for screen in self.screen_stack:
             if isinstance(screen, ChatScreen):
-                await screen.stop_for_quit()
+                unsaved += await screen.stop_for_quit()
         await self.close_backend()
+        if unsaved:
+            self._quit_message = Text(self._keep_unsaved(unsaved), style="red")
         self.exit(return_code=self._quit_code, message=self._quit_message)
+
+    def _keep_unsaved(self, runs: Sequence[ReplyRun]) -> str:
+        """Write replies the history could not take next to it; the exit message."""
+        path = self.store.path.with_name(f"unsaved-replies-{datetime.now():%Y%m%d-%H%M%S}.md")
+        count = f"{len(runs)} repl{'y' if len(runs) == 1 else 'ies'}"
+        try:
+            write_atomic(path, [recovery_markdown(runs)])
+        except ExportError as error:
+            return f"ling-chat: {count} could not be saved to the history, nor to a file: {error}"
+        return f"ling-chat: {count} could not be saved to the history; the text is in {path}"
 
     def action_help(self) -> None:
         """Show every key and its binding id."""

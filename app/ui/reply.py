@@ -110,16 +110,18 @@ class ReplyRun:
         if not self.finished:
             self._finish(MessageStatus.ERROR, {}, self._clock(), message)
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = True) -> None:
         """Store what arrived, as stopped if the stream ended without a final event.
 
-        An ending whose storing failed is retried as it was.
+        An ending whose storing failed is retried as it was; `wait=False` does not wait
+        out a busy database.
 
         Raises:
             StorageError: the reply still cannot be stored (it stays unfinished).
         """
         if not self.finished:
-            self._finish(*(self._ending or (MessageStatus.STOPPED, {}, self._clock(), None)))
+            ending = self._ending or (MessageStatus.STOPPED, {}, self._clock(), None)
+            self._finish(*ending, wait=wait)
 
     def flush(self) -> None:
         """Commit the text received so far (for a stream that stalls)."""
@@ -139,6 +141,8 @@ class ReplyRun:
         meta_info: Mapping[str, Any],
         ended_at: float,
         error: str | None = None,
+        *,
+        wait: bool = True,
     ) -> None:
         """Store the ending, then mark the run finished.
 
@@ -147,8 +151,22 @@ class ReplyRun:
         self._ending = (status, meta_info, ended_at, error)
         meta = {"completion_tokens": self.live.tokens, **meta_info}
         stats = reply_stats(self.started_at, self.arrivals, meta, ended_at)
-        self._writer.finish(status, stats, error)
+        self._writer.finish(status, stats, error, wait=wait)
         self.status, self.stats, self.error = status, stats, error
+
+
+def recovery_markdown(runs: Sequence[ReplyRun]) -> str:
+    """Replies the history could not take, as Markdown: each after the question it answers."""
+    parts = []
+    for run in runs:
+        question = next(
+            (m.content for m in reversed(run.request.messages) if m.role is Role.USER), ""
+        )
+        parts.append(f"## Conversation #{run.request.conversation_id}\n\n> {question}\n")
+        if run.reasoning:
+            parts.append(f"<details><summary>Thinking</summary>\n\n{run.reasoning}\n\n</details>\n")
+        parts.append(f"{run.answer}\n")
+    return "# Replies ling-chat could not save to its history\n\n" + "\n".join(parts)
 
 
 def request_messages(

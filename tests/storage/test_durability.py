@@ -180,6 +180,26 @@ def test_a_write_waits_for_the_busy_timeout_then_reports_locked(db_path: Path) -
         assert [c.title for c in store.list_conversations()] == ["after"]
 
 
+def test_a_finish_that_must_not_wait_fails_at_once_and_keeps_the_busy_timeout(
+    db_path: Path,
+) -> None:
+    with ChatStore.open(db_path, busy_timeout_s=2.0) as store:
+        conversation = store.create_conversation()
+        writer = store.start_reply(conversation.id, flush_interval_s=60)
+        writer.append("all of it")
+        with write_locked(db_path):
+            started = time.monotonic()
+            with pytest.raises(DatabaseLocked):
+                writer.finish(MessageStatus.COMPLETE, wait=False)
+            assert time.monotonic() - started < 1.0  # the UI's retries never stall it
+            started = time.monotonic()
+            with pytest.raises(DatabaseLocked):
+                writer.finish(MessageStatus.COMPLETE)
+            assert time.monotonic() - started >= 1.9  # the timeout is back for the rest
+        reply = writer.finish(MessageStatus.COMPLETE, wait=False)
+    assert reply is not None and reply.content == "all of it"
+
+
 def test_opening_a_new_database_that_another_process_locked_reports_locked(
     db_path: Path,
 ) -> None:

@@ -374,10 +374,10 @@ async def test_escape_stops_the_reply_even_when_the_backend_cannot_stop_it(
     assert (reply.content, reply.status) == ("Kept", MessageStatus.STOPPED)
 
 
-async def test_a_reply_whose_ending_cannot_be_stored_is_not_shown_as_complete(
+async def test_a_reply_whose_ending_cannot_be_stored_is_saved_once_the_database_is_free(
     chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore, db_path: Path
 ) -> None:
-    backend.enqueue(answer_reply("Saved", " unsaved", hold_after=1))
+    backend.enqueue(answer_reply("Saved", " later", hold_after=1))
     async with chat_app.run_test(size=SIZE) as pilot:
         screen = await chat_screen(pilot)
         await send(pilot, "q")
@@ -385,14 +385,38 @@ async def test_a_reply_whose_ending_cannot_be_stored_is_not_shown_as_complete(
         with write_locked(db_path):
             backend.release()
             await reply_done(pilot)
-        footer = text_of(last_reply(screen).query_one(".reply-footer", Label))
-        assert footer == "… partial"
-        assert any(
-            notice.startswith("Could not save the reply: ") and "is locked" in notice
-            for notice in notices(chat_app)
-        )
+            footer = screen.query_one(".reply-footer", Label)
+            assert text_of(footer) == "… partial"  # not shown as complete while unsaved
+            assert any(
+                notice.startswith("Could not save the reply: ") and "is locked" in notice
+                for notice in notices(chat_app)
+            )
+            # Only the first chunk, flushed before the lock, is in the file now.
+            assert only_chat(store)[-1].content == "Saved"
+        await wait_until(pilot, lambda: only_chat(store)[-1].content == "Saved later", timeout=10)
+        assert text_of(last_reply(screen).query_one(".reply-footer", Label)).startswith("✓")
+        assert "The reply that could not be saved is saved now." in notices(chat_app)
     reply = only_chat(store)[-1]
-    assert (reply.content, reply.status) == ("Saved", MessageStatus.PARTIAL)
+    assert (reply.status, reply.stats is not None) == (MessageStatus.COMPLETE, True)
+
+
+async def test_a_reply_still_unsaved_at_quit_is_written_to_a_file(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore, db_path: Path
+) -> None:
+    backend.enqueue(answer_reply("Saved", " later", hold_after=1))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        await chat_screen(pilot)
+        await send(pilot, "what is kept?")
+        await wait_until(pilot, lambda: backend.chunks_sent == 1)
+        with write_locked(db_path):
+            backend.release()
+            await reply_done(pilot)
+            await chat_app.action_quit()
+    (kept,) = db_path.parent.glob("unsaved-replies-*.md")
+    text = kept.read_text(encoding="utf-8")
+    assert "> what is kept?" in text and "Saved later" in text
+    assert chat_app.return_code == 0
+    assert only_chat(store)[-1].content == "Saved"  # what was flushed before the lock
 
 
 async def test_sending_to_a_locked_database_is_a_one_line_error_and_keeps_the_text(

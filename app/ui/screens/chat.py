@@ -260,9 +260,12 @@ class ChatScreen(Screen[None]):
         if not await self.query_one(Transcript).stop_reply():
             self.query_one("#prompt").focus()
 
-    async def stop_for_quit(self) -> None:
-        """Stop the reply in flight (if any) and wait until what arrived is stored."""
-        await self.query_one(Transcript).stop_for_quit()
+    async def stop_for_quit(self) -> list[ReplyRun]:
+        """Stop the reply in flight (if any), store what arrived, and try once more to
+        store the replies that could not be; the ones still unsaved."""
+        transcript = self.query_one(Transcript)
+        await transcript.stop_for_quit()
+        return transcript.save_unsaved()
 
     # Editing the conversation
 

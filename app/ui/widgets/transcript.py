@@ -31,6 +31,8 @@ STOP_GRACE_S: Final = 5.0
 """How long a stopped reply may take to end before its worker is cancelled."""
 FLUSH_S: Final = 1.0
 """How often a stalled reply's text is committed to the store."""
+SAVE_RETRY_S: Final = 2.0
+"""How often a reply that could not be stored (a locked database) is tried again."""
 
 
 class Transcript(VerticalScroll):
@@ -61,11 +63,17 @@ class Transcript(VerticalScroll):
         self._view: ReplyView | None = None
         self._worker: Worker[None] | None = None
         self._draw_timers: tuple[Timer, ...] = ()
+        self._unsaved: list[tuple[ReplyRun, ReplyView]] = []
+        """Replies that ended but could not be stored yet, kept whole in memory."""
+        self._save_retry: Timer | None = None
 
     def on_mount(self) -> None:
         self._draw_timers = (
             self.set_interval(self._refresh_s, self._draw, pause=True),
             self.set_interval(FLUSH_S, self._flush, pause=True),
+        )
+        self._save_retry = self.set_interval(
+            SAVE_RETRY_S, partial(self.save_unsaved, wait=False), pause=True
         )
 
     async def show(self, widgets: Sequence[Widget], found: Widget | None = None) -> None:
@@ -117,6 +125,27 @@ class Transcript(VerticalScroll):
             worker.cancel()
         self._close(run)
 
+    def save_unsaved(self, *, wait: bool = True) -> list[ReplyRun]:
+        """Try again to store the replies that could not be; the ones still unsaved.
+
+        A reply stored now gets its real status line, and a notice says so. The timer's
+        tries do not wait for a busy database (the UI would stall); the last one, at quit,
+        does.
+        """
+        for run, view in list(self._unsaved):
+            try:
+                run.close(wait=wait)
+            except StorageError:
+                continue  # still locked: the next try is quiet
+            self._unsaved.remove((run, view))
+            if view.is_attached:
+                view.message_id = run.message_id
+                view.set_footer(stats_line(run.shown_status, run.stats, run.error))
+            self.notify("The reply that could not be saved is saved now.")
+        if not self._unsaved and self._save_retry is not None:
+            self._save_retry.pause()
+        return [run for run, _ in self._unsaved]
+
     @work(group="reply", exclusive=True)
     async def _stream(self, run: ReplyRun, view: ReplyView) -> None:
         """Drain the backend's events into the run; drawing happens in `_draw`."""
@@ -133,6 +162,9 @@ class Transcript(VerticalScroll):
         finally:
             self._close(run)
             await self._end(run, view)
+            if not run.finished and self._save_retry is not None:
+                self._unsaved.append((run, view))
+                self._save_retry.resume()
 
     async def _draw(self) -> None:
         run, view = self.run, self._view
@@ -163,7 +195,11 @@ class Transcript(VerticalScroll):
         try:
             run.close()
         except StorageError as error:
-            self.notify(f"Could not save the reply: {error}", severity="error")
+            self.notify(
+                f"Could not save the reply: {error}. It is kept, and saved once the database"
+                " is free.",
+                severity="error",
+            )
 
     def _cancel(self, run: ReplyRun) -> None:
         if self.run is run and self._worker is not None:
