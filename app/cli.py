@@ -13,13 +13,14 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from app import __version__
-from app.commands import bench, chat, doctor, export, history, serve
+from app.commands import bench, chat, doctor, export, history, importing, serve
 from app.errors import LingChatError
 
 COMMANDS: dict[str, ModuleType] = {
     "doctor": doctor,
     "history": history,
     "export": export,
+    "import": importing,
     "bench": bench,
     "serve": serve,
 }

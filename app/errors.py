@@ -10,7 +10,8 @@ LingChatError                 str(error) is the one line the user sees
 │   ├── EngineCrashed         SGLang's scheduler died
 │   ├── ProofFailed           an optimization is not engaged: refuse to start
 │   └── ServerError           a remote server refused, timed out or broke a stream
-└── ExportError               an export could not be written
+├── ExportError               an export could not be written
+└── ImportFailed              an export file could not be read back (nothing was added)
 """
 
 
@@ -56,3 +57,7 @@ class ServerError(BackendError):
 
 class ExportError(LingChatError):
     """An export could not be written."""
+
+
+class ImportFailed(LingChatError):
+    """An export file could not be read back into the history; nothing was added."""

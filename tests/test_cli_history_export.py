@@ -297,3 +297,20 @@ def test_export_csv_has_one_row_per_measured_reply(
     assert float(first["decode_tps"]) == pytest.approx(50.0)
     assert first["accept_rate"] == ""  # not reported: blank, not "None"
     assert first["model"] == "Ling-3.0-flash" and first["sglang_version"] == "0.5.23"
+
+
+def test_import_reads_an_export_back_into_another_history(
+    filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exported = tmp_path / "all.jsonl"
+    assert cli("export", "-o", str(exported)) == 0
+    other = str(tmp_path / "other")
+    assert cli("import", "--data-dir", other, str(exported)) == 0
+    assert cli("import", "--data-dir", other, str(exported)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2:] == [
+        f"Imported 3 conversations from {exported}",
+        f"Imported 0 conversations from {exported} (3 already there, skipped)",
+    ]
+    assert cli("import", "--data-dir", other, str(tmp_path / "missing.json")) == 1
+    assert capsys.readouterr().err.startswith("ling-chat: error: cannot read ")

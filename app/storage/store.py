@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from sqlite_utils import Database
 
 from app.backend.protocol import ProofReport
 from app.chat import Role, Sampling
@@ -58,6 +61,12 @@ class ChatStore:
     def path(self) -> Path:
         """The database file."""
         return self._connection.path
+
+    @contextmanager
+    def transaction(self) -> Iterator[Database]:
+        """One write transaction over the raw tables (for bulk work such as an import)."""
+        with self._connection.write() as db:
+            yield db
 
     def close(self) -> None:
         """Close the database."""

@@ -1,0 +1,104 @@
+"""Reading an export back: a round trip through JSON and JSONL, all or nothing, no doubles."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.chat import Sampling
+from app.errors import ImportFailed
+from app.files import write_atomic
+from app.storage import ChatStore, MessageStatus
+from app.storage.export import FORMATS, collect
+from app.storage.importing import import_export
+from tests.storage.conftest import STATS
+
+IDS = {"id", "conversation_id", "engine_run_id", "exported_at"}
+PROOF = {"profile": "stack", "lines": [], "facts": {"gpu": "H200"}}
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Iterator[ChatStore]:
+    """Two conversations: a measured reply with its engine run; an archived stopped one."""
+    store = ChatStore.open(tmp_path / "source.db")
+    run = store.record_engine_run(
+        kind="engine", model="ling", sglang_version="0.5.23", profile="stack", proof=PROOF
+    )
+    first = store.create_conversation(
+        "Boiling pasta", system_prompt="Be brief.", model="ling", sampling=Sampling(top_k=7)
+    )
+    store.add_user_message(first.id, "How long?")
+    writer = store.start_reply(first.id, engine_run_id=run)
+    writer.append(answer="Nine minutes.", reasoning="Dried spaghetti.")
+    writer.finish(MessageStatus.COMPLETE, STATS)
+    second = store.create_conversation("Old taxes")
+    store.add_user_message(second.id, "archived question")
+    writer = store.start_reply(second.id)
+    writer.append(answer="cut short")
+    writer.finish(MessageStatus.STOPPED)
+    store.set_archived(second.id, True)
+    yield store
+    store.close()
+
+
+def export_file(store: ChatStore, path: Path) -> Path:
+    write_atomic(path, FORMATS[path.suffix[1:]](collect(store)))
+    return path
+
+
+def without_ids(value: Any) -> Any:
+    """An export document with every id (they are new after an import) left out."""
+    if isinstance(value, dict):
+        return {k: without_ids(v) for k, v in value.items() if k not in IDS}
+    if isinstance(value, list):
+        return [without_ids(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_an_export_reads_back_whole_and_a_second_import_adds_nothing(
+    source: ChatStore, tmp_path: Path, suffix: str
+) -> None:
+    path = export_file(source, tmp_path / f"export{suffix}")
+    with ChatStore.open(tmp_path / "target.db") as target:
+        done = import_export(target, path)
+        assert (done.conversations, done.skipped) == (2, 0)
+        again = import_export(target, path)
+        assert (again.conversations, again.skipped) == (0, 2)
+        copied = json.loads("".join(FORMATS["json"](collect(target))))
+        assert len(copied["engine_runs"]) == 1  # reused, not added twice
+        assert [hit.title for hit in target.search("spaghetti")] == ["Boiling pasta"]
+    original = json.loads("".join(FORMATS["json"](collect(source))))
+    assert without_ids(copied) == without_ids(original)
+
+
+def test_a_malformed_record_adds_nothing(source: ChatStore, tmp_path: Path) -> None:
+    path = export_file(source, tmp_path / "export.json")
+    document = json.loads(path.read_text())
+    document["conversations"][1]["messages"][0]["role"] = "robot"
+    path.write_text(json.dumps(document))
+    with ChatStore.open(tmp_path / "target.db") as target:
+        with pytest.raises(ImportFailed, match=r"a malformed record \(ValueError: 'robot'"):
+            import_export(target, path)
+        assert target.list_conversations(include_archived=True) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"schema_version": 1, "conversation": {}}\nnot json\n', r"export.jsonl:2: not JSON"),
+        ('{"schema_version": 2, "conversations": []}', r"not a ling-chat export of schema"),
+        ('{"schema_version": 1}', r"export.jsonl: no conversations"),
+    ],
+)
+def test_a_file_that_is_no_export_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "export.jsonl"
+    path.write_text(text)
+    with ChatStore.open(tmp_path / "target.db") as target, pytest.raises(ImportFailed) as caught:
+        import_export(target, path)
+    assert "\n" not in str(caught.value)
+    assert caught.match(message)
