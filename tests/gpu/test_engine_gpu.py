@@ -95,6 +95,16 @@ async def test_stack_passes_every_line_and_streams_a_reply(tmp_path, monkeypatch
             f"{(tokens - 1) / seconds:.1f} tok/s after the first chunk"
         )
         assert accept >= 3.5
+        # The chat's own sampling (T 0.6, top-p 0.95, top-k 29): NEXTN verifies sampled
+        # drafts with FlashInfer's renormalisation, which greedy decoding never runs. The
+        # known-answer model's logits have one clear winner, so the reply stays the same.
+        sampled = [e async for e in backend.stream_reply(messages, Sampling())]
+        last = sampled[-1]
+        text = "".join(e.answer for e in sampled if isinstance(e, TextChunk))
+        print(f"sampled reply: {last!r}"[:300], flush=True)
+        assert isinstance(last, ReplyDone) and last.finish_reason == "stop"
+        assert text.strip() == want_answer.strip()
+        assert last.meta_info["spec_accept_length"] >= 3.5
     finally:
         await backend.shutdown()
 
