@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlite_utils import Database
 
-from app.chat import Role, Sampling
+from app.chat import Role
 from app.errors import ImportFailed
 from app.storage import rows
 from app.storage.export import SCHEMA_VERSION
@@ -24,7 +24,6 @@ from app.storage.store import ChatStore
 from app.telemetry import ReplyStats
 
 _RUN_KEYS = ("kind", "model", "sglang_version", "profile", "proof_summary", "started_at")
-_SAMPLING_FIELDS = {f.name for f in fields(Sampling)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +114,6 @@ def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any,
     )
     if next(iter(present), None) is not None:
         return False
-    sampling = {k: v for k, v in record["sampling"].items() if k in _SAMPLING_FIELDS}
     conversation_id = rows.insert(
         db,
         "conversations",
@@ -123,7 +121,7 @@ def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any,
             "title": str(record["title"]),
             "system_prompt": str(record["system_prompt"]),
             "model": str(record["model"]),
-            "sampling": rows.sampling_json(Sampling(**sampling)),
+            "sampling": rows.sampling_json(rows.sampling_from(record["sampling"])),
             "created_at": record["created_at"],
             "updated_at": record["updated_at"],
             "archived": int(bool(record["archived"])),
@@ -145,16 +143,7 @@ def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any,
             },
         )
         if message.get("stats") is not None:
-            stats = _stats(message["stats"])
+            stats = ReplyStats.from_dict(message["stats"])
             run_id = run_ids.get(message.get("engine_run_id"))
             db.table("measurements").insert(rows.measurement(message_id, run_id, stats))
     return True
-
-
-def _stats(record: Mapping[str, Any]) -> ReplyStats:
-    known = {f.name for f in fields(ReplyStats)}
-    values = {k: v for k, v in record.items() if k in known}
-    histogram = values.get("accept_histogram")
-    values["accept_histogram"] = tuple(histogram) if histogram is not None else None
-    values["extra"] = dict(values.get("extra") or {})
-    return ReplyStats(**values)

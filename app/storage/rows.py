@@ -42,15 +42,19 @@ def sampling_json(sampling: Sampling) -> str:
     return json.dumps(asdict(sampling), sort_keys=True)
 
 
+def sampling_from(stored: Mapping[str, Any]) -> Sampling:
+    """Sampling from its stored or exported dict; keys of other versions are dropped."""
+    return Sampling(**{k: v for k, v in stored.items() if k in _SAMPLING_FIELDS})
+
+
 def conversation(row: Mapping[str, Any]) -> Conversation:
-    """A `conversations` row as a record; unknown sampling keys from other versions are dropped."""
-    stored = json.loads(row["sampling"])
+    """A `conversations` row as a record."""
     return Conversation(
         id=row["id"],
         title=row["title"],
         system_prompt=row["system_prompt"],
         model=row["model"],
-        sampling=Sampling(**{k: v for k, v in stored.items() if k in _SAMPLING_FIELDS}),
+        sampling=sampling_from(json.loads(row["sampling"])),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         archived=bool(row["archived"]),

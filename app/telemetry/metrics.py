@@ -12,7 +12,7 @@ Definitions (the README's glossary repeats them):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -76,13 +76,25 @@ class ReplyStats:
         return int(value) if value is not None else None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
+        """A JSON-ready dict; `from_dict` reads it back."""
         data = asdict(self)
         data["accept_histogram"] = (
             list(self.accept_histogram) if self.accept_histogram is not None else None
         )
         data["extra"] = dict(self.extra)
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReplyStats:
+        """Rebuild stats written by `to_dict`; keys of other versions are dropped."""
+        values = {k: v for k, v in data.items() if k in _STATS_FIELDS}
+        histogram = values.get("accept_histogram")
+        values["accept_histogram"] = tuple(histogram) if histogram is not None else None
+        values["extra"] = dict(values.get("extra") or {})
+        return cls(**values)
+
+
+_STATS_FIELDS = {f.name for f in fields(ReplyStats)}
 
 
 def reply_stats(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from textual import events
+from textual.pilot import Pilot
 from textual.widgets import Collapsible, Label, Markdown, Static, TextArea
 
 from app.chat import Role, Sampling
@@ -41,6 +42,16 @@ def only_chat(store: ChatStore) -> list[StoredMessage]:
 
 def last_reply(screen: ChatScreen) -> ReplyView:
     return list(screen.query(ReplyView))[-1]
+
+
+async def first_chunk_held(
+    pilot: Pilot[None], backend: ScriptedBackendDouble, question: str = "q"
+) -> ChatScreen:
+    """Send `question`; return once the backend holds its reply after the first chunk."""
+    screen = await chat_screen(pilot)
+    await send(pilot, question)
+    await wait_until(pilot, lambda: backend.chunks_sent == 1)
+    return screen
 
 
 async def test_reply_streams_reasoning_apart_from_the_answer_and_is_stored(
@@ -270,9 +281,7 @@ async def test_quitting_mid_reply_stores_it_and_shuts_down(
 ) -> None:
     backend.enqueue(answer_reply("kept", " lost", hold_after=1))
     async with chat_app.run_test(size=SIZE) as pilot:
-        await chat_screen(pilot)
-        await send(pilot, "q")
-        await wait_until(pilot, lambda: backend.chunks_sent == 1)
+        await first_chunk_held(pilot, backend)
         await pilot.press("f1")  # quitting works from a dialog too
         await pilot.press("ctrl+q")
         await wait_until(pilot, lambda: not chat_app.is_running)
@@ -362,9 +371,7 @@ async def test_escape_stops_the_reply_even_when_the_backend_cannot_stop_it(
     backend.enqueue(answer_reply("Kept", " never sent", hold_after=1))
     app = make_app(backend)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await chat_screen(pilot)
-        await send(pilot, "go")
-        await wait_until(pilot, lambda: backend.chunks_sent == 1)
+        screen = await first_chunk_held(pilot, backend, "go")
         await pilot.press("escape")
         await reply_done(pilot)  # the grace timer cancelled the stream
         assert "Could not stop the reply: server went away" in notices(app)
@@ -379,9 +386,7 @@ async def test_a_reply_whose_ending_cannot_be_stored_is_saved_once_the_database_
 ) -> None:
     backend.enqueue(answer_reply("Saved", " later", hold_after=1))
     async with chat_app.run_test(size=SIZE) as pilot:
-        screen = await chat_screen(pilot)
-        await send(pilot, "q")
-        await wait_until(pilot, lambda: backend.chunks_sent == 1)
+        screen = await first_chunk_held(pilot, backend)
         with write_locked(db_path):
             backend.release()
             await reply_done(pilot)
@@ -405,9 +410,7 @@ async def test_a_reply_still_unsaved_at_quit_is_written_to_a_file(
 ) -> None:
     backend.enqueue(answer_reply("Saved", " later", hold_after=1))
     async with chat_app.run_test(size=SIZE) as pilot:
-        await chat_screen(pilot)
-        await send(pilot, "what is kept?")
-        await wait_until(pilot, lambda: backend.chunks_sent == 1)
+        await first_chunk_held(pilot, backend, "what is kept?")
         with write_locked(db_path):
             backend.release()
             await reply_done(pilot)
