@@ -29,11 +29,13 @@
 #              cores with both engines' SGLang processes on cores 4-5 (in the fifth session the
 #              run whose two schedulers shared one core measured 1.00x, the one on different
 #              cores 1.20x), known-answer weights (accept 4); ab-fp8-first boots the engines in the
-#              other order (2.5 each); ab-random has random weights (accept 1, unprofiled);
+#              other order (2.5 each); ab-random has random weights (accept 1, profiled too);
 #              ab-18 has 18 layers (3 groups of 5 KDA + 1 MLA; about 32 GB each), where a
 #              round's GPU time should reach SGLang's host time per round (about 5.6 vs 5 ms
 #              by the 6-layer profile); ab-30 has 30 (about 51 GB each, 8.6 vs 5 ms), clearly
 #              GPU-bound (both untried; minutes unknown, limit 560 s)
+# Give the `device` call timeout_s 600: a step's limit (560 at most) leaves the time its logs
+# and stack dumps need to come back (an ab-18 cut by a 560 s call returned nothing of them).
 # Pytest runs unbuffered and is stopped with SIGINT at its limit, so a cut run still prints
 # what it saw and its summary.
 #
@@ -114,7 +116,7 @@ for step in "$@"; do
       args=(--known-answer --reps 10 --profile --pin-engines 4,5)
       case "$step" in
         ab-fp8-first) args+=(--fp8-first) ;;
-        ab-random) args=(--reps 10 --pin-engines 4,5) ;;
+        ab-random) args=(--reps 10 --profile --pin-engines 4,5) ;;
         ab-18) args=(--known-answer --reps 10 --layers 18 --mem-fraction 0.4 --pin-engines 4,5) ;;
         ab-30) args=(--known-answer --reps 10 --layers 30 --mem-fraction 0.45 --pin-engines 4,5) ;;
       esac

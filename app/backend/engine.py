@@ -400,10 +400,12 @@ class EngineBackend:
     async def shutdown(self) -> None:
         """Stop SGLang's own processes (never any other child of this app)."""
         engine, self._engine = self._engine, None
-        if engine is not None and self._thread is not None:
+        if engine is not None:
+            # Stopped first, or it would kill this process when SGLang's children go; from
+            # a worker thread, so that an engine loop that hangs cannot hang the quit.
             watchdog = getattr(engine.tokenizer_manager, "_subprocess_watchdog", None)
             if watchdog is not None:
-                await self._thread.call(watchdog.stop)
+                await asyncio.to_thread(watchdog.stop)
         if self._children_before is not None:  # also when quitting mid-load
             pids = sorted(_children() - self._children_before)
             self._children_before = None

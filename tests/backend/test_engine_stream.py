@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import types
 from typing import Any
 
@@ -223,6 +224,29 @@ async def test_cancelling_a_request_stops_it_on_the_engine_thread(tmp_path):
     await asyncio.sleep(0.1)  # the engine loop runs the cancellation
     assert engine.cancelled == 1
     await backend.shutdown()
+
+
+class WatchdogDouble:
+    """SGLang's subprocess watchdog: stopped from any thread."""
+
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+async def test_shutdown_stops_the_watchdog_even_when_the_engine_loop_hangs(tmp_path):
+    engine = SGLangEngineDouble(["a"], {"type": "stop"})
+    engine.tokenizer_manager._subprocess_watchdog = WatchdogDouble()
+    backend = running(engine, tmp_path)
+    release = threading.Event()
+    backend._thread.loop.call_soon_threadsafe(release.wait, 30)  # the loop hangs
+    try:
+        await asyncio.wait_for(backend.shutdown(), timeout=15)
+    finally:
+        release.set()
+    assert engine.tokenizer_manager._subprocess_watchdog.stopped.is_set()
 
 
 def test_a_crash_message_blames_nothing_from_an_earlier_boot(tmp_path):
