@@ -20,20 +20,21 @@
 #   serve      `ling-chat serve` proves itself over HTTP; a remote chat through the app; random
 #              weights refused (3; needs the `serve` extra wheels, see below)
 #   bench      `ling-chat bench` over humming, humming+fp8, humming+nextn, stack (4.5)
-#   baseline   `ling-chat bench` of the baseline (FlashInfer MXFP4 MoE, JIT-compiled on
-#              first use: untried, minutes unknown; needs the `flashinfer` extra wheels)
+#   baseline   `ling-chat bench` of the baseline (FlashInfer's MXFP4 MoE; needs the
+#              `flashinfer` extra wheels). On sm_90 its first use JIT-compiles FlashInfer's
+#              SM90 CUTLASS fused MoE: about 245 CUDA files (220 generated CUTLASS
+#              instantiations), more than one call's 10 minutes; see bench/README.md
 #   reasoning  `ling-chat bench` of humming and stack, synthetic and the GSM8K fixture (5-shot
 #              CoT, 3 questions; random weights, so the accuracy is only exercised) (4)
-#   ab         the NEXTN stack with the BF16 and the FP8 head side by side, profiled (GPU kernels,
-#              Python, and CPU time, involuntary switches and cores of each engine), on pinned
-#              cores with both engines' SGLang processes on cores 4-5 (in the fifth session the
-#              run whose two schedulers shared one core measured 1.00x, the one on different
-#              cores 1.20x), known-answer weights (accept 4); ab-fp8-first boots the engines in the
-#              other order (2.5 each); ab-random has random weights (accept 1, profiled too);
-#              ab-18 has 18 layers (3 groups of 5 KDA + 1 MLA; about 32 GB each), where a
-#              round's GPU time should reach SGLang's host time per round (about 5.6 vs 5 ms
-#              by the 6-layer profile); ab-30 has 30 (about 51 GB each, 8.6 vs 5 ms), clearly
-#              GPU-bound (both untried; minutes unknown, limit 560 s)
+#   ab         the NEXTN stack with the BF16 and the FP8 head side by side, 30 interleaved reps,
+#              profiled (GPU kernels, Python, and CPU time, involuntary switches and cores of
+#              each engine), both engines' SGLang processes on cores 4-5, known-answer weights
+#              (accept 4); ab-fp8-first boots the engines in the other order (3 each);
+#              ab-random has random weights (accept 1, profiled too; 5: 255 rounds a request);
+#              ab-18 has 18 layers (3 groups of 5 KDA + 1 MLA; about 32 GB each: its timings
+#              came after 5 minutes, then 4 silent ones until the cut, in shutdown as far as
+#              the output tells; now timed); ab-30 has 30 (about 51 GB each; untried). Each
+#              prints the FP8 speed-up by medians and per rep, with a 95% interval.
 # Give the `device` call timeout_s 600: a step's limit (560 at most) leaves the time its logs
 # and stack dumps need to come back (an ab-18 cut by a 560 s call returned nothing of them).
 # Pytest runs unbuffered and is stopped with SIGINT at its limit, so a cut run still prints
@@ -113,12 +114,12 @@ for step in "$@"; do
     baseline) bench baseline 560 baseline,humming ;;
     reasoning) bench reasoning 400 humming,stack --workload both --dataset tests/fixtures/gsm8k_small.jsonl ;;
     ab | ab-fp8-first | ab-random | ab-18 | ab-30)
-      args=(--known-answer --reps 10 --profile --pin-engines 4,5)
+      args=(--known-answer --reps 30 --profile --pin-engines 4,5)
       case "$step" in
         ab-fp8-first) args+=(--fp8-first) ;;
-        ab-random) args=(--reps 10 --profile --pin-engines 4,5) ;;
-        ab-18) args=(--known-answer --reps 10 --layers 18 --mem-fraction 0.4 --pin-engines 4,5) ;;
-        ab-30) args=(--known-answer --reps 10 --layers 30 --mem-fraction 0.45 --pin-engines 4,5) ;;
+        ab-random) args=(--reps 30 --profile --pin-engines 4,5) ;;
+        ab-18) args=(--known-answer --reps 30 --layers 18 --mem-fraction 0.4 --pin-engines 4,5) ;;
+        ab-30) args=(--known-answer --reps 30 --layers 30 --mem-fraction 0.45 --pin-engines 4,5) ;;
       esac
       run "$step" 560 taskset -c 2-9 python3 scripts/gpu_stack_ab.py "/root/$step" "${args[@]}"
       cp "/root/$step/ab.json" "$OUT/$step.json" 2>/dev/null ;;
