@@ -14,7 +14,8 @@
 #   engine     the stack passes and streams a reply; weight-only sharing refused (2; cold: 5)
 #   breakages  random weights, no FP8 hook, BF16-view sharing with and without the guard,
 #              FP32 head, speculation off: each refused (7)
-#   auto       `auto` MoE refused (1.5; with no FlashInfer, SGLang fails to load it)
+#   auto       `auto` MoE refused (1.5; with no FlashInfer, SGLang fails to load it; with the
+#              `flashinfer` extras it would start the baseline's long MoE build: EXTRA=/root/none)
 #   marlin     Marlin MoE refused (over 4: cut at 200 and 240 s while capturing graphs)
 #   ui         the app chats through the engine; records the trace and a screenshot for assets/ (2)
 #   serve      `ling-chat serve` proves itself over HTTP; a remote chat through the app; random
@@ -22,8 +23,8 @@
 #   bench      `ling-chat bench` over humming, humming+fp8, humming+nextn, stack (4.5)
 #   baseline   `ling-chat bench` of the baseline (FlashInfer's MXFP4 MoE; needs the
 #              `flashinfer` extra wheels). On sm_90 its first use JIT-compiles FlashInfer's
-#              SM90 CUTLASS fused MoE: about 245 CUDA files (220 generated CUTLASS
-#              instantiations), more than one call's 10 minutes; see bench/README.md
+#              SM90 CUTLASS fused MoE: about 245 CUDA files, 13 core-hours of nvcc or more,
+#              beyond what a session here can give; see bench/README.md
 #   reasoning  `ling-chat bench` of humming and stack, synthetic and the GSM8K fixture (5-shot
 #              CoT, 3 questions; random weights, so the accuracy is only exercised) (4)
 #   ab         the NEXTN stack with the BF16 and the FP8 head side by side, 30 interleaved reps,
@@ -51,6 +52,10 @@ set -u
 OUT="${OUT:-/tmp/gpu-out}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+# ninja's commands land in SGLang's logs: the first engine of each process spent about 130 s
+# in its first requests even with FlashInfer's modules built (the second engine 0.5 s), and
+# these show whether that is a rebuild
+export FLASHINFER_JIT_VERBOSE=1
 ulimit -c 0  # the stack dumps of a stuck step (SIGABRT, below) need no core files
 EXTRA="${EXTRA:-/root/extra}"
 for first in "$EXTRA"/*.part-00; do
