@@ -52,10 +52,11 @@ set -u
 OUT="${OUT:-/tmp/gpu-out}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-# ninja's commands land in SGLang's logs: the first engine of each process spent about 130 s
-# in its first requests even with FlashInfer's modules built (the second engine 0.5 s), and
-# these show whether that is a rebuild
-export FLASHINFER_JIT_VERBOSE=1
+# FlashInfer's ninja commands and Triton's autotuning land in SGLang's logs: the first engine
+# of each run spent about 50 s capturing its first graph and 130 s in its first requests, the
+# second engine 3 s and 0.5 s, even with FlashInfer's modules built. These show whether that
+# is a rebuild or an autotune (a new memory fraction changes the cache pools' sizes)
+export FLASHINFER_JIT_VERBOSE=1 TRITON_PRINT_AUTOTUNING=1
 ulimit -c 0  # the stack dumps of a stuck step (SIGABRT, below) need no core files
 EXTRA="${EXTRA:-/root/extra}"
 for first in "$EXTRA"/*.part-00; do
