@@ -371,7 +371,7 @@ async def main() -> None:
         saved.write_text(json.dumps(result, indent=1))
     for name, backend in backends.items():
         started = time.perf_counter()
-        await backend.shutdown()  # an 18-layer run once spent its last 4 minutes here
+        await backend.shutdown()  # an 18-layer run went silent for 4 minutes after its timings
         print(f"{name} shut down in {time.perf_counter() - started:.1f} s", flush=True)
 
 
