@@ -14,6 +14,10 @@ from app.bench.results import BenchRun, ProfileResult, RooflineColumns, Workload
 BASELINE = "baseline"
 _LEVERS = {"humming": "Humming", "fp8_head": "FP8 head", "nextn": "NEXTN"}
 _NONE = "—"
+REPS_NOTE = (
+    "reps: the slowest and fastest repetition on the profile's engine boot; deltas inside it"
+    " are noise (and it leaves out the variation from boot to boot)"
+)
 
 
 def lever_label(profile: str, previous: str | None) -> str:
@@ -187,7 +191,7 @@ def speed_table(rows: Sequence[TableRow]) -> str:
         if r.summary is not None and r.summary.decode_tps is not None
     }
     reference = reference_profile(speeds) or BASELINE
-    headers = ["profile", "lever", "tok/s", "vs prev", f"vs {reference}", "TPOT ms", "p95"]
+    headers = ["profile", "lever", "tok/s", "reps", "vs prev", f"vs {reference}", "TPOT ms", "p95"]
     headers += ["TTFT s", "E2E s mean", "p50", "p95", "accept", "median", "accuracy", "err"]
     headers.append("trunc")
     lines = []
@@ -201,6 +205,7 @@ def speed_table(rows: Sequence[TableRow]) -> str:
                 row.profile,
                 row.lever,
                 _fmt(s.decode_tps, ".2f"),
+                rep_range(s.rep_decode_tps),
                 _pct(row.vs_prev),
                 _pct(row.vs_baseline),
                 _fmt(s.tpot_s, ".2f", 1000),
@@ -217,6 +222,13 @@ def speed_table(rows: Sequence[TableRow]) -> str:
             ]
         )
     return grid(headers, lines, left=2)
+
+
+def rep_range(values: Sequence[float]) -> str:
+    """The slowest and fastest repetition's decode tok/s, e.g. `387.5-399.2`."""
+    if len(values) < 2:
+        return _NONE
+    return f"{min(values):.1f}-{max(values):.1f}"
 
 
 def roofline_table(rows: Sequence[TableRow], peak_gbps: float) -> str:
@@ -265,7 +277,11 @@ def render_run(run: BenchRun) -> str:
     blocks = []
     for description in run.plan["workloads"]:
         rows = table_rows(run.profiles, description["name"])
-        block = [workload_title(description), speed_table(rows), gains_table(rows)]
+        block = [
+            workload_title(description),
+            speed_table(rows) + "\n" + REPS_NOTE,
+            gains_table(rows),
+        ]
         if any(row.roofline for row in rows):
             block.append(roofline_table(rows, peak))
         block.append(speed_plot(rows, peak))

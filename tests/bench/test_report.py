@@ -90,7 +90,7 @@ def test_without_a_baseline_row_the_first_row_is_the_reference() -> None:
     rows = table_rows(profiles, "synthetic")
     assert rows[1].vs_baseline == pytest.approx(0.25)
     header = render_run(run(*profiles)).splitlines()[2].split()
-    assert header[3:7] == ["vs", "prev", "vs", "humming"]
+    assert header[3:8] == ["reps", "vs", "prev", "vs", "humming"]
 
 
 def test_speed_table_shows_each_lever_with_its_deltas() -> None:
@@ -100,12 +100,27 @@ def test_speed_table_shows_each_lever_with_its_deltas() -> None:
         "2 reps x 5 prompts after 1 warm-up, batch 1"
     )
     assert "vs prev  vs baseline" in text.splitlines()[2]
-    assert _cells(text, "humming")[:5] == ["humming", "+Humming", "39.45", "+9.3%", "+9.3%"]
-    assert _cells(text, "humming+fp8")[:6] == [
-        "humming+fp8", "+FP8", "head", "43.94", "+11.4%", "+21.8%",
-    ]  # fmt: skip
-    assert _cells(text, "stack")[:5] == ["stack", "+NEXTN", "102.88", "+134.1%", "+185.1%"]
-    assert _cells(text, "stack")[5:8] == ["9.72", "10.69", "4.000"]  # TPOT p50, p95 ms, TTFT s
+    humming = _cells(text, "humming")
+    assert humming[:3] + humming[4:6] == ["humming", "+Humming", "39.45", "+9.3%", "+9.3%"]
+    fp8 = _cells(text, "humming+fp8")
+    assert fp8[:4] + fp8[5:7] == ["humming+fp8", "+FP8", "head", "43.94", "+11.4%", "+21.8%"]
+    stack = _cells(text, "stack")
+    assert stack[:3] + stack[4:6] == ["stack", "+NEXTN", "102.88", "+134.1%", "+185.1%"]
+    assert stack[6:9] == ["9.72", "10.69", "4.000"]  # TPOT p50, p95 ms, TTFT s
+
+
+def test_each_row_shows_the_spread_of_its_repetitions() -> None:
+    # The H200 bench of 2026-11-29: one boot per profile, two repetitions each.
+    rows = (
+        profile("humming+nextn", 240.7, rep_decode_tps=(242.7, 237.0)),
+        profile("stack", 196.7, rep_decode_tps=(187.5, 199.2)),
+        profile("humming", 391.5, rep_decode_tps=(391.5,)),
+    )
+    text = render_run(run(*rows))
+    assert _cells(text, "humming+nextn")[2:4] == ["240.70", "237.0-242.7"]
+    assert _cells(text, "stack")[3:5] == ["196.70", "187.5-199.2"]  # the lever is "+FP8 head"
+    assert _cells(text, "humming")[4:6] == ["391.50", "—"]  # one repetition has no spread
+    assert "deltas inside it are noise" in text
 
 
 def test_accept_length_accuracy_and_errors_columns() -> None:
@@ -139,7 +154,7 @@ def test_failed_profile_is_listed_under_its_table() -> None:
     failed = ProfileResult(profile="stack", error="no GPU")
     text = render_run(run(profile("baseline", 36.0), failed))
     assert "stack: no GPU" in text
-    assert _cells(text, "stack").count("—") == 14  # every column but profile and lever
+    assert _cells(text, "stack").count("—") == 15  # every column but profile and lever
 
 
 def test_json_round_trip(tmp_path: Path) -> None:
