@@ -45,6 +45,8 @@ from app.errors import BackendError, EngineCrashed, ModelNotFound
 T = TypeVar("T")
 CRASH_POLL_S = 0.5
 """How often a request in flight checks whether SGLang's scheduler died (SIGQUIT)."""
+ABORT_WAIT_S = 2.0
+"""How long a stop waits for the engine loop to take the abort."""
 LOAD_STAGE = "Loading weights, compiling Humming kernels, capturing CUDA graphs"
 WARMUP_STAGE = "Warming up and measuring accept length"
 
@@ -392,10 +394,16 @@ class EngineBackend:
             await self.stop_reply_for(self._rid)
 
     async def stop_reply_for(self, rid: str) -> None:
-        """Abort request `rid` on the engine loop (zmq sockets are not thread-safe)."""
+        """Abort request `rid` on the engine loop (zmq sockets are not thread-safe).
+
+        Waits at most ABORT_WAIT_S: an engine loop that hangs must not hang a stop, nor the
+        quit that stops the reply in flight before shutting SGLang down.
+        """
         if self._engine is not None and self._thread is not None:
             engine = self._engine
-            await self._thread.call(lambda: engine.tokenizer_manager.abort_request(rid))
+            abort = self._thread.call(lambda: engine.tokenizer_manager.abort_request(rid))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(abort, ABORT_WAIT_S)
 
     async def shutdown(self) -> None:
         """Stop SGLang's own processes (never any other child of this app)."""

@@ -14,7 +14,14 @@ from typing import Any
 from app.backend.engine_config import NEXTN_STEPS, PROFILES
 from app.bench.results import RooflineColumns, WorkloadSummary
 from app.telemetry.mtp import mtp_cycle
-from app.telemetry.roofline import LmHead, ModelShape, Precision, achieved_gbps, roofline
+from app.telemetry.roofline import (
+    LmHead,
+    ModelShape,
+    Precision,
+    achieved_gbps,
+    roofline,
+    share_of_peak,
+)
 
 
 def lm_head(profile: str) -> LmHead:
@@ -57,12 +64,12 @@ def roofline_columns(
             ceiling = cycle.speedup_ceiling(summary.accept_length)
     except ValueError:
         return None  # not a Ling-3.0 config: the byte model does not apply
-    achieved = achieved_gbps(per_token, summary.tpot_s) if summary.tpot_s else None
+    tpot = summary.tpot_s
     return RooflineColumns(
         context_tokens=context,
         bytes_per_step=line.step.total,
         ceiling_tps=line.ceiling_tps,
-        achieved_gbps=achieved,
-        peak_share=achieved / peak_gbps if achieved is not None else None,
+        achieved_gbps=achieved_gbps(per_token, tpot) if tpot else None,
+        peak_share=share_of_peak(per_token, tpot, peak_gbps) if tpot else None,
         mtp_ceiling=ceiling,
     )

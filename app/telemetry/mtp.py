@@ -1,7 +1,8 @@
 """The ceiling of MTP (NEXTN) speculative decoding, from accept length and cycle cost.
 
-Notation of perf-anchors.md §1.5: a = accept length (tokens per verify, bonus included),
-k = draft steps, r = cost of one draft+verify cycle relative to one plain decode step.
+Notation of the team's research notes (perf-anchors.md §1.5, not in this repository):
+a = accept length (tokens per verify, bonus included), k = draft steps, r = cost of one
+draft+verify cycle relative to one plain decode step.
 Speedup over plain decode is a / r and TPOT_mtp = TPOT_decode * r / a. `mtp_cycle`
 estimates r from bytes: the verify reads the target once for its k+1 tokens (but the
 routed experts of every token, and a KDA state snapshot per position), and each of the
@@ -39,23 +40,9 @@ def distinct_experts(num_experts: int, top_k: int, tokens: int) -> float:
     return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
 
 
-def expected_accept_length(p_accept: float, draft_steps: int) -> float:
-    """Accept length of a chain of `draft_steps` drafts each accepted with `p_accept`.
-
-    The chain stops at the first rejection; the bonus token is included, so this ranges
-    from 1 to draft_steps + 1.
-    """
-    return sum(p_accept**i for i in range(draft_steps + 1))
-
-
 def mtp_speedup_ceiling(accept_length: float, cycle_cost: float) -> float:
     """Speedup over plain decode: a / r."""
     return accept_length / cycle_cost
-
-
-def implied_cycle_cost(accept_length: float, tpot_mtp_s: float, tpot_plain_s: float) -> float:
-    """The r a measurement implies: a * TPOT_mtp / TPOT_plain."""
-    return accept_length * tpot_mtp_s / tpot_plain_s
 
 
 @dataclass(frozen=True, slots=True)

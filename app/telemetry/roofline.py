@@ -2,9 +2,9 @@
 
 At batch 1 every decode step streams each active weight, the MLA latent KV cache and the
 KDA recurrent state from memory once, and does ~2 FLOP per byte, so bytes / bandwidth is
-a hard floor on time per token. This is the byte model of
-`shared/research/perf-anchors.md` (§1.3 and its appendix), computed from a config.json
-dict. Units: bytes; GB = 1e9 bytes; GB/s = 1e9 bytes/s.
+a hard floor on time per token. This is the byte model of the team's research notes
+(perf-anchors.md §1.3 and its appendix; not part of this repository), computed from a
+config.json dict. Units: bytes; GB = 1e9 bytes; GB/s = 1e9 bytes/s.
 
 Where it differs from the appendix, it counts slightly more (≈+6 MB of 4.8 GB, 0.13%):
 FP8 block scales (one FP32 per 128x128 block, +0.024% on FP8 weights), the FP8 head's
@@ -23,8 +23,6 @@ from typing import Any, Final
 
 DGX_SPARK_GBPS: Final = 273.0
 """Peak LPDDR5X bandwidth of a DGX Spark (GB10), GB/s."""
-H200_GBPS: Final = 4800.0
-"""Peak HBM3e bandwidth of one H200, GB/s."""
 
 FP8_SCALE_BYTES: Final = 4
 """Bytes per FP8 scale. The checkpoint's `scale_fmt: ue8m0` scales are powers of two but

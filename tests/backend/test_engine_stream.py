@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine import EngineBackend, EngineThread
+from app.backend.engine import ABORT_WAIT_S, EngineBackend, EngineThread
 from app.backend.engine_config import EngineConfig
 from app.backend.protocol import ReplyDone, ReplyError, TextChunk
 from app.chat import ChatMessage, Role, Sampling, fit_to_context
@@ -223,6 +223,24 @@ async def test_cancelling_a_request_stops_it_on_the_engine_thread(tmp_path):
         await request
     await asyncio.sleep(0.1)  # the engine loop runs the cancellation
     assert engine.cancelled == 1
+    await backend.shutdown()
+
+
+async def test_a_stop_returns_even_when_the_engine_loop_hangs(parser_double, tmp_path):
+    # The quit stops the reply in flight before shutting SGLang down: it must not wait on
+    # an engine loop that never takes the abort.
+    engine = SGLangEngineDouble(["a", "never"], {"type": "stop"}, stall_after=2)
+    backend = running(engine, tmp_path)
+    reply = asyncio.ensure_future(collect(backend))
+    await asyncio.sleep(0.3)  # the first chunk is in, the second never comes
+    release = threading.Event()
+    backend._thread.loop.call_soon_threadsafe(release.wait, 30)  # the loop hangs
+    try:
+        await asyncio.wait_for(backend.stop_reply(), timeout=ABORT_WAIT_S + 1)
+    finally:
+        release.set()
+    reply.cancel()
+    await asyncio.gather(reply, return_exceptions=True)
     await backend.shutdown()
 
 

@@ -14,8 +14,6 @@ from app.telemetry import (
     Precision,
     Routing,
     distinct_experts,
-    expected_accept_length,
-    implied_cycle_cost,
     mtp_cycle,
     mtp_speedup_ceiling,
 )
@@ -24,6 +22,16 @@ FAST = settings(max_examples=60, deadline=None)
 R_ABS = 0.02
 """Tolerance on r against perf-anchors: it quotes r to 2 decimals, and our byte model
 counts 0.13% more bytes per step (see roofline's docstring)."""
+
+
+def expected_accept_length(p_accept: float, draft_steps: int) -> float:
+    """Accept length of a chain of drafts each accepted with `p_accept` (bonus included)."""
+    return sum(p_accept**i for i in range(draft_steps + 1))
+
+
+def implied_cycle_cost(accept_length: float, tpot_mtp_s: float, tpot_plain_s: float) -> float:
+    """The r a measurement implies: a * TPOT_mtp / TPOT_plain."""
+    return accept_length * tpot_mtp_s / tpot_plain_s
 
 
 def _ling(config: dict[str, Any], head: LmHead = LmHead.FP8) -> tuple[ModelShape, Precision]:

@@ -9,7 +9,6 @@ import pytest
 
 from app.telemetry import (
     DGX_SPARK_GBPS,
-    H200_GBPS,
     LmHead,
     ModelShape,
     Precision,
@@ -20,6 +19,9 @@ from app.telemetry import (
     roofline,
     share_of_peak,
 )
+
+H200_GBPS = 4800.0
+"""Peak HBM3e bandwidth of one H200, GB/s."""
 
 MB = 1e6
 GB = 1e9

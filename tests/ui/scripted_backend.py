@@ -92,8 +92,8 @@ class ScriptedReply:
     finish_reason: str = "stop"
     error: str | None = None
     """End with this ReplyError instead of a ReplyDone."""
-    raise_error: str | None = None
-    """Raise a BackendError with this text instead of a final event."""
+    raise_error: str | Exception | None = None
+    """Raise a BackendError with this text (or this exception) instead of a final event."""
     hold_after: int | None = None
     """Pause after this many chunks until stop_reply() or release()."""
     step_s: float = 0.01
@@ -185,6 +185,8 @@ class ScriptedBackendDouble:
             self.chunks_sent += 1
             yield TextChunk(answer, reasoning, tokens, self.clock())
         await self._tick(reply.step_s)
+        if isinstance(reply.raise_error, Exception):
+            raise reply.raise_error
         if reply.raise_error is not None:
             raise BackendError(reply.raise_error)
         if reply.error is not None:

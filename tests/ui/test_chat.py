@@ -158,9 +158,14 @@ async def test_escape_stops_the_reply_and_keeps_what_arrived(
 async def test_reply_error_is_stored_as_error_with_the_text_so_far(
     chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
 ) -> None:
+    # What httpx raised for a NaN in the request: a bug, not a BackendError; the reply fails
+    # and the app goes on.
+    unforeseen = ValueError("Out of range float values are not JSON compliant")
     backend.enqueue(
         answer_reply("Half", error="scheduler died"),
         answer_reply("x", raise_error="server closed the stream"),
+        answer_reply("y", raise_error=unforeseen),
+        answer_reply("z"),
     )
     async with chat_app.run_test(size=SIZE) as pilot:
         screen = await chat_screen(pilot)
@@ -168,12 +173,15 @@ async def test_reply_error_is_stored_as_error_with_the_text_so_far(
         await reply_done(pilot)
         footer = text_of(last_reply(screen).query_one(".reply-footer", Label))
         assert footer.startswith("✗ error: scheduler died")
-        await send(pilot, "two")
-        await reply_done(pilot)
+        for prompt in ("two", "three", "four"):
+            await send(pilot, prompt)
+            await reply_done(pilot)
     replies = [m for m in only_chat(store) if m.role is Role.ASSISTANT]
     assert [(m.status, m.content, m.error) for m in replies] == [
         (MessageStatus.ERROR, "Half", "scheduler died"),
         (MessageStatus.ERROR, "x", "server closed the stream"),
+        (MessageStatus.ERROR, "y", f"ValueError: {unforeseen}"),
+        (MessageStatus.COMPLETE, "z", None),
     ]
     # A failed reply is not sent back to the model as context.
     assert [m.content for m in backend.requests[1][0]] == ["one", "two"]

@@ -146,6 +146,11 @@ async def test_settings_dialog_sets_the_system_prompt_and_sampling(
         dialog.query_one("#temperature", Input).value = "5"
         await pilot.click("#save")
         assert "out of range" in str(dialog.query_one("#settings-error").content)  # type: ignore[attr-defined]
+        for raw in ("nan", "inf"):  # float() takes both, no range check rejects NaN
+            dialog.query_one("#temperature", Input).value = raw
+            await pilot.press("ctrl+s")
+            error = str(dialog.query_one("#settings-error").content)  # type: ignore[attr-defined]
+            assert error == f"Temperature (0–2): {raw!r} is not a number"
         dialog.query_one("#temperature", Input).value = "0.2"
         dialog.query_one("#top_k", Input).value = "-1"
         await pilot.press("ctrl+s")

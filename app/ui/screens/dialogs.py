@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeVar
@@ -125,6 +126,8 @@ class SettingsDialog(Dialog[ChatSettings]):
             try:
                 value = kind(raw)
             except ValueError:
+                value = math.nan
+            if not math.isfinite(value):  # float() reads "nan" and "inf"
                 self._error(f"{label}: {raw!r} is not a number")
                 return
             if value < low or (high is not None and value > high):

@@ -159,6 +159,8 @@ class Transcript(VerticalScroll):
         except StorageError as error:
             self.notify(f"Could not save the reply: {error}", severity="error")
             await self._backend.stop_reply()
+        except Exception as error:  # a bug ends this reply, not the app and its chat
+            run.fail(f"{type(error).__name__}: {error}")
         finally:
             self._close(run)
             await self._end(run, view)
