@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -15,25 +16,48 @@ def write_atomic(path: Path, chunks: Iterable[str]) -> None:
 
     Either the whole new text lands or the old file stays as it was; if producing the
     chunks raises, that exception propagates and no temporary file is left behind.
-    A new file is private to the user (mode 0600).
+    A symlink is written through (its target is replaced, the link stays); a new file is
+    private to the user (mode 0600).
 
     Raises:
-        ExportError: the file could not be written.
+        ExportError: the file could not be written, or exists but is no regular file.
     """
+    target = _regular_target(path)
     try:
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:
-        raise ExportError(f"cannot write to {path.parent}: {exc.strerror}") from exc
+        raise ExportError(f"cannot write to {target.parent}: {exc.strerror}") from exc
     temp = Path(name)
     try:
         with open(fd, "w", encoding="utf-8") as handle:
             handle.writelines(chunks)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temp, path)
+        os.replace(temp, target)
     except OSError as exc:
         temp.unlink(missing_ok=True)
         raise ExportError(f"cannot write {path}: {exc.strerror}") from exc
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+def _regular_target(path: Path) -> Path:
+    """The file `path` names, symlinks resolved; refuses a device, FIFO, socket or folder.
+
+    Raises:
+        ExportError: `path` exists but is no regular file (replacing it would destroy it).
+    """
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+        raise ExportError(f"cannot write {path}: its symlinks cannot be resolved") from exc
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return target  # a new file (or a dangling link's new target)
+    except OSError:
+        return target  # writing it reports the problem
+    if not stat.S_ISREG(mode):
+        raise ExportError(f"cannot write {path}: it is not a regular file")
+    return target

@@ -8,8 +8,9 @@ skipped, and an engine run already present is reused, so importing twice adds no
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,17 @@ from app.storage.store import ChatStore
 from app.telemetry import ReplyStats
 
 _RUN_KEYS = ("kind", "model", "sglang_version", "profile", "proof_summary", "started_at")
+_MALFORMED = (
+    KeyError,
+    TypeError,
+    ValueError,
+    OverflowError,  # an integer too large for SQLite
+    sqlite3.IntegrityError,  # a required value is null
+    sqlite3.InterfaceError,  # a value SQLite cannot store
+    sqlite3.ProgrammingError,
+)
+"""What a record of wrong shape or types raises while it is inserted."""
+_STATS_NUMBERS = [f.name for f in fields(ReplyStats) if f.name not in ("accept_histogram", "extra")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +68,7 @@ def read_export(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
         if not isinstance(found, list) or not all(isinstance(c, dict) for c in found):
             raise ImportFailed(f"{where}: no conversations")
         conversations += found
-        for run in document.get("engine_runs", []):
-            runs[run.get("id") if isinstance(run, dict) else None] = run
+        runs.update((run["id"], run) for run in _engine_runs(where, document))
     return list(runs.values()), conversations
 
 
@@ -73,7 +84,7 @@ def import_export(store: ChatStore, path: Path) -> Imported:
         try:
             run_ids = {run["id"]: _run_id(db, run) for run in runs}
             added = sum(_conversation(db, c, run_ids) for c in conversations)
-        except (KeyError, TypeError, ValueError) as exc:
+        except _MALFORMED as exc:
             raise ImportFailed(f"{path}: a malformed record ({type(exc).__name__}: {exc})") from exc
     return Imported(added, len(conversations) - added)
 
@@ -93,10 +104,46 @@ def _documents(path: Path, text: str) -> Iterator[tuple[str, Any]]:
                 raise ImportFailed(f"{path}:{number}: not JSON ({exc.msg})") from exc
 
 
+def _engine_runs(where: str, document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A document's engine runs: a list of objects with integer ids."""
+    found = document.get("engine_runs", [])
+    if not isinstance(found, list) or not all(
+        isinstance(run, dict) and type(run.get("id")) is int for run in found
+    ):
+        raise ImportFailed(f"{where}: engine_runs is not a list of engine runs with ids")
+    return found
+
+
+def _object(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """`record[key]`, which must be a JSON object."""
+    value = record[key]
+    if not isinstance(value, dict):
+        raise TypeError(f"{key} is {type(value).__name__}, not an object")
+    return value
+
+
+def _text(record: Mapping[str, Any], key: str, *, optional: bool = False) -> str | None:
+    """`record[key]`, which must be a string (or null or missing, when `optional`)."""
+    value = record.get(key) if optional else record[key]
+    if not isinstance(value, str) and not (optional and value is None):
+        raise TypeError(f"{key} is {type(value).__name__}, not a string")
+    return value
+
+
+def _stats(message: Mapping[str, Any]) -> ReplyStats:
+    """A reply's measurements: an object whose numbers are numbers (or null)."""
+    data = _object(message, "stats")
+    for key in _STATS_NUMBERS:
+        value = data.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float | None):
+            raise TypeError(f"stats.{key} is {type(value).__name__}, not a number")
+    return ReplyStats.from_dict(data)
+
+
 def _run_id(db: Database, run: Mapping[str, Any]) -> int:
     """The id of the same engine run in `db`, inserting it if it is not there."""
     where = " AND ".join(f"{key} = ?" for key in _RUN_KEYS)
-    values = [run[key] for key in _RUN_KEYS]
+    values = [_text(run, key) for key in _RUN_KEYS]
     for row in db.query(f"SELECT id FROM engine_runs WHERE {where}", values):
         return int(row["id"])
     return rows.insert(
@@ -110,7 +157,7 @@ def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any,
     """Insert one conversation with its messages; False when it is there already."""
     present = db.query(
         "SELECT 1 FROM conversations WHERE created_at = ? AND title = ?",
-        [record["created_at"], record["title"]],
+        [_text(record, "created_at"), _text(record, "title")],
     )
     if next(iter(present), None) is not None:
         return False
@@ -121,9 +168,9 @@ def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any,
             "title": str(record["title"]),
             "system_prompt": str(record["system_prompt"]),
             "model": str(record["model"]),
-            "sampling": rows.sampling_json(rows.sampling_from(record["sampling"])),
+            "sampling": rows.sampling_json(rows.sampling_from(_object(record, "sampling"))),
             "created_at": record["created_at"],
-            "updated_at": record["updated_at"],
+            "updated_at": _text(record, "updated_at"),
             "archived": int(bool(record["archived"])),
         },
     )
@@ -137,13 +184,13 @@ def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any,
                 "content": str(message["content"]),
                 "reasoning": str(message["reasoning"]),
                 "status": MessageStatus(message["status"]).value,
-                "error": message["error"],
-                "created_at": message["created_at"],
-                "updated_at": message.get("updated_at") or message["created_at"],
+                "error": _text(message, "error", optional=True),
+                "created_at": _text(message, "created_at"),
+                "updated_at": _text(message, "updated_at", optional=True) or message["created_at"],
             },
         )
         if message.get("stats") is not None:
-            stats = ReplyStats.from_dict(message["stats"])
+            stats = _stats(message)
             run_id = run_ids.get(message.get("engine_run_id"))
             db.table("measurements").insert(rows.measurement(message_id, run_id, stats))
     return True

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -210,12 +212,20 @@ class ChatStore:
         """Write a consistent copy of the whole history to a new file (`VACUUM INTO`).
 
         Raises:
-            StorageError: `path` exists already or cannot be written.
+            StorageError: `path` exists already or cannot be written (then no part of the
+                copy is left behind).
         """
-        if path.exists():
+        if os.path.lexists(path):
             raise StorageError(f"{path} exists already: a backup never overwrites a file")
         with self._connection.errors():
-            self._connection.db.execute("VACUUM INTO ?", [str(path)])
+            try:
+                self._connection.db.execute("VACUUM INTO ?", [str(path)])
+            except sqlite3.Error as exc:
+                _remove_partial_backup(path)
+                failure = _backup_failure(path, exc)
+                if failure is None:
+                    raise  # about the history itself: `errors()` describes it
+                raise failure from exc
 
     def messages(self, conversation_id: int) -> list[StoredMessage]:
         """A conversation's messages, oldest first, with their measurements."""
@@ -346,3 +356,19 @@ def _snippet(content: str, reasoning: str, terms: list[str]) -> str:
     end = min(len(text), (first.end() if first else 0) + _SNIPPET_AFTER)
     excerpt = pattern.sub(lambda match: f"«{match.group()}»", text[start:end])
     return ("…" if start else "") + excerpt + ("…" if end < len(text) else "")
+
+
+def _backup_failure(path: Path, exc: sqlite3.Error) -> StorageError | None:
+    """The error naming the backup file when SQLite could not create or write it."""
+    name = getattr(exc, "sqlite_errorname", "")
+    if name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR"):
+        return StorageError(f"cannot write backup {path}: {exc} (is the disk full?)")
+    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY")):
+        return StorageError(f"cannot write backup {path}: {exc}")
+    return None
+
+
+def _remove_partial_backup(path: Path) -> None:
+    """Remove what a failed `VACUUM INTO` left of a new backup file and its journal."""
+    for leftover in (path, path.with_name(f"{path.name}-journal")):
+        leftover.unlink(missing_ok=True)

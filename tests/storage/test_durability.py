@@ -1,7 +1,7 @@
 """The history survives crashes, and every way the file can fail is a one-line error.
 
 These tests use real processes: one SIGKILLed mid-reply, one holding the write lock,
-one without write permission, one whose file-size limit makes the disk "full".
+one without write permission, two whose file-size limit makes the disk "full".
 """
 
 from __future__ import annotations
@@ -73,6 +73,21 @@ try:
 except StorageError as exc:
     print(f"{type(exc).__name__}: {exc}")
 store.add_user_message(conversation.id, "after")  # the store still works
+"""
+
+BACKUP_DISK_FULL = """
+import resource, signal, sys
+from pathlib import Path
+from app.errors import StorageError
+from app.storage import ChatStore
+
+store = ChatStore.open(Path(sys.argv[1]))
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 1024, resource.RLIM_INFINITY))
+try:
+    store.backup(Path(sys.argv[2]))
+except StorageError as exc:
+    print(f"{type(exc).__name__}: {exc}")
 """
 
 
@@ -264,6 +279,27 @@ def test_a_full_disk_is_a_one_line_storage_error_and_loses_nothing(db_path: Path
     assert result.stdout.count("\n") == 1
     with ChatStore.open(db_path) as store:
         assert [m.content for m in store.messages(1)] == ["before", "after"]
+
+
+def test_a_backup_on_a_full_disk_names_the_backup_and_leaves_no_part_of_it(
+    db_path: Path, tmp_path: Path
+) -> None:
+    with ChatStore.open(db_path) as store:
+        for number in range(8):
+            store.add_user_message(store.create_conversation().id, f"text {number} " * 20_000)
+    backup = tmp_path / "backup.db"
+
+    result = python(BACKUP_DISK_FULL, str(db_path), str(backup))
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"StorageError: cannot write backup {backup}: ")
+    assert result.stdout.endswith("(is the disk full?)\n")
+    assert result.stdout.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+    with ChatStore.open(db_path) as store:
+        store.backup(backup)  # space is free again: the same command now succeeds
+    with ChatStore.open(backup) as copy:
+        assert len(copy.list_conversations()) == 8
 
 
 def test_a_folder_that_cannot_be_created_is_a_one_line_storage_error(tmp_path: Path) -> None:

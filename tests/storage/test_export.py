@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import stat
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -251,6 +253,30 @@ def test_an_unwritable_target_is_a_one_line_export_error(tmp_path: Path) -> None
     assert (target / "inside").read_text() == "keep"
     with pytest.raises(ExportError, match="^cannot write to "):
         write_atomic(tmp_path / "missing" / "out.md", ["text"])
+
+
+def test_an_atomic_write_through_a_symlink_replaces_its_target_and_keeps_the_link(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "out.md"
+    target.write_text("old")
+    link = tmp_path / "link.md"
+    link.symlink_to(target)
+    write_atomic(link, ["new"])
+    assert link.is_symlink() and link.readlink() == target
+    assert target.read_text() == "new"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["link.md", "out.md", "real"]
+
+
+def test_an_atomic_write_refuses_a_target_that_is_no_regular_file(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ExportError) as caught:
+        write_atomic(fifo, ["text"])
+    assert str(caught.value) == f"cannot write {fifo}: it is not a regular file"
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert list(tmp_path.iterdir()) == [fifo]
 
 
 def test_a_csv_title_is_never_a_spreadsheet_formula(store: ChatStore) -> None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import sqlite3
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,53 @@ def test_a_malformed_record_adds_nothing(source: ChatStore, tmp_path: Path) -> N
         with pytest.raises(ImportFailed, match=r"a malformed record \(ValueError: 'robot'"):
             import_export(target, path)
         assert target.list_conversations(include_archived=True) == []
+
+
+def _stats(document: dict[str, Any]) -> dict[str, Any]:
+    """The measured reply of an export document."""
+    messages = (m for c in document["conversations"] for m in c["messages"])
+    return next(m for m in messages if m["stats"] is not None)
+
+
+MALFORMED: dict[str, Callable[[dict[str, Any]], None]] = {
+    "engine_runs null": lambda d: d.update(engine_runs=None),
+    "engine_runs 5": lambda d: d.update(engine_runs=5),
+    "engine run id a list": lambda d: d["engine_runs"][0].update(id=[1]),
+    "engine run started_at a list": lambda d: d["engine_runs"][0].update(started_at=[1]),
+    "stats a string": lambda d: _stats(d).update(stats="fast"),
+    "stats a list": lambda d: _stats(d).update(stats=[1, 2]),
+    "stats 5": lambda d: _stats(d).update(stats=5),
+    "stats tokens a list": lambda d: _stats(d)["stats"].update(prompt_tokens=[1]),
+    "stats tokens null": lambda d: _stats(d)["stats"].update(prompt_tokens=None),
+    "stats tokens too large": lambda d: _stats(d)["stats"].update(prompt_tokens=2**64),
+    "sampling a string": lambda d: d["conversations"][0].update(sampling="hot"),
+    "sampling a list": lambda d: d["conversations"][0].update(sampling=[0.2]),
+    "sampling 5": lambda d: d["conversations"][0].update(sampling=5),
+    "created_at a list": lambda d: d["conversations"][1].update(created_at=["2024"]),
+    "title a list": lambda d: d["conversations"][1].update(title=["t"]),
+    "message created_at a list": lambda d: _stats(d).update(created_at=["2024"]),
+    "message updated_at a list": lambda d: _stats(d).update(updated_at=["2024"]),
+    "message error an object": lambda d: _stats(d).update(error={"x": 1}),
+}
+
+
+@pytest.mark.parametrize("change", MALFORMED.values(), ids=MALFORMED.keys())
+def test_a_record_of_wrong_types_is_one_line_naming_the_file_and_adds_nothing(
+    source: ChatStore, tmp_path: Path, change: Callable[[dict[str, Any]], None]
+) -> None:
+    path = export_file(source, tmp_path / "export.json")
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document))
+    target_path = tmp_path / "target.db"
+    with ChatStore.open(target_path) as target, pytest.raises(ImportFailed) as caught:
+        import_export(target, path)
+    assert str(caught.value).startswith(f"{path}: ")
+    assert "\n" not in str(caught.value)
+    with sqlite3.connect(target_path) as db:
+        for table in ("engine_runs", "conversations", "messages", "measurements"):
+            assert db.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), table
+    db.close()
 
 
 @pytest.mark.parametrize(

@@ -224,8 +224,12 @@ def test_sampling_keys_from_another_version_are_ignored(store: ChatStore, db_pat
 
 
 def test_a_deleted_chat_leaves_no_trace_in_the_files(db_path: Path) -> None:
-    """Deleted text is overwritten, in the table, the search index and the WAL."""
-    secret = "zebra-orchid-7731 lives at the lighthouse"
+    """Deleted text is overwritten, in the table, the search index and the WAL.
+
+    The trigram index never stores the text whole, only its trigrams: 'xqj' and 'zeb'
+    occur in no other text, so finding their bytes means the index kept the deleted text.
+    """
+    secret = "zebra-orchid-7731 xqj lives at the lighthouse"
     with ChatStore.open(db_path) as store:
         kept = store.create_conversation("kept")
         store.add_user_message(kept.id, "an ordinary question " * 20)
@@ -236,6 +240,7 @@ def test_a_deleted_chat_leaves_no_trace_in_the_files(db_path: Path) -> None:
         writer.finish(MessageStatus.COMPLETE)
         store.delete_conversation(gone.id)
         files = [p for p in db_path.parent.iterdir() if p.name.startswith(db_path.name)]
-        leaked = [p.name for p in files if b"zebra-orchid" in p.read_bytes()]
+        traces = (b"zebra-orchid", b"xqj", b"zeb")
+        leaked = [(p.name, t) for p in files for t in traces if t in p.read_bytes()]
         assert leaked == []
         assert [c.title for c in store.list_conversations()] == ["kept"]
