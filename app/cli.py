@@ -8,6 +8,8 @@ Each command lives in `app/commands/<name>.py` with `add_arguments(parser)` and
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -47,9 +49,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     module = COMMANDS.get(args.command, chat)
     try:
-        return int(module.run(args))
+        status = int(module.run(args))
+        sys.stdout.flush()  # a full disk or closed pipe shows here, not at interpreter exit
+        return status
     except LingChatError as exc:
         print(f"ling-chat: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `| head` closed the pipe: the reader has what it wanted
+        _drop_stdout()
+        return 0
+    except OSError as exc:
+        if exc.filename is not None or exc.errno not in _OUTPUT_ERRNOS:
+            raise
+        _drop_stdout()
+        print(f"ling-chat: error: cannot write to standard output: {exc.strerror}", file=sys.stderr)
+        return 1
+
+
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""Errors writing standard output (a failed file write raises an error naming the file)."""
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so the unwritten rest is not retried at exit (Python's docs)."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

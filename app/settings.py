@@ -7,6 +7,7 @@ file in the platformdirs config dir (`LING_CHAT_CONFIG` points elsewhere), defau
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from enum import StrEnum
@@ -33,7 +34,7 @@ DEFAULT_MODEL = "inclusionAI/Ling-3.0-flash-fp4"
 def config_file() -> Path:
     """Where the TOML config lives (`LING_CHAT_CONFIG` overrides)."""
     override = os.environ.get("LING_CHAT_CONFIG")
-    return Path(override) if override else user_config_path(APP_NAME) / "config.toml"
+    return Path(override).expanduser() if override else user_config_path(APP_NAME) / "config.toml"
 
 
 class Profile(StrEnum):
@@ -135,27 +136,62 @@ def load_settings(**overrides: Any) -> Settings:
         overrides: values from CLI flags; None values are ignored.
     """
     path = config_file()
+    _check_given_config(path)
     given = {key: value for key, value in overrides.items() if value is not None}
     try:
         return Settings(**given)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+    except OSError as exc:  # only the TOML file is read from disk
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from exc
     except SettingsError as exc:  # an environment variable that does not parse
         raise ConfigError(f"{exc}: {exc.__cause__}" if exc.__cause__ else str(exc)) from exc
     except ValidationError as exc:
         raise ConfigError(_describe(exc, path, flags=set(given))) from exc
 
 
+def _check_given_config(path: Path) -> None:
+    """A LING_CHAT_CONFIG that names no regular file is an error, not silently ignored."""
+    if not os.environ.get("LING_CHAT_CONFIG") or path.is_file():
+        return
+    problem = "no such file" if not path.exists() else "not a regular file"
+    raise ConfigError(f"{path}: {problem} (from LING_CHAT_CONFIG)")
+
+
 def _describe(exc: ValidationError, path: Path, flags: set[str]) -> str:
     """The first validation problem as one line naming where it came from and what is allowed."""
     error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"]) or "settings"
-    env_name = "LING_CHAT_" + where.replace(".", "__").upper()
+    loc = [str(part) for part in error["loc"]]
+    where = ".".join(loc) or "settings"
     if where in flags:
         source = "--" + where.replace("_", "-").replace("model-path", "model")
     else:
-        source = env_name if env_name in os.environ else str(path)
+        source = _env_source(loc) or str(path)
     allowed = error["msg"]
     if error["type"] == "extra_forbidden":
         allowed = f"unknown setting; allowed: {', '.join(sorted(Settings.model_fields))}"
     return f"{source}: {where} = {error.get('input')!r} is invalid: {allowed}"
+
+
+def _env_source(loc: list[str]) -> str | None:
+    """The variable that set the field at `loc`: LING_CHAT_A__B, or LING_CHAT_A holding B."""
+    for depth in range(len(loc), 0, -1):
+        name = "LING_CHAT_" + "__".join(loc[:depth]).upper()
+        if name in os.environ and _holds(os.environ[name], loc[depth:]):
+            return name
+    return None
+
+
+def _holds(value: str, rest: list[str]) -> bool:
+    """Whether the JSON in `value` has the nested key path `rest` (trivially, when empty)."""
+    if not rest:
+        return True
+    try:
+        node = json.loads(value)
+    except json.JSONDecodeError:
+        return False
+    for key in rest:
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True

@@ -29,6 +29,7 @@ def isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         if name.startswith("LING_CHAT_"):
             monkeypatch.delenv(name)
     root = tmp_path_factory.mktemp("home")
+    (root / "config.toml").touch()  # a LING_CHAT_CONFIG that names no file is an error
     monkeypatch.setenv("LING_CHAT_CONFIG", str(root / "config.toml"))
     monkeypatch.setenv("LING_CHAT_DATA_DIR", str(root / "data"))
     return root

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.backend.engine import engine_missing
+from app.backend.engine import check_model_path, engine_missing
 from app.backend.engine_config import PROFILES
 from app.bench.bandwidth import roofline_columns
 from app.bench.compare import compare_runs, render_comparison
@@ -156,6 +156,7 @@ def _bench(args: argparse.Namespace) -> int:
         raise ConfigError(f"--json {args.json}: no such directory")
     workloads = _workloads(args)
     settings = settings_from(args)
+    check_model_path(settings.model_path)  # one line now, not one failure per profile
     overrides = sglang_overrides(args)
     try:
         from app.backend.bench_engine import bench_engine_factory

@@ -4,7 +4,6 @@ CSV (one row per measured reply, with its engine run)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -46,11 +45,7 @@ def run(args: argparse.Namespace) -> int:
         export = collect(store, args.ids)
     chunks = FORMATS[fmt](export)
     if args.output == "-":
-        try:
-            sys.stdout.writelines(chunks)
-            sys.stdout.flush()
-        except BrokenPipeError:  # `| head` closed the pipe: the reader has what it wanted
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.stdout.writelines(chunks)  # a closed pipe or a full disk: see `cli.main`
         return 0
     path = Path(args.output or f"ling-chat-export-{datetime.now():%Y%m%d-%H%M%S}.{fmt}")
     write_atomic(path, chunks)

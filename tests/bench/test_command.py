@@ -66,13 +66,16 @@ def test_bench_runs_each_profile_and_writes_json(
     reasoning = [sample(ttft=0.1, tpot=0.01, tokens=9, text=t, finish="stop") for t in answers]
     module = _engine(monkeypatch, [SYNTHETIC_REPLY] * 3 + reasoning)
     out = tmp_path / "run.json"
+    model = tmp_path / "ling"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
     argv = [*SMALL, "--profiles", "baseline,stack", "--dataset", str(FIXTURE), "--json", str(out)]
-    argv += ["--model", "/models/ling", "--sglang-arg", "speculative_num_steps=2"]
+    argv += ["--model", str(model), "--sglang-arg", "speculative_num_steps=2"]
 
     assert _main(argv) == 0
 
     config, require_proof = module.calls[0]
-    assert config.model_path == "/models/ling"
+    assert config.model_path == str(model)
     assert config.overrides == {"speculative_num_steps": 2}
     assert require_proof
     assert [line for line in module.journal if not line.startswith("generate")] == [
@@ -114,6 +117,19 @@ def test_reasoning_without_a_dataset_is_refused() -> None:
 def test_json_into_a_missing_directory_is_refused_before_running(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such directory"):
         _main(["--json", str(tmp_path / "missing" / "run.json")])
+
+
+def test_a_missing_model_path_is_one_line_before_any_profile_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from app.cli import main
+
+    module = _engine(monkeypatch, [SYNTHETIC_REPLY] * 3)
+    missing = tmp_path / "missing"
+    assert main(["bench", *SMALL, "--model", str(missing)]) == 1
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"ling-chat: error: model path {missing} does not exist\n")
+    assert module.calls == [] and module.journal == []
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,111 @@
+"""Unreadable config and unwritable stdout through the real CLI: one line, no traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.settings import load_settings
+from app.storage import ChatStore
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line `ling-chat` printed to stderr, without the `ling-chat: error: ` prefix."""
+    err = capsys.readouterr().err
+    assert err.startswith("ling-chat: error: ") and err.count("\n") == 1, err
+    return err.removeprefix("ling-chat: error: ").rstrip("\n")
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux /proc")
+def test_a_config_file_that_cannot_be_read_is_one_line(monkeypatch, capsys):
+    """/proc/self/mem is a regular file that fails to read (EIO), even for root."""
+    monkeypatch.setenv("LING_CHAT_CONFIG", "/proc/self/mem")
+    assert main(["history"]) == 1
+    assert error_line(capsys) == "/proc/self/mem: cannot read (Input/output error)"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 file")
+def test_a_config_file_without_read_permission_is_one_line(capsys):
+    path = Path(os.environ["LING_CHAT_CONFIG"])
+    path.write_text('profile = "stack"\n')
+    path.chmod(0)
+    assert main(["history"]) == 1
+    assert error_line(capsys) == f"{path}: cannot read (Permission denied)"
+
+
+def test_a_config_path_that_is_a_directory_is_one_line(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("LING_CHAT_CONFIG", str(tmp_path))
+    assert main(["history"]) == 1
+    assert error_line(capsys) == f"{tmp_path}: not a regular file (from LING_CHAT_CONFIG)"
+
+
+def test_a_config_path_that_names_no_file_is_one_line(monkeypatch, capsys, tmp_path):
+    missing = tmp_path / "typo.toml"  # without this, the defaults were used in silence
+    monkeypatch.setenv("LING_CHAT_CONFIG", str(missing))
+    assert main(["history"]) == 1
+    assert error_line(capsys) == f"{missing}: no such file (from LING_CHAT_CONFIG)"
+
+
+def test_a_bad_value_in_a_whole_table_variable_names_that_variable(monkeypatch, capsys):
+    monkeypatch.setenv("LING_CHAT_SAMPLING", '{"temperature": 9}')
+    assert main(["history"]) == 1
+    assert error_line(capsys).startswith("LING_CHAT_SAMPLING: sampling.temperature = 9 is invalid")
+
+
+def test_an_unknown_key_in_a_table_variable_names_that_variable(monkeypatch, capsys):
+    monkeypatch.setenv("LING_CHAT_SAMPLING", '{"colour": 1}')
+    assert main(["history"]) == 1
+    assert error_line(capsys).startswith("LING_CHAT_SAMPLING: sampling.colour = 1 is invalid")
+
+
+@pytest.fixture
+def long_history() -> None:
+    """Enough conversations that `history` and `export` write many lines."""
+    with ChatStore.open(load_settings().db_path) as store:
+        for n in range(200):
+            store.create_conversation(f"conversation {n}")
+
+
+def ling_chat(*argv: str, stdout: object) -> subprocess.CompletedProcess[bytes]:
+    """`python -m app ARGV` with LING_CHAT_* from the isolated_dirs fixture."""
+    return subprocess.run(
+        [sys.executable, "-m", "app", *argv],
+        stdout=stdout,  # type: ignore[arg-type]
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.usefixtures("long_history")
+def test_history_into_a_closed_pipe_ends_quietly():
+    """`ling-chat history | head -1`: the reader leaving early is no error."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "history"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # before ling-chat has written anything
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err.decode()) == (0, "")
+
+
+@pytest.mark.usefixtures("long_history")
+@pytest.mark.parametrize("argv", [["history"], ["export", "-o", "-"]])
+def test_a_full_stdout_is_one_line(argv: list[str]):
+    with open("/dev/full", "w") as full:
+        proc = ling_chat(*argv, stdout=full)
+    assert proc.returncode == 1
+    assert proc.stderr.decode() == (
+        "ling-chat: error: cannot write to standard output: No space left on device\n"
+    )
