@@ -15,9 +15,10 @@ BASELINE = "baseline"
 _LEVERS = {"humming": "Humming", "fp8_head": "FP8 head", "nextn": "NEXTN"}
 _NONE = "—"
 REPS_NOTE = (
-    "reps: the slowest and fastest repetition on the profile's engine boot; deltas inside it"
-    " are noise (and it leaves out the variation from boot to boot)"
+    "reps: the slowest and fastest repetition; deltas inside it are noise (on one engine boot"
+    " it leaves out the variation from boot to boot: --boots measures that)"
 )
+BOOTS_NOTE = "boots: the slowest and fastest engine boot of the profile (--boots)"
 
 
 def lever_label(profile: str, previous: str | None) -> str:
@@ -167,11 +168,13 @@ def grid(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -
     return "\n".join(lines)
 
 
-def workload_title(description: Mapping[str, Any]) -> str:
+def workload_title(description: Mapping[str, Any], boots: int = 1) -> str:
     """One line saying what a workload sent, e.g. `synthetic: 32768 in / 2048 out, ...`."""
     d = description
     name = d["name"]
     counts = f"{d['reps']} reps x {d['num_prompts']} prompts after {d['warmup']} warm-up, batch 1"
+    if boots > 1:
+        counts += f", on each of {boots} engine boots"
     if name == "synthetic":
         what = f"{d['input_len']} in / {d['output_len']} out, greedy, ignore_eos"
     else:
@@ -191,7 +194,9 @@ def speed_table(rows: Sequence[TableRow]) -> str:
         if r.summary is not None and r.summary.decode_tps is not None
     }
     reference = reference_profile(speeds) or BASELINE
-    headers = ["profile", "lever", "tok/s", "reps", "vs prev", f"vs {reference}", "TPOT ms", "p95"]
+    booted = _booted(rows)
+    headers = ["profile", "lever", "tok/s", "reps", *(["boots"] if booted else [])]
+    headers += ["vs prev", f"vs {reference}", "TPOT ms", "p95"]
     headers += ["TTFT s", "E2E s mean", "p50", "p95", "accept", "median", "accuracy", "err"]
     headers.append("trunc")
     lines = []
@@ -206,6 +211,7 @@ def speed_table(rows: Sequence[TableRow]) -> str:
                 row.lever,
                 _fmt(s.decode_tps, ".2f"),
                 rep_range(s.rep_decode_tps),
+                *([rep_range(s.boot_decode_tps)] if booted else []),
                 _pct(row.vs_prev),
                 _pct(row.vs_baseline),
                 _fmt(s.tpot_s, ".2f", 1000),
@@ -224,8 +230,13 @@ def speed_table(rows: Sequence[TableRow]) -> str:
     return grid(headers, lines, left=2)
 
 
+def _booted(rows: Sequence[TableRow]) -> bool:
+    """Whether any row pooled several engine boots (`--boots`)."""
+    return any(r.summary is not None and r.summary.boot_decode_tps for r in rows)
+
+
 def rep_range(values: Sequence[float]) -> str:
-    """The slowest and fastest repetition's decode tok/s, e.g. `387.5-399.2`."""
+    """The slowest and fastest decode tok/s of repetitions or boots, e.g. `387.5-399.2`."""
     if len(values) < 2:
         return _NONE
     return f"{min(values):.1f}-{max(values):.1f}"
@@ -277,9 +288,10 @@ def render_run(run: BenchRun) -> str:
     blocks = []
     for description in run.plan["workloads"]:
         rows = table_rows(run.profiles, description["name"])
+        notes = [REPS_NOTE, BOOTS_NOTE] if _booted(rows) else [REPS_NOTE]
         block = [
-            workload_title(description),
-            speed_table(rows) + "\n" + REPS_NOTE,
+            workload_title(description, int(run.plan.get("boots", 1))),
+            "\n".join([speed_table(rows), *notes]),
             gains_table(rows),
         ]
         if any(row.roofline for row in rows):

@@ -75,17 +75,23 @@ class WorkloadSummary:
     """Mean context length during decode (prompt + half the reply), for the roofline."""
     rep_decode_tps: tuple[float, ...] = ()
     """1 / median TPOT of each repetition, to judge run-to-run noise."""
+    boot_decode_tps: tuple[float, ...] = ()
+    """1 / median TPOT of each engine boot, when the profile was booted more than once."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; `from_dict` reads it back."""
         data = asdict(self)
         data["rep_decode_tps"] = list(self.rep_decode_tps)
+        data["boot_decode_tps"] = list(self.boot_decode_tps)
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WorkloadSummary:
         """Rebuild a summary written by `to_dict`."""
-        return cls(**{**data, "rep_decode_tps": tuple(data["rep_decode_tps"])})
+        boots = tuple(data.get("boot_decode_tps", ()))  # absent before `--boots`
+        return cls(
+            **{**data, "rep_decode_tps": tuple(data["rep_decode_tps"]), "boot_decode_tps": boots}
+        )
 
 
 @dataclass(frozen=True, slots=True)

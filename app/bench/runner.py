@@ -38,6 +38,7 @@ async def run_bench(
     profiles: Sequence[str],
     workloads: Sequence[Workload],
     *,
+    boots: int = 1,
     roofline: RooflineFn | None = None,
     log: Callable[[str], None] = _quiet,
     on_profile: Callable[[tuple[ProfileResult, ...]], None] | None = None,
@@ -48,41 +49,108 @@ async def run_bench(
         factory: starts (and proves) the engine of a profile.
         profiles: profile names, in table order.
         workloads: run in this order on each engine.
+        boots: how many times each profile's engine is started, in rotation (A B A B), so
+            that drift of the machine touches every profile alike; a profile's boots are
+            pooled, and each boot's decode speed is kept (`boot_decode_tps`).
         roofline: adds the roofline columns to each workload's result.
         log: receives one progress line per engine event and request.
-        on_profile: receives the results so far after each profile (to save them: a run
+        on_profile: receives the results so far after each engine (to save them: a run
             killed by a time limit keeps what it measured).
     """
-    results = []
-    for profile in profiles:
-        log(f"{profile}: starting the engine")
-        try:
-            engine = await factory(profile)
-        except LingChatError as exc:
-            log(f"{profile}: failed to start: {exc}")
-            results.append(ProfileResult(profile=profile, error=str(exc)))
+    booted: dict[str, list[ProfileResult]] = {}
+    facts: dict[str, Mapping[str, Any]] = {}
+    for boot in range(boots):
+        for profile in profiles:
+            tag = profile if boots == 1 else f"{profile} (boot {boot + 1}/{boots})"
+            result, described = await _run_profile(factory, profile, tag, workloads, log)
+            booted.setdefault(profile, []).append(result)
+            facts[profile] = described or facts.get(profile, {})
             if on_profile is not None:
-                on_profile(tuple(results))
+                on_profile(_pooled(booted, workloads, facts, roofline))
+    return _pooled(booted, workloads, facts, roofline)
+
+
+async def _run_profile(
+    factory: EngineFactory,
+    profile: str,
+    tag: str,
+    workloads: Sequence[Workload],
+    log: Callable[[str], None],
+) -> tuple[ProfileResult, Mapping[str, Any] | None]:
+    """One engine boot of `profile`: its result, and its `describe()` if it started."""
+    log(f"{tag}: starting the engine")
+    try:
+        engine = await factory(profile)
+    except LingChatError as exc:
+        log(f"{tag}: failed to start: {exc}")
+        return ProfileResult(profile=profile, error=str(exc)), None
+    try:
+        facts = engine.describe()
+        done = [await _run_workload(engine, profile, workload, log) for workload in workloads]
+    finally:
+        log(f"{tag}: shutting down")
+        await engine.shutdown()
+    result = ProfileResult(
+        profile=profile,
+        engine=facts.get("config") or {},
+        proof=facts.get("proof"),
+        workloads=tuple(done),
+    )
+    return result, facts
+
+
+def _pooled(
+    booted: Mapping[str, Sequence[ProfileResult]],
+    workloads: Sequence[Workload],
+    facts: Mapping[str, Mapping[str, Any]],
+    roofline: RooflineFn | None,
+) -> tuple[ProfileResult, ...]:
+    """Each profile's boots as one result, with its roofline columns."""
+    pooled = []
+    for profile, results in booted.items():
+        result = pool_boots(results, workloads)
+        if roofline is not None and result.workloads:
+            done = [
+                replace(w, roofline=roofline(profile, w.summary, facts[profile]))
+                for w in result.workloads
+            ]
+            result = replace(result, workloads=tuple(done))
+        pooled.append(result)
+    return tuple(pooled)
+
+
+def pool_boots(results: Sequence[ProfileResult], workloads: Sequence[Workload]) -> ProfileResult:
+    """One profile's engine boots as one result: every boot's requests summarised together.
+
+    Repetitions are numbered on across boots, so `rep_decode_tps` spans them all, and
+    `boot_decode_tps` holds each boot's own decode speed. A boot that failed to start is
+    named in `error`; the boots that ran still count.
+    """
+    ran = [r for r in results if r.error is None]
+    failed = [r.error for r in results if r.error is not None]
+    if len(results) == 1 or not ran:
+        return results[0] if len(results) == 1 else replace(results[0], error=failed[0])
+    error = f"{len(failed)} of {len(results)} boots failed: {failed[0]}" if failed else None
+    pooled = []
+    for workload in workloads:
+        found = [(i, w) for i, r in enumerate(ran) if (w := r.workload(workload.name))]
+        if not found:
             continue
-        try:
-            facts = engine.describe()
-            done = [await _run_workload(engine, profile, workload, log) for workload in workloads]
-        finally:
-            log(f"{profile}: shutting down")
-            await engine.shutdown()
-        if roofline is not None:
-            done = [replace(w, roofline=roofline(profile, w.summary, facts)) for w in done]
-        results.append(
-            ProfileResult(
-                profile=profile,
-                engine=facts.get("config") or {},
-                proof=facts.get("proof"),
-                workloads=tuple(done),
-            )
+        reps = len(workload.reps)
+        records = tuple(
+            replace(record, rep=None if record.rep is None else record.rep + i * reps)
+            for i, w in found
+            for record in w.records
         )
-        if on_profile is not None:
-            on_profile(tuple(results))
-    return tuple(results)
+        summary = replace(
+            summarize(records, natural_stop=workload.natural_stop),
+            boot_decode_tps=tuple(
+                w.summary.decode_tps for _, w in found if w.summary.decode_tps is not None
+            ),
+        )
+        pooled.append(WorkloadResult(workload.name, summary, records))
+    last = ran[-1]
+    return ProfileResult(last.profile, last.engine, last.proof, tuple(pooled), error)
 
 
 async def _run_workload(

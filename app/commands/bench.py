@@ -87,6 +87,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--reps", type=_count(1), default=2, help="repetitions (default: 2)")
     parser.add_argument(
+        "--boots",
+        type=_count(1),
+        default=1,
+        help="start each profile's engine this many times, profiles in rotation, and pool them:"
+        " the table shows the spread from boot to boot (default: 1)",
+    )
+    parser.add_argument(
         "--warmup", type=_count(0), default=1, help="unmeasured requests first (default: 1)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic token ids")
@@ -169,6 +176,7 @@ def _bench(args: argparse.Namespace) -> int:
         "profiles": profiles,
         "workloads": [workload.describe() for workload in workloads],
         "peak_gbps": args.peak_gbps,
+        "boots": args.boots,
         "model_path": settings.model_path,
         "mem_fraction": settings.mem_fraction,
         "engine_overrides": overrides,
@@ -188,6 +196,7 @@ def _bench(args: argparse.Namespace) -> int:
             factory,
             profiles,
             workloads,
+            boots=args.boots,
             roofline=functools.partial(roofline_columns, peak_gbps=args.peak_gbps),
             log=lambda line: print(line, file=sys.stderr, flush=True),
             on_profile=save if args.json is not None else None,

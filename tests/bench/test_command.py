@@ -96,6 +96,24 @@ def test_bench_runs_each_profile_and_writes_json(
     assert result.git is None or len(result.git["commit"]) == 40
 
 
+def test_boots_start_each_profile_again_in_rotation(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    module = _engine(monkeypatch, [SYNTHETIC_REPLY] * 3)
+    out = tmp_path / "run.json"
+    argv = [*SMALL, "--profiles", "humming,stack", "--boots", "2", "--json", str(out)]
+    assert _main(argv) == 0
+    starts = [line for line in module.journal if line.startswith("start")]
+    assert starts == ["start humming", "start stack"] * 2
+    stdout, stderr = capsys.readouterr()
+    assert "1 reps x 2 prompts after 1 warm-up, batch 1, on each of 2 engine boots" in stdout
+    assert "stack (boot 2/2): starting the engine" in stderr
+    result = BenchRun.from_dict(json.loads(out.read_text()))
+    assert result.plan["boots"] == 2
+    summary = result.profiles[1].workloads[0].summary
+    assert summary.requests == 4 and summary.boot_decode_tps == pytest.approx((50.0, 50.0))
+
+
 def test_a_failed_request_makes_the_exit_status_1(monkeypatch: pytest.MonkeyPatch) -> None:
     _engine(monkeypatch, [SYNTHETIC_REPLY, BackendError("lost"), SYNTHETIC_REPLY])
     assert _main([*SMALL, "--profiles", "baseline"]) == 1

@@ -123,6 +123,19 @@ def test_each_row_shows_the_spread_of_its_repetitions() -> None:
     assert "deltas inside it are noise" in text
 
 
+def test_boots_get_their_own_column_only_when_a_profile_was_booted_again() -> None:
+    rows = (
+        profile("humming", 391.5, rep_decode_tps=(380.0, 402.0), boot_decode_tps=(385.0, 398.0)),
+        profile("stack", 410.0, rep_decode_tps=(300.0, 420.0), boot_decode_tps=(330.0, 415.0)),
+    )
+    text = render_run(run(*rows))
+    assert text.splitlines()[2].split()[2:6] == ["tok/s", "reps", "boots", "vs"]
+    assert _cells(text, "humming")[2:5] == ["391.50", "380.0-402.0", "385.0-398.0"]
+    assert "boots: the slowest and fastest engine boot" in text
+    single = render_run(run(profile("humming", 391.5)))
+    assert "boots" not in single.splitlines()[2] and "boots:" not in single
+
+
 def test_accept_length_accuracy_and_errors_columns() -> None:
     row = profile(
         "stack", 50.0, accept_length=2.68, accept_length_median=2.5, accuracy=0.925, errors=1

@@ -211,3 +211,50 @@ async def test_progress_lines_name_profile_workload_and_request() -> None:
     assert "stack synthetic: warm-up 1/1" in lines
     progress = "stack synthetic rep 1/2 #1/2: 9 tokens, 100.0 tok/s, TPOT 10.0 ms, TTFT 0.20 s"
     assert f"{progress}, accept 3.00" in lines
+
+
+async def test_boots_rotate_the_profiles_and_pool_each_profiles_requests() -> None:
+    journal: list[str] = []
+    slower = [WARMUP] + [sample(ttft=0.5, tpot=0.05, tokens=5) for _ in range(4)]
+    factory = EngineFactoryDouble(
+        {
+            "baseline": ScriptedEngineDouble("baseline", _baseline_script() + slower, journal),
+            "stack": ScriptedEngineDouble("stack", _stack_script() * 2, journal),
+        },
+        journal,
+    )
+    saved: list[int] = []
+    baseline, stack = await run_bench(
+        factory,
+        ["baseline", "stack"],
+        [SYNTHETIC],
+        boots=2,
+        on_profile=lambda done: saved.append(done[0].workloads[0].summary.requests),
+    )
+    assert [e for e in journal if e.startswith("start")] == ["start baseline", "start stack"] * 2
+    assert saved == [4, 4, 8, 8]  # baseline's requests after each of the four engines
+    workload = baseline.workloads[0]
+    assert [r.rep for r in workload.records] == [None, 0, 0, 1, 1, None, 2, 2, 3, 3]
+    s = workload.summary
+    assert s.requests == 8
+    assert s.tpot_s == pytest.approx(0.045)  # median of 0.02 0.025 0.03 0.04 and four 0.05
+    assert s.rep_decode_tps == pytest.approx((1 / 0.025, 1 / 0.0325, 1 / 0.05, 1 / 0.05))
+    assert s.boot_decode_tps == pytest.approx((1 / 0.0275, 1 / 0.05))
+    assert stack.workloads[0].summary.boot_decode_tps == pytest.approx((100.0, 100.0))
+
+
+async def test_a_boot_that_fails_is_named_and_the_others_still_count() -> None:
+    journal: list[str] = []
+    engine = ScriptedEngineDouble("stack", _stack_script(), journal)
+    starts: list[Exception | ScriptedEngineDouble] = [ProofFailed("accept 1.02"), engine]
+
+    async def factory(profile: str) -> ScriptedEngineDouble:
+        step = starts.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        return step
+
+    (stack,) = await run_bench(factory, ["stack"], [SYNTHETIC], boots=2)
+    assert stack.error == "1 of 2 boots failed: accept 1.02"
+    s = stack.workloads[0].summary
+    assert s.requests == 4 and s.boot_decode_tps == pytest.approx((100.0,))
