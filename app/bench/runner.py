@@ -108,7 +108,7 @@ def _pooled(
     """Each profile's boots as one result, with its roofline columns."""
     pooled = []
     for profile, results in booted.items():
-        result = pool_boots(results, workloads)
+        result = _pool_boots(results, workloads)
         if roofline is not None and result.workloads:
             done = [
                 replace(w, roofline=roofline(profile, w.summary, facts[profile]))
@@ -119,18 +119,20 @@ def _pooled(
     return tuple(pooled)
 
 
-def pool_boots(results: Sequence[ProfileResult], workloads: Sequence[Workload]) -> ProfileResult:
+def _pool_boots(results: Sequence[ProfileResult], workloads: Sequence[Workload]) -> ProfileResult:
     """One profile's engine boots as one result: every boot's requests summarised together.
 
     Repetitions are numbered on across boots, so `rep_decode_tps` spans them all, and
     `boot_decode_tps` holds each boot's own decode speed. A boot that failed to start is
     named in `error`; the boots that ran still count.
     """
+    if len(results) == 1:
+        return results[0]
     ran = [r for r in results if r.error is None]
     failed = [r.error for r in results if r.error is not None]
-    if len(results) == 1 or not ran:
-        return results[0] if len(results) == 1 else replace(results[0], error=failed[0])
     error = f"{len(failed)} of {len(results)} boots failed: {failed[0]}" if failed else None
+    if not ran:
+        return ProfileResult(profile=results[0].profile, error=error)
     pooled = []
     for workload in workloads:
         found = [(i, w) for i, r in enumerate(ran) if (w := r.workload(workload.name))]

@@ -258,3 +258,9 @@ async def test_a_boot_that_fails_is_named_and_the_others_still_count() -> None:
     assert stack.error == "1 of 2 boots failed: accept 1.02"
     s = stack.workloads[0].summary
     assert s.requests == 4 and s.boot_decode_tps == pytest.approx((100.0,))
+
+
+async def test_a_profile_whose_every_boot_fails_says_so() -> None:
+    factory = EngineFactoryDouble({"stack": ProofFailed("accept 1.02")}, [])
+    (stack,) = await run_bench(factory, ["stack"], [SYNTHETIC], boots=2)
+    assert (stack.error, stack.workloads) == ("2 of 2 boots failed: accept 1.02", ())
