@@ -151,8 +151,11 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 def _check_given_config(path: Path) -> None:
-    """A LING_CHAT_CONFIG that names no regular file is an error, not silently ignored."""
-    if not os.environ.get("LING_CHAT_CONFIG") or path.is_file():
+    """A LING_CHAT_CONFIG that names no regular file is an error, not silently ignored.
+
+    /dev/null, the usual way to say "no config file", is allowed.
+    """
+    if not os.environ.get("LING_CHAT_CONFIG") or path.is_file() or path == Path(os.devnull):
         return
     problem = "no such file" if not path.exists() else "not a regular file"
     raise ConfigError(f"{path}: {problem} (from LING_CHAT_CONFIG)")

@@ -46,6 +46,12 @@ def test_a_config_path_that_is_a_directory_is_one_line(monkeypatch, capsys, tmp_
     assert error_line(capsys) == f"{tmp_path}: not a regular file (from LING_CHAT_CONFIG)"
 
 
+def test_dev_null_as_the_config_means_the_defaults(monkeypatch, capsys):
+    monkeypatch.setenv("LING_CHAT_CONFIG", os.devnull)
+    assert main(["history"]) == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_a_config_path_that_names_no_file_is_one_line(monkeypatch, capsys, tmp_path):
     missing = tmp_path / "typo.toml"  # without this, the defaults were used in silence
     monkeypatch.setenv("LING_CHAT_CONFIG", str(missing))

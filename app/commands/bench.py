@@ -51,6 +51,8 @@ def _profiles(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(
             f"unknown profile {', '.join(unknown)}; choose from {', '.join(PROFILES)}"
         )
+    if len(set(names)) < len(names):
+        raise argparse.ArgumentTypeError("a profile is named twice: use --boots to repeat one")
     return names
 
 

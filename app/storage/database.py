@@ -63,7 +63,7 @@ class Connection:
         try:
             yield
         except sqlite3.Error as exc:
-            raise self._describe(exc) from exc
+            raise self.describe(exc) from exc
 
     @contextmanager
     def write(self, *, wait: bool = True) -> Iterator[Database]:
@@ -88,9 +88,10 @@ class Connection:
                 self.db.rollback()
                 raise
 
-    def _describe(self, exc: sqlite3.Error) -> StorageError:
+    def describe(self, exc: sqlite3.Error, path: Path | None = None) -> StorageError:
+        """The one-line error for `exc`, naming `path` (default: this database's file)."""
         name = getattr(exc, "sqlite_errorname", "")
-        path = self.path
+        path = path or self.path
         if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
             return DatabaseCorrupt(
                 f"{path} is not a usable SQLite database ({exc}); it was left untouched: "

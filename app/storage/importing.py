@@ -130,6 +130,14 @@ def _text(record: Mapping[str, Any], key: str, *, optional: bool = False) -> str
     return value
 
 
+def _flag(record: Mapping[str, Any], key: str) -> bool:
+    """`record[key]`, which must be true or false."""
+    value = record[key]
+    if not isinstance(value, bool):
+        raise TypeError(f"{key} is {type(value).__name__}, not true or false")
+    return value
+
+
 def _stats(message: Mapping[str, Any]) -> ReplyStats:
     """A reply's measurements: an object whose numbers are numbers (or null)."""
     data = _object(message, "stats")
@@ -137,6 +145,11 @@ def _stats(message: Mapping[str, Any]) -> ReplyStats:
         value = data.get(key)
         if isinstance(value, bool) or not isinstance(value, int | float | None):
             raise TypeError(f"stats.{key} is {type(value).__name__}, not a number")
+    histogram = data.get("accept_histogram")
+    if histogram is not None and not (
+        isinstance(histogram, list) and all(type(n) is int for n in histogram)
+    ):
+        raise TypeError("stats.accept_histogram is not a list of whole numbers")
     return ReplyStats.from_dict(data)
 
 
@@ -165,13 +178,13 @@ def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any,
         db,
         "conversations",
         {
-            "title": str(record["title"]),
-            "system_prompt": str(record["system_prompt"]),
-            "model": str(record["model"]),
+            "title": _text(record, "title"),
+            "system_prompt": _text(record, "system_prompt"),
+            "model": _text(record, "model"),
             "sampling": rows.sampling_json(rows.sampling_from(_object(record, "sampling"))),
             "created_at": record["created_at"],
             "updated_at": _text(record, "updated_at"),
-            "archived": int(bool(record["archived"])),
+            "archived": int(_flag(record, "archived")),
         },
     )
     for message in record["messages"]:
@@ -181,8 +194,8 @@ def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any,
             {
                 "conversation_id": conversation_id,
                 "role": Role(message["role"]).value,
-                "content": str(message["content"]),
-                "reasoning": str(message["reasoning"]),
+                "content": _text(message, "content"),
+                "reasoning": _text(message, "reasoning"),
                 "status": MessageStatus(message["status"]).value,
                 "error": _text(message, "error", optional=True),
                 "created_at": _text(message, "created_at"),

@@ -222,10 +222,9 @@ class ChatStore:
                 self._connection.db.execute("VACUUM INTO ?", [str(path)])
             except sqlite3.Error as exc:
                 _remove_partial_backup(path)
-                failure = _backup_failure(path, exc)
-                if failure is None:
+                if not getattr(exc, "sqlite_errorname", "").startswith(_WRITE_ERRORS):
                     raise  # about the history itself: `errors()` describes it
-                raise failure from exc
+                raise self._connection.describe(exc, path) from exc
 
     def messages(self, conversation_id: int) -> list[StoredMessage]:
         """A conversation's messages, oldest first, with their measurements."""
@@ -358,14 +357,8 @@ def _snippet(content: str, reasoning: str, terms: list[str]) -> str:
     return ("…" if start else "") + excerpt + ("…" if end < len(text) else "")
 
 
-def _backup_failure(path: Path, exc: sqlite3.Error) -> StorageError | None:
-    """The error naming the backup file when SQLite could not create or write it."""
-    name = getattr(exc, "sqlite_errorname", "")
-    if name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR"):
-        return StorageError(f"cannot write backup {path}: {exc} (is the disk full?)")
-    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY")):
-        return StorageError(f"cannot write backup {path}: {exc}")
-    return None
+_WRITE_ERRORS = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY")
+"""SQLite errors of writing a new file: a failed backup's, not the history's."""
 
 
 def _remove_partial_backup(path: Path) -> None:

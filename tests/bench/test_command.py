@@ -152,7 +152,13 @@ def test_a_missing_model_path_is_one_line_before_any_profile_runs(
 
 @pytest.mark.parametrize(
     "argv",
-    [["--profiles", "baseline,turbo"], ["--output-len", "1"], ["--warmup", "-1"]],
+    [
+        ["--profiles", "baseline,turbo"],
+        ["--profiles", "stack,stack"],  # pooled as if booted twice: --boots says so
+        ["--output-len", "1"],
+        ["--warmup", "-1"],
+        ["--boots", "0"],
+    ],
 )
 def test_bad_flags_are_usage_errors(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:

@@ -136,6 +136,13 @@ def test_boots_get_their_own_column_only_when_a_profile_was_booted_again() -> No
     assert "boots" not in single.splitlines()[2] and "boots:" not in single
 
 
+def test_a_run_saved_before_boots_existed_reads_and_renders() -> None:
+    saved = Path(__file__).parents[2] / "bench" / "2026-11-29-h200-bench.json"
+    text = render_run(read_json(saved))
+    assert _cells(text, "stack")[3:5] == ["196.72", "187.5-199.2"]
+    assert "boots" not in text.splitlines()[2]
+
+
 def test_accept_length_accuracy_and_errors_columns() -> None:
     row = profile(
         "stack", 50.0, accept_length=2.68, accept_length_median=2.5, accuracy=0.925, errors=1

@@ -224,13 +224,22 @@ async def test_boots_rotate_the_profiles_and_pool_each_profiles_requests() -> No
         journal,
     )
     saved: list[int] = []
+    seen: list[tuple[str, int]] = []
+
+    def roofline(profile: str, summary: WorkloadSummary, facts: Any) -> RooflineColumns:
+        seen.append((profile, summary.requests))
+        return RooflineColumns(16, 1e9, 100.0, summary.decode_tps or 0.0, 0.5, None)
+
     baseline, stack = await run_bench(
         factory,
         ["baseline", "stack"],
         [SYNTHETIC],
         boots=2,
+        roofline=roofline,
         on_profile=lambda done: saved.append(done[0].workloads[0].summary.requests),
     )
+    assert seen[-2:] == [("baseline", 8), ("stack", 8)]  # the pooled boots, not the last one
+    assert baseline.workloads[0].roofline == roofline("baseline", baseline.workloads[0].summary, {})
     assert [e for e in journal if e.startswith("start")] == ["start baseline", "start stack"] * 2
     assert saved == [4, 4, 8, 8]  # baseline's requests after each of the four engines
     workload = baseline.workloads[0]

@@ -292,7 +292,7 @@ def test_a_backup_on_a_full_disk_names_the_backup_and_leaves_no_part_of_it(
     result = python(BACKUP_DISK_FULL, str(db_path), str(backup))
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(f"StorageError: cannot write backup {backup}: ")
+    assert result.stdout.startswith(f"StorageError: cannot write {backup}: ")
     assert result.stdout.endswith("(is the disk full?)\n")
     assert result.stdout.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]

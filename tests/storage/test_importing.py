@@ -113,6 +113,12 @@ MALFORMED: dict[str, Callable[[dict[str, Any]], None]] = {
     "message created_at a list": lambda d: _stats(d).update(created_at=["2024"]),
     "message updated_at a list": lambda d: _stats(d).update(updated_at=["2024"]),
     "message error an object": lambda d: _stats(d).update(error={"x": 1}),
+    "message content a list": lambda d: _stats(d).update(content=["x", 1]),
+    "message reasoning 5": lambda d: _stats(d).update(reasoning=5),
+    "system_prompt an object": lambda d: d["conversations"][0].update(system_prompt={"a": 1}),
+    "model null": lambda d: d["conversations"][0].update(model=None),
+    "archived a string": lambda d: d["conversations"][0].update(archived="no"),
+    "accept_histogram a string": lambda d: _stats(d)["stats"].update(accept_histogram="abc"),
 }
 
 

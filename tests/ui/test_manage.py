@@ -152,6 +152,13 @@ async def test_settings_dialog_sets_the_system_prompt_and_sampling(
             error = str(dialog.query_one("#settings-error").content)  # type: ignore[attr-defined]
             assert error == f"Temperature (0–2): {raw!r} is not a number"
         dialog.query_one("#temperature", Input).value = "0.2"
+        tokens = dialog.query_one("#max_new_tokens", Input)
+        default_tokens, tokens.value = tokens.value, "9" * 400  # too large for a float
+        await pilot.press("ctrl+s")
+        error = str(dialog.query_one("#settings-error").content)  # type: ignore[attr-defined]
+        assert error == f"Max new tokens: {'9' * 400} is out of range"
+        tokens.value = default_tokens
+        dialog.query_one("#temperature", Input).value = "0.2"
         dialog.query_one("#top_k", Input).value = "-1"
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: not isinstance(chat_app.screen, SettingsDialog))

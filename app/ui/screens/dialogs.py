@@ -127,7 +127,7 @@ class SettingsDialog(Dialog[ChatSettings]):
                 value = kind(raw)
             except ValueError:
                 value = math.nan
-            if not math.isfinite(value):  # float() reads "nan" and "inf"
+            if isinstance(value, float) and not math.isfinite(value):  # float() reads "nan"
                 self._error(f"{label}: {raw!r} is not a number")
                 return
             if value < low or (high is not None and value > high):
