@@ -21,6 +21,8 @@
 #   serve      `ling-chat serve` proves itself over HTTP; a remote chat through the app; random
 #              weights refused (3; needs the `serve` extra wheels, see below)
 #   bench      `ling-chat bench` over humming, humming+fp8, humming+nextn, stack (4.5)
+#   bench-boots  `ling-chat bench --boots 2` over humming and stack: the spread from one engine
+#              boot to the next next to the levers' deltas (untried; 4 boots, 5 to 9)
 #   baseline   `ling-chat bench` of the baseline (FlashInfer's MXFP4 MoE; needs the
 #              `flashinfer` extra wheels). On sm_90 its first use JIT-compiles FlashInfer's
 #              SM90 CUTLASS fused MoE: about 245 CUDA files, 13 core-hours of nvcc or more,
@@ -117,6 +119,7 @@ for step in "$@"; do
     ui) gpu_tests ui 240 tests/gpu/test_ui_gpu.py ;;
     serve) gpu_tests serve 360 tests/gpu/test_serve_gpu.py ;;
     bench) bench bench 400 humming,humming+fp8,humming+nextn,stack ;;
+    bench-boots) bench bench-boots 560 humming,stack --boots 2 ;;
     baseline) bench baseline 560 baseline,humming ;;
     reasoning) bench reasoning 400 humming,stack --workload both --dataset tests/fixtures/gsm8k_small.jsonl ;;
     ab | ab-fp8-first | ab-random | ab-18 | ab-30)
