@@ -110,7 +110,7 @@ def as_jsonl(export: Export) -> Iterator[str]:
 def as_csv(export: Export) -> Iterator[str]:
     """One CSV row per measured reply; a reply whose engine run is unknown leaves those blank."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(buffer, lineterminator="\r\n")  # RFC 4180; a CR in a cell gets quoted
     writer.writerow(CSV_COLUMNS)
     measured = (
         (thread, message)

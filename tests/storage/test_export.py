@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import stat
@@ -191,7 +192,7 @@ def test_an_empty_history_exports_a_valid_empty_document(store: ChatStore, fmt: 
     elif fmt == "jsonl":
         assert text == ""
     elif fmt == "csv":
-        assert text == ",".join(CSV_COLUMNS) + "\n"  # the header only
+        assert text == ",".join(CSV_COLUMNS) + "\r\n"  # the header only (RFC 4180 line ends)
     else:
         assert "No conversations." in text
 
@@ -279,12 +280,15 @@ def test_an_atomic_write_refuses_a_target_that_is_no_regular_file(tmp_path: Path
     assert list(tmp_path.iterdir()) == [fifo]
 
 
-def test_a_csv_title_is_never_a_spreadsheet_formula(store: ChatStore) -> None:
-    chat = store.create_conversation('=HYPERLINK("http://x")')
+@pytest.mark.parametrize(
+    "title", ['=HYPERLINK("http://x")', "+1+cmd", "-2+3", "@SUM(A1)", "\t=1", "\r=1"]
+)
+def test_a_csv_title_is_never_a_spreadsheet_formula(store: ChatStore, title: str) -> None:
+    chat = store.create_conversation(title)
     store.add_user_message(chat.id, "hi")
     writer = store.start_reply(chat.id)
     writer.append(answer="ok", reasoning="")
     writer.finish(MessageStatus.COMPLETE, STATS)
-    (row,) = csv.DictReader(render(collect(store), "csv").splitlines())
-    assert row["title"] == '\'=HYPERLINK("http://x")'
+    (row,) = csv.DictReader(io.StringIO(render(collect(store), "csv"), newline=""))
+    assert row["title"] == "'" + title
     assert row["decode_tps"] == str(STATS.decode_tps)
