@@ -210,8 +210,8 @@ def speed_table(rows: Sequence[TableRow]) -> str:
                 row.profile,
                 row.lever,
                 _fmt(s.decode_tps, ".2f"),
-                rep_range(s.rep_decode_tps),
-                *([rep_range(s.boot_decode_tps)] if booted else []),
+                speed_range(s.rep_decode_tps),
+                *([speed_range(s.boot_decode_tps)] if booted else []),
                 _pct(row.vs_prev),
                 _pct(row.vs_baseline),
                 _fmt(s.tpot_s, ".2f", 1000),
@@ -235,7 +235,7 @@ def _booted(rows: Sequence[TableRow]) -> bool:
     return any(r.summary is not None and r.summary.boot_decode_tps for r in rows)
 
 
-def rep_range(values: Sequence[float]) -> str:
+def speed_range(values: Sequence[float]) -> str:
     """The slowest and fastest decode tok/s of repetitions or boots, e.g. `387.5-399.2`."""
     if len(values) < 2:
         return _NONE

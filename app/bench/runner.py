@@ -58,16 +58,21 @@ async def run_bench(
             killed by a time limit keeps what it measured).
     """
     booted: dict[str, list[ProfileResult]] = {}
+    pooled: dict[str, ProfileResult] = {}
     facts: dict[str, Mapping[str, Any]] = {}
     for boot in range(boots):
         for profile in profiles:
             tag = profile if boots == 1 else f"{profile} (boot {boot + 1}/{boots})"
             result, described = await _run_profile(factory, profile, tag, workloads, log)
             booted.setdefault(profile, []).append(result)
-            facts[profile] = described or facts.get(profile, {})
+            if described is not None:
+                facts[profile] = described
+            pooled[profile] = _with_roofline(
+                _pool_boots(booted[profile], workloads), facts.get(profile, {}), roofline
+            )
             if on_profile is not None:
-                on_profile(_pooled(booted, workloads, facts, roofline))
-    return _pooled(booted, workloads, facts, roofline)
+                on_profile(tuple(pooled.values()))
+    return tuple(pooled.values())
 
 
 async def _run_profile(
@@ -99,24 +104,16 @@ async def _run_profile(
     return result, facts
 
 
-def _pooled(
-    booted: Mapping[str, Sequence[ProfileResult]],
-    workloads: Sequence[Workload],
-    facts: Mapping[str, Mapping[str, Any]],
-    roofline: RooflineFn | None,
-) -> tuple[ProfileResult, ...]:
-    """Each profile's boots as one result, with its roofline columns."""
-    pooled = []
-    for profile, results in booted.items():
-        result = _pool_boots(results, workloads)
-        if roofline is not None and result.workloads:
-            done = [
-                replace(w, roofline=roofline(profile, w.summary, facts[profile]))
-                for w in result.workloads
-            ]
-            result = replace(result, workloads=tuple(done))
-        pooled.append(result)
-    return tuple(pooled)
+def _with_roofline(
+    result: ProfileResult, facts: Mapping[str, Any], roofline: RooflineFn | None
+) -> ProfileResult:
+    """`result` with the roofline columns of each workload (from its pooled summary)."""
+    if roofline is None or not result.workloads:
+        return result
+    done = [
+        replace(w, roofline=roofline(result.profile, w.summary, facts)) for w in result.workloads
+    ]
+    return replace(result, workloads=tuple(done))
 
 
 def _pool_boots(results: Sequence[ProfileResult], workloads: Sequence[Workload]) -> ProfileResult:
