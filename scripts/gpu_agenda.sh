@@ -11,7 +11,16 @@
 #              NEXTN verify samples with (first, once the `flashinfer` extra wheels are in:
 #              every NEXTN engine needs them); flashinfer-moe also builds the `baseline`
 #              profile's SM90 CUTLASS MoE (minutes unknown)
+#   head       the LM head alone at M = 1..8: BF16, FP32 logits and every FP8 kernel candidate
+#              (CUTLASS, torch._scaled_mm, the Triton GEMV tilings) against the byte floor (1)
 #   engine     the stack passes and streams a reply; weight-only sharing refused (2; cold: 5)
+#   engine42   the same proof and reply on the full 42-layer model (2 dense + 40 MoE layers,
+#              66.6 GB of dummy weights) at memory fraction 0.65, with start time by stage
+#   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
+#              at 42 layers, 2K context, for scripts/spark_projection.py (KERNEL_PROFILES=...)
+#   caches     Humming's, Triton's and FlashInfer's kernel caches as 15 MiB pieces in $OUT;
+#              kept in the git-ignored .gpu-cache/ and named in `carry`, a later machine
+#              restores them before its first step
 #   breakages  random weights, no FP8 hook, BF16-view sharing with and without the guard,
 #              FP32 head, speculation off: each refused (7)
 #   auto       `auto` MoE refused (1.5; with no FlashInfer, SGLang fails to load it; with the
@@ -54,11 +63,14 @@ set -u
 OUT="${OUT:-/tmp/gpu-out}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-# FlashInfer's ninja commands and Triton's autotuning land in SGLang's logs: the first engine
-# of each run spent about 50 s capturing its first graph and 130 s in its first requests, the
-# second engine 3 s and 0.5 s, even with FlashInfer's modules built. These show whether that
-# is a rebuild or an autotune (a new memory fraction changes the cache pools' sizes)
-export FLASHINFER_JIT_VERBOSE=1 TRITON_PRINT_AUTOTUNING=1
+# Triton's autotuning lands in SGLang's logs. FLASHINFER_JIT_VERBOSE stays unset: FlashInfer
+# 0.7.2 then builds its JIT modules with -g -O0 --device-debug, and its sampling module did not
+# finish in 300 s.
+export TRITON_PRINT_AUTOTUNING=1
+unset FLASHINFER_JIT_VERBOSE
+# Bounded compile parallelism for every JIT builder (ninja's -j for FlashInfer and torch's
+# extensions): each nvcc job of a CUTLASS module can take 5-10 GB.
+export MAX_JOBS="${MAX_JOBS:-8}"
 ulimit -c 0  # the stack dumps of a stuck step (SIGABRT, below) need no core files
 EXTRA="${EXTRA:-/root/extra}"
 for first in "$EXTRA"/*.part-00; do
@@ -66,9 +78,20 @@ for first in "$EXTRA"/*.part-00; do
   whl="${first%.part-00}"
   cat "$whl".part-* >"$whl" && rm "$whl".part-*
 done
+# The extra wheels install once per machine: reinstalling them on every call changed their
+# files' times, and ninja then rebuilt JIT modules that were already built.
 if compgen -G "$EXTRA/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site "$EXTRA"/*.whl && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+  stamp="/tmp/site/.ling-extra-$(ls "$EXTRA"/*.whl | md5sum | cut -c1-12)"
+  if [[ ! -e "$stamp" ]]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site "$EXTRA"/*.whl && touch "$stamp"
+  fi
+  export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+fi
+# Kernel caches of an earlier session (`caches` below), carried as .gpu-cache/: restored once.
+if compgen -G ".gpu-cache/cache.tgz.part-*" >/dev/null && [[ ! -e /root/.ling-cache-restored ]]; then
+  cat .gpu-cache/cache.tgz.part-* | tar xzf - -C /root && touch /root/.ling-cache-restored
+  echo "kernel caches restored from .gpu-cache ($(du -sh /root/.humming /root/.cache/sglang 2>/dev/null | tr '\n' ' '))"
 fi
 
 run() {  # run NAME LIMIT_S COMMAND...: its output, and the end of each SGLang log it wrote
@@ -76,13 +99,17 @@ run() {  # run NAME LIMIT_S COMMAND...: its output, and the end of each SGLang l
   shift 2
   marker=$(mktemp)
   echo "== $name (limit ${limit}s) $(date +%T)"
+  # GPU memory in use every 500 ms: the step's peak is the largest line.
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 >"$OUT/$name.mem" 2>/dev/null &
+  local smi=$!
   # A step still running 15 s before its limit is stuck somewhere: SIGABRT makes every
   # SGLang child print where each of its threads is (PYTHONFAULTHANDLER) into its log.
   (sleep $((limit - 15)) && pkill -ABRT -f spawn_main) >/dev/null 2>&1 &
   watcher=$!
   PYTHONFAULTHANDLER=1 timeout -s INT "$limit" "$@" 2>&1 | tee "$OUT/$name.log" \
     | grep -v "tokenizer you are loading" | tail -60
-  echo "== $name exit ${PIPESTATUS[0]} $(date +%T)"
+  echo "== $name exit ${PIPESTATUS[0]} $(date +%T); peak GPU memory $(sort -n "$OUT/$name.mem" | tail -1) MiB"
+  kill "$smi" 2>/dev/null
   pkill -P "$watcher" 2>/dev/null  # its sleep, which would outlive it
   kill "$watcher" 2>/dev/null
   while IFS= read -r log; do
@@ -112,7 +139,19 @@ for step in "$@"; do
   case "$step" in
     flashinfer) run flashinfer 300 python3 scripts/gpu_flashinfer_check.py ;;
     flashinfer-moe) run flashinfer-moe 560 python3 scripts/gpu_flashinfer_check.py --moe ;;
+    head) run head 240 python3 scripts/gpu_head_bench.py --json "$OUT/head.json" ;;
     engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes or weight_only" ;;
+    engine42)
+      LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
+        gpu_tests engine42 560 tests/gpu/test_engine_gpu.py -k stack_passes ;;
+    kernels42)
+      run kernels42 560 python3 scripts/gpu_kernel_profile.py /root/k42 --layers 42 \
+        --profiles "${KERNEL_PROFILES:-humming+fp8,stack}" --known-answer
+      cp /root/k42/kernels-*.json "$OUT/" 2>/dev/null ;;
+    caches)  # the kernel caches, in pieces that come back through $OUT, for .gpu-cache/
+      tar czf /root/cache.tgz -C /root .humming .cache/sglang 2>/dev/null
+      split -b 15m -d -a 2 /root/cache.tgz "$OUT/cache.tgz.part-"
+      ls -la "$OUT"/cache.tgz.part-* ;;
     breakages) gpu_tests breakages 560 tests/gpu/test_engine_gpu.py -k "random or no_fp8_hook or bf16_view or fp32 or speculation" ;;
     auto) gpu_tests auto 200 tests/gpu/test_engine_gpu.py -k auto ;;
     marlin) gpu_tests marlin 500 tests/gpu/test_engine_gpu.py -k marlin ;;

@@ -11,7 +11,7 @@
 # wheels there and installs them into /tmp/site.
 set -euo pipefail
 
-CHUNK_MIB=48
+CHUNK_MIB=60
 ROOT="$(git rev-parse --show-toplevel)"
 OUT="$ROOT/.gpu-extra/${1:-}"
 case "${1:-}" in

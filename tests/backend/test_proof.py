@@ -60,10 +60,22 @@ def stack_facts() -> dict[str, Any]:
             "selftest_rows": 64,
             "cosine_min": 0.9991,
             "top1_agreement": 0.97,
+            "fallback_cosine_min": 0.9985,
+            "kernel": "triton-gemv[128x256w4s3]",
+            "kernel_max_m": 8,
+            "candidates_us": {
+                "cutlass": {"1": 150.0, "4": 152.0},
+                "scaled-mm": {"1": "RuntimeError: no rowwise scaling", "4": "RuntimeError"},
+                "triton-gemv[128x256w4s3]": {"1": 100.0, "4": 102.0},
+            },
+            "copy_gbps": 4300.0,
+            "floor_us": 93.7,
+            "floor_share": {"1": 0.937, "4": 0.919},
             "timing_us": {"bf16": {"1": 190.0, "4": 192.0}, "fp8": {"1": 100.0, "4": 102.0}},
             "speedup": {"1": 1.9, "4": 1.88},
             "min_speedup": 1.2,
             "captured_calls": 5,
+            "captured_by_kernel": {"triton-gemv[128x256w4s3]": 4, "cutlass": 1},
             "eager_calls": 0,
         },
         "sharing": {"head_module_shared": True, "head_weight_shared": True, "embed_shared": True},
@@ -105,7 +117,17 @@ BREAKS = {
     ),
     "head never captured": (
         "fp8_head",
-        {**stack_facts()["fp8_head"], "captured_calls": 0},
+        {**stack_facts()["fp8_head"], "captured_calls": 0, "captured_by_kernel": {}},
+        "fp8_head",
+    ),
+    "chosen head kernel never captured": (
+        "fp8_head",
+        {**stack_facts()["fp8_head"], "captured_by_kernel": {"cutlass": 5}},
+        "fp8_head",
+    ),
+    "head's long-input kernel numerically wrong": (
+        "fp8_head",
+        {**stack_facts()["fp8_head"], "fallback_cosine_min": 0.3},
         "fp8_head",
     ),
     "head numerically wrong": (
@@ -214,3 +236,14 @@ def test_report_round_trips_through_json():
     report = judge(stack_facts())
     again = ProofReport.from_dict(json.loads(json.dumps(report.to_dict())))
     assert again == report
+
+
+def test_the_speed_line_names_the_chosen_kernel_its_floor_share_and_the_losers():
+    report = judge(stack_facts())
+    speed = next(line.evidence for line in report.lines if line.key == "fp8_head_speed")
+    assert speed.startswith("triton-gemv[128x256w4s3]: M=1: BF16 190.0 us vs FP8 100.0 us")
+    assert "94% of the floor" in speed and "4300 GB/s" in speed
+    assert "cutlass 150/152 us" in speed
+    assert "scaled-mm failed (RuntimeError: no rowwise scaling)" in speed
+    head = next(line.evidence for line in report.lines if line.key == "fp8_head")
+    assert "kernel triton-gemv[128x256w4s3] ran 4x in graph capture" in head

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 MEM_FRACTION_ENV = "LING_CHAT_TEST_MEM_FRACTION"
+LAYERS_ENV = "LING_CHAT_TEST_LAYERS"
 VOCAB = 157184
 HIDDEN = 2560
 UNK, EOS, ROLE, END_ROLE, THINK, END_THINK = range(6)
@@ -73,7 +74,8 @@ def ling_config(layers: int = 6, *, known_answer: bool = False) -> dict[str, Any
         "num_key_value_heads": 32,
         "head_dim": 128,
         "layer_group_size": 6,
-        "first_k_dense_replace": 1,
+        # The real layer plan: two dense layers, then MoE (40 MoE layers at 42).
+        "first_k_dense_replace": 2,
         "num_experts": 512,
         "num_experts_per_tok": 8,
         "num_shared_experts": 1,
@@ -153,6 +155,11 @@ def expected_reply() -> tuple[str, str]:
 def mem_fraction() -> float:
     """Each test engine's share of GPU memory: lower it to run test files side by side."""
     return float(os.environ.get(MEM_FRACTION_ENV, "0.5"))
+
+
+def layers() -> int:
+    """The GPU tests' model depth: 6 unless LING_CHAT_TEST_LAYERS says (42 is the real one)."""
+    return int(os.environ.get(LAYERS_ENV, "6"))
 
 
 def write_model_dir(directory: Path, layers: int = 6, *, known_answer: bool = False) -> Path:

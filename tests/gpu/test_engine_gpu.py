@@ -34,7 +34,7 @@ def make_backend(
     breakage: str | None = None,
     overrides: dict[str, Any] | None = None,
 ) -> EngineBackend:
-    model = models.write_model_dir(tmp_path / "model", known_answer=known)
+    model = models.write_model_dir(tmp_path / "model", models.layers(), known_answer=known)
     monkeypatch.setenv(known_answer.KNOWN_ANSWER_ENV, "1" if known else "0")
     if breakage:
         monkeypatch.setenv(known_answer.BREAKAGE_ENV, breakage)

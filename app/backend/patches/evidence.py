@@ -183,7 +183,11 @@ def _fp8_head() -> dict[str, Any]:
     facts = dict(fp8_head.FACTS)
     if facts.get("installed"):
         cls: Any = fp8_head.method_class()
-        facts.update(captured_calls=cls.captured_calls, eager_calls=cls.eager_calls)
+        facts.update(
+            captured_calls=cls.captured_calls,
+            captured_by_kernel=dict(cls.captured_by_kernel),
+            eager_calls=cls.eager_calls,
+        )
     return facts
 
 

@@ -1,0 +1,150 @@
+"""GPU kernels of one decode step or one NEXTN verify round, per profile (GPU only).
+
+Boots one engine per profile on a Ling-3.0-flash-shaped model (42 layers by default),
+profiles two greedy requests of different lengths in SGLang's scheduler (torch
+profiler), and writes the difference per step or round: every kernel with its calls and
+GPU time, without the prefill both requests share. The files feed
+`scripts/spark_projection.py`.
+
+    python scripts/gpu_kernel_profile.py OUTDIR --profiles humming+fp8,stack [--layers 42]
+        [--known-answer] [--context 2048] [--mem-fraction 0.65]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import json
+import os
+import random
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gpu_stack_ab import boot  # noqa: E402
+
+from app.backend.engine import EngineBackend  # noqa: E402
+from tests.gpu import known_answer, models  # noqa: E402
+
+SHORT, LONG = 8, 72
+NAME_CHARS = 200
+GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+async def profiled_request(
+    backend: EngineBackend, out: Path, tokens: int, context: int, seed: int
+) -> tuple[Counter[str], Counter[str], int, float | None]:
+    """GPU time and calls by kernel name over one request, its rounds and accept length."""
+    from sglang.srt.managers.io_struct import ProfileReq
+
+    out.mkdir(parents=True, exist_ok=True)
+    prompt = random.Random(seed).sample(range(1000, 150000), context)
+    await backend.call_tokenizer_manager(
+        "start_profile",
+        ProfileReq(output_dir=str(out), activities=["GPU"], with_stack=False, profile_prefix="k"),
+    )
+    sample = await backend.generate(
+        input_ids=prompt,
+        sampling_params={"max_new_tokens": tokens, "temperature": 0.0, "ignore_eos": True},
+    )
+    await backend.call_tokenizer_manager("stop_profile")
+    meta = sample.meta_info
+    rounds = int(meta.get("spec_verify_ct") or meta["completion_tokens"])
+    traces = sorted(out.rglob("*.trace.json.gz"), key=os.path.getmtime)
+    with gzip.open(traces[-1]) as trace:
+        events = json.load(trace)["traceEvents"]
+    us: Counter[str] = Counter()
+    calls: Counter[str] = Counter()
+    for event in events:
+        if event.get("cat") in GPU_CATEGORIES:
+            name = event["name"][:NAME_CHARS]
+            us[name] += event.get("dur", 0)
+            calls[name] += 1
+    return us, calls, rounds, meta.get("spec_accept_length")
+
+
+async def profile_one(
+    profile: str, model: Path, out: Path, args: argparse.Namespace
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    backend = await boot(profile, profile, model, out, args.mem_fraction)
+    boot_s = time.perf_counter() - started
+    try:
+        for seed in range(2):  # warm-up: Triton's JIT and autotuning at this context
+            await backend.generate(
+                input_ids=random.Random(100 + seed).sample(range(1000, 150000), args.context),
+                sampling_params={"max_new_tokens": LONG, "temperature": 0.0, "ignore_eos": True},
+            )
+        short = await profiled_request(backend, out / "short", SHORT, args.context, 1)
+        long = await profiled_request(backend, out / "long", LONG, args.context, 2)
+    finally:
+        await backend.shutdown()
+    rounds = long[2] - short[2]
+    names = set(long[0]) | set(short[0])
+    kernels = []
+    for name in names:
+        calls = long[1][name] - short[1][name]
+        total = long[0][name] - short[0][name]
+        if calls > 0 and total > 0:
+            kernels.append({"name": name, "calls": calls, "total_us": round(total, 3)})
+    kernels.sort(key=lambda k: -k["total_us"])
+    result = {
+        "gpu": _gpu_name(),
+        "layers": args.layers,
+        "profile": profile,
+        "phase": "verify" if long[3] is not None else "decode",
+        "rounds": rounds,
+        "accept_length": long[3],
+        "context_tokens": args.context,
+        "known_answer": args.known_answer,
+        "boot_s": round(boot_s, 1),
+        "kernels": kernels,
+    }
+    per_round = sum(k["total_us"] for k in kernels) / max(rounds, 1)
+    launches = sum(k["calls"] for k in kernels) / max(rounds, 1)
+    print(
+        f"{profile}: {result['phase']} {per_round / 1000:.3f} ms GPU time per round over "
+        f"{rounds} rounds, {launches:.0f} kernels a round, accept {long[3]}; booted in "
+        f"{boot_s:.0f} s",
+        flush=True,
+    )
+    for kernel in kernels[:12]:
+        print(
+            f"    {kernel['total_us'] / max(rounds, 1):9.1f} us  {kernel['calls'] / rounds:6.1f}x"
+            f"  {kernel['name'][:100]}"
+        )
+    return result
+
+
+def _gpu_name() -> str:
+    import torch
+
+    return str(torch.cuda.get_device_name())
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--profiles", default="humming+fp8,stack")
+    parser.add_argument("--layers", type=int, default=42)
+    parser.add_argument("--known-answer", action="store_true")
+    parser.add_argument("--context", type=int, default=2048)
+    parser.add_argument("--mem-fraction", type=float, default=0.65)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    os.environ[known_answer.KNOWN_ANSWER_ENV] = "1" if args.known_answer else "0"
+    model = models.write_model_dir(args.out / "model", args.layers, known_answer=args.known_answer)
+    for profile in args.profiles.split(","):
+        result = await profile_one(profile, model, args.out / profile, args)
+        path = args.out / f"kernels-{profile.replace('+', '-')}-{args.layers}.json"
+        path.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
