@@ -197,8 +197,8 @@ CHAT_TEMPLATE: tuple[Setting, ...] = (
 REASONING_PARSER = Setting(
     "reasoning_parser",
     "ling3",
-    "SGLang 0.5.23's Ling3 rules: the reply starts inside the template's `<think>` block "
-    "(forced reasoning, as SGLang's chat server parses it with thinking on) up to `</think>`",
+    "SGLang 0.5.23's Ling3 rules: the reply is thinking from its start up to `</think>` "
+    "(forced reasoning, as SGLang's chat server parses Ling3 with thinking on)",
 )
 """The parser that splits thinking from the answer (in-process, and `ling-chat serve`)."""
 
