@@ -24,7 +24,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Seque
 from pathlib import Path
 from typing import Any, TypeVar
 
-from app.backend.engine_config import EngineConfig, GpuFacts, server_args
+from app.backend.engine_config import (
+    REASONING_PARSER,
+    EngineConfig,
+    GpuFacts,
+    chat_template_kwargs,
+    engine_environment,
+    server_args,
+)
 from app.backend.patches import PLAN_ENV, REFUSAL, PatchPlan
 from app.backend.proof import build_report, refusal_report
 from app.backend.protocol import (
@@ -95,6 +102,13 @@ def logging_config(log_file: Path) -> dict[str, Any]:
         },
         "root": {"level": "INFO", "handlers": ["file"]},
     }
+
+
+def set_engine_environment() -> None:
+    """The engine's variables in this process, which SGLang's processes inherit; a
+    variable the user has set keeps its value."""
+    for name, value in engine_environment().items():
+        os.environ.setdefault(name, value)
 
 
 def gpu_facts() -> GpuFacts:
@@ -230,6 +244,7 @@ class EngineBackend:
             return LoadStage(name, done, time.perf_counter() - t0, detail)
 
         check_model_path(self.config.model_path)
+        set_engine_environment()  # before SGLang's modules read it at import
         yield stage("Importing SGLang", False)
         self._thread = EngineThread()
         try:
@@ -426,7 +441,11 @@ class EngineBackend:
         """The prompt text from the model's own chat template."""
         tokenizer = self._engine.tokenizer_manager.tokenizer
         turns = chat_messages(messages)
-        return str(tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True))
+        return str(
+            tokenizer.apply_chat_template(
+                turns, tokenize=False, add_generation_prompt=True, **chat_template_kwargs()
+            )
+        )
 
     def _prompt_ids(self, messages: Sequence[ChatMessage]) -> tuple[list[int], int]:
         """The prompt's token ids (tokenized once, here, as SGLang would) and the context size."""
@@ -444,7 +463,9 @@ class EngineBackend:
         """Runs on the engine loop: generate and emit events until the reply ends."""
         from sglang.srt.parser.reasoning_parser import ReasoningParser
 
-        parser = ReasoningParser("ling3", stream_reasoning=True, force_reasoning=True)
+        parser = ReasoningParser(
+            REASONING_PARSER.value, stream_reasoning=True, force_reasoning=True
+        )
         text = ""
         try:
             stream = await self._engine.async_generate(

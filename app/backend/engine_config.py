@@ -1,11 +1,14 @@
-"""What the engine is asked to run: profile levers and SGLang server arguments (pure).
+"""What the engine is asked to run: profile levers and engine settings (pure).
 
 The levers a profile turns on are stated here once; the proof (app/backend/proof.py)
-later checks the running model against them, never against these arguments.
+later checks the running model against them, never against these arguments. The other
+settings (server arguments, environment, chat template, reasoning parser) are tables of
+name, value and reason; the README's "Engine settings" table is rendered from them.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,171 @@ class GpuFacts:
     has_flashinfer: bool
     has_xgrammar: bool
 
+    @property
+    def sm12x(self) -> bool:
+        """An sm_12x GPU: the DGX Spark's GB10 (sm_121), or an RTX Blackwell (sm_120)."""
+        return self.sm // 10 == 12
+
+
+RECIPE = "the official Spark recipe"
+"""inclusionAI's ling-cookbook DGX Spark notebook (../shared/research/spark-recipes.md)."""
+DEFAULT_MEM_FRACTION = 0.65
+
+
+def _fp8_gemm(gpu: GpuFacts) -> str | None:
+    return "cutlass" if gpu.sm12x else None
+
+
+def _attention(gpu: GpuFacts) -> str:
+    if gpu.sm12x:
+        return "flashinfer" if gpu.has_flashinfer else "triton"
+    return "fa3" if gpu.sm == 90 and gpu.has_fa3 else "triton"
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One engine setting, the value ling-chat gives it and why (the README's table)."""
+
+    name: str
+    value: Any
+    """The value, or a function of the GPU; None: not passed (SGLang's or the checkpoint's)."""
+    why: str
+
+    def on(self, gpu: GpuFacts) -> Any:
+        """The value on this GPU."""
+        return self.value(gpu) if callable(self.value) else self.value
+
+
+SERVER_ARGS: tuple[Setting, ...] = (
+    Setting("dtype", "bfloat16", "the checkpoint's unquantized parts are BF16"),
+    Setting(
+        "mem_fraction_static",
+        DEFAULT_MEM_FRACTION,
+        "the `mem_fraction` setting; 0.65 as in the recipe's scripts (its notebook: 0.68); "
+        "0.75 wedged a Spark under load",
+    ),
+    Setting("max_running_requests", 1, f"{RECIPE}: one person, one request at a time"),
+    Setting("cuda_graph_backend_decode", "full", f"{RECIPE} (SGLang's default)"),
+    Setting(
+        "cuda_graph_bs_decode",
+        [1],
+        f"{RECIPE}: decode graphs for batch 1 only, less start time and memory than SGLang's list",
+    ),
+    Setting("cuda_graph_max_bs_decode", 1, RECIPE),
+    Setting(
+        "cuda_graph_backend_prefill",
+        "disabled",
+        f"{RECIPE} (SGLang 0.5.23 turns them off for KDA models too)",
+    ),
+    Setting("page_size", 64, RECIPE),
+    Setting(
+        "max_mamba_cache_size",
+        64,
+        f"{RECIPE}: caps the KDA state pool (11.2 GB at SGLang's default, 42 layers, H200)",
+    ),
+    Setting("chunked_prefill_size", 8192, RECIPE),
+    Setting("max_prefill_tokens", 16384, f"{RECIPE} (SGLang's default)"),
+    Setting("disable_flashinfer_autotune", True, f"{RECIPE}: no autotuning pass at start"),
+    Setting(
+        "disable_shared_experts_fusion",
+        True,
+        f"{RECIPE}; SGLang keeps them apart anyway beside MXFP4 routed experts",
+    ),
+    Setting(
+        "fp8_gemm_runner_backend",
+        _fp8_gemm,
+        f"sm_12x: {RECIPE} (`--fp8-gemm-backend`; `auto` resolves to it there too); "
+        "elsewhere `auto`: SGLang 0.5.23 refuses `cutlass` off sm_12x",
+    ),
+    Setting(
+        "attention_backend",
+        _attention,
+        f"sm_12x: {RECIPE}; sm_90: FA3, SGLang's MLA default on Hopper (FA3 is Hopper-only). "
+        "Triton without that kernel (every H200 run so far): MLA, the draft's multi-step "
+        "backend and CUDA graphs (torch_native/flex would disable them)",
+    ),
+    Setting(
+        "sampling_backend",
+        lambda gpu: "flashinfer" if gpu.has_flashinfer else "pytorch",
+        "SGLang's default when FlashInfer is installed; PyTorch sampling otherwise",
+    ),
+    Setting(
+        "grammar_backend",
+        lambda gpu: "xgrammar" if gpu.has_xgrammar else "none",
+        "chat needs no constrained decoding; without xgrammar SGLang must be told so",
+    ),
+    Setting(
+        "context_length",
+        None,
+        f"{RECIPE}: the checkpoint's native 262,144, no YaRN override "
+        "(the `context_length` setting lowers it)",
+    ),
+    Setting(
+        "startup_weight_load_mode",
+        "serial",
+        "overlap mode captures graphs before the real weights (and the FP8 head) are in place",
+    ),
+    Setting(
+        "sleep_on_idle",
+        True,
+        "between requests the scheduler sleeps on its sockets instead of polling, "
+        "one CPU core at 100%",
+    ),
+    Setting("log_level", "warning", "SGLang's log goes to a file; warnings and up"),
+)
+"""Server arguments of every profile; each profile's levers add theirs (server_args)."""
+
+ENVIRONMENT: tuple[Setting, ...] = (
+    Setting(
+        "SGLANG_ENABLE_JIT_DEEPGEMM",
+        "0",
+        f"{RECIPE}; on sm_90 DeepGEMM would JIT-compile at first start, and no H200 run "
+        "so far had it",
+    ),
+    Setting("SGLANG_JIT_DEEPGEMM_PRECOMPILE", "0", RECIPE),
+    Setting(
+        "HUMMING_COMPILER",
+        "nvrtc",
+        f"{RECIPE}; Humming would fall back to nvcc silently without NVRTC",
+    ),
+    Setting("HUMMING_CACHE_DIR", "~/.humming/cache", f"{RECIPE} (Humming's default)"),
+    Setting(
+        "SGLANG_FP8_IGNORED_LAYERS",
+        None,
+        f"{RECIPE} sets it empty, which in SGLang 0.5.23 is unset; the proof refuses "
+        "any other value",
+    ),
+)
+"""Variables for SGLang and its processes; one the user has set keeps its value."""
+
+CHAT_TEMPLATE: tuple[Setting, ...] = (
+    Setting(
+        "enable_thinking",
+        True,
+        f"{RECIPE}; thinking off cost 17 (math) to 31 (reasoning) points in a second Spark "
+        "recipe, and was not faster",
+    ),
+)
+"""Keyword arguments of the model's chat template (`ling-chat serve`: its defaults)."""
+
+REASONING_PARSER = Setting(
+    "reasoning_parser",
+    "ling3",
+    "SGLang 0.5.23's Ling3 rules: the reply is thinking from its start up to `</think>` "
+    "(forced reasoning, as SGLang's chat server parses Ling3 with thinking on)",
+)
+"""The parser that splits thinking from the answer (in-process, and `ling-chat serve`)."""
+
+
+def engine_environment() -> dict[str, str]:
+    """The variables of ENVIRONMENT that are set, with `~` expanded."""
+    return {s.name: os.path.expanduser(s.value) for s in ENVIRONMENT if s.value is not None}
+
+
+def chat_template_kwargs() -> dict[str, Any]:
+    """The chat template's keyword arguments."""
+    return {s.name: s.value for s in CHAT_TEMPLATE}
+
 
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
@@ -51,12 +219,14 @@ class EngineConfig:
 
     model_path: str
     profile: str = "stack"
-    mem_fraction: float = 0.65
+    mem_fraction: float = DEFAULT_MEM_FRACTION
     log_dir: Path | None = None
     min_accept_length: float = 1.5
     context_length: int | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
-    """Extra SGLang server arguments (tests: load_format="dummy"; serve: host, port, tp)."""
+    """Extra SGLang server arguments (tests: load_format="dummy"; serve: host, port, tp).
+
+    A None value removes ling-chat's setting, so that SGLang's own default applies."""
 
     @property
     def levers(self) -> Levers:
@@ -67,29 +237,16 @@ class EngineConfig:
 def server_args(config: EngineConfig, gpu: GpuFacts) -> dict[str, Any]:
     """SGLang `ServerArgs` keyword arguments for a profile at batch size 1."""
     levers = config.levers
-    args: dict[str, Any] = {
-        "model_path": config.model_path,
-        "dtype": "bfloat16",
-        "mem_fraction_static": config.mem_fraction,
-        # Batch size 1: one request at a time, graphs captured for exactly that.
-        "max_running_requests": 1,
-        "cuda_graph_bs_decode": [1],
+    args: dict[str, Any] = {s.name: s.on(gpu) for s in SERVER_ARGS}
+    args.update(
+        model_path=config.model_path,
+        mem_fraction_static=config.mem_fraction,
+        context_length=config.context_length,
         # `auto` silently resolves to flashinfer_mxfp4 for this model; never leave it.
-        "moe_runner_backend": "humming" if levers.humming else "flashinfer_mxfp4",
+        moe_runner_backend="humming" if levers.humming else "flashinfer_mxfp4",
         # The FP8 head replaces the BF16 matmul that FP32 logits would upcast: exclusive.
-        "enable_fp32_lm_head": levers.fp32_logits and not levers.fp8_head,
-        # Serial loading: overlap mode captures graphs before real weights (and our
-        # FP8 head) are in place.
-        "startup_weight_load_mode": "serial",
-        # A chat idles most of the time: without this the scheduler polls its sockets in a
-        # busy loop between requests, one CPU core at 100%; with it, it sleeps on them and
-        # wakes when a request arrives (scheduler_components/idle_sleeper.py).
-        "sleep_on_idle": True,
-        "log_level": "warning",
-        **_kernel_backends(gpu),
-    }
-    if config.context_length is not None:
-        args["context_length"] = config.context_length
+        enable_fp32_lm_head=levers.fp32_logits and not levers.fp8_head,
+    )
     if levers.nextn:
         args.update(
             speculative_algorithm="NEXTN",
@@ -99,18 +256,4 @@ def server_args(config: EngineConfig, gpu: GpuFacts) -> dict[str, Any]:
             speculative_num_draft_tokens=NEXTN_DRAFT_TOKENS,
         )
     args.update(config.overrides)
-    return args
-
-
-def _kernel_backends(gpu: GpuFacts) -> dict[str, str]:
-    """Attention, sampling and grammar backends for this GPU, each with its reason."""
-    return {
-        # FA3 is Hopper-only (sm_90) and needs sgl_kernel's flash_ops; the Spark's GB10
-        # (sm_121) and a Hopper without flash_ops use Triton, which supports MLA, the
-        # draft's multi-step backend and CUDA graphs (torch_native/flex would disable them).
-        "attention_backend": "fa3" if gpu.sm == 90 and gpu.has_fa3 else "triton",
-        # FlashInfer's sampling kernels when present; PyTorch sampling otherwise.
-        "sampling_backend": "flashinfer" if gpu.has_flashinfer else "pytorch",
-        # Chat needs no constrained decoding; without xgrammar SGLang must be told so.
-        "grammar_backend": "xgrammar" if gpu.has_xgrammar else "none",
-    }
+    return {name: value for name, value in args.items() if value is not None}

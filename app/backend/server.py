@@ -13,8 +13,18 @@ import os
 import signal
 from collections.abc import Callable
 
-from app.backend.engine import check_model_path, engine_missing, gpu_facts
-from app.backend.engine_config import EngineConfig, server_args
+from app.backend.engine import (
+    check_model_path,
+    engine_missing,
+    gpu_facts,
+    set_engine_environment,
+)
+from app.backend.engine_config import (
+    REASONING_PARSER,
+    EngineConfig,
+    chat_template_kwargs,
+    server_args,
+)
 from app.backend.patches import PLAN_ENV, PatchPlan
 from app.backend.protocol import ProofReport
 from app.backend.remote import RemoteBackend
@@ -34,6 +44,7 @@ def serve(
         scheduler_entry: replaces ling-chat's scheduler entry (GPU tests only).
     """
     check_model_path(config.model_path)
+    set_engine_environment()  # before SGLang's modules read it at import
     try:
         from sglang.srt.entrypoints.http_server import launch_server
         from sglang.srt.server_args import ServerArgs
@@ -45,7 +56,11 @@ def serve(
     os.environ[PLAN_ENV] = PatchPlan(fp8_head=config.levers.fp8_head).to_env()
     # Ling-3.0-flash thinks by default and SGLang's template detection cannot tell: name
     # its parser, so that clients get the thinking apart, as `reasoning_content`.
-    args = ServerArgs(**{"reasoning_parser": "ling3", **server_args(config, gpu_facts())})
+    serving = {
+        REASONING_PARSER.name: REASONING_PARSER.value,
+        "default_chat_template_kwargs": chat_template_kwargs(),
+    }
+    args = ServerArgs(**{**serving, **server_args(config, gpu_facts())})
     verdict: list[bool] = []
 
     def prove() -> ProofReport:

@@ -2,13 +2,56 @@
 
 from __future__ import annotations
 
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from app.backend.engine_config import PROFILES, EngineConfig, GpuFacts, server_args
+from app.backend.engine import set_engine_environment
+from app.backend.engine_config import (
+    CHAT_TEMPLATE,
+    ENVIRONMENT,
+    PROFILES,
+    REASONING_PARSER,
+    SERVER_ARGS,
+    EngineConfig,
+    GpuFacts,
+    Setting,
+    engine_environment,
+    server_args,
+)
+from app.commands.common import sglang_overrides
+from tests.fixtures.engine_double.sglang.srt.entrypoints import engine as engine_double
 
+README = Path(__file__).resolve().parents[2] / "README.md"
 H200_KIT = GpuFacts(sm=90, has_fa3=False, has_flashinfer=False, has_xgrammar=False)
 H200_FULL = GpuFacts(sm=90, has_fa3=True, has_flashinfer=True, has_xgrammar=True)
-SPARK = GpuFacts(sm=121, has_fa3=True, has_flashinfer=True, has_xgrammar=True)
+SPARK = GpuFacts(sm=121, has_fa3=False, has_flashinfer=True, has_xgrammar=True)
+SPARK_BARE = GpuFacts(sm=121, has_fa3=False, has_flashinfer=False, has_xgrammar=False)
+GPUS = [H200_KIT, H200_FULL, SPARK, SPARK_BARE]
+
+RECIPE_ARGS: dict[str, Any] = {
+    # spark-recipes.md section 2, as SGLang 0.5.23's ServerArgs names its flags
+    "max_running_requests": 1,
+    "cuda_graph_backend_decode": "full",
+    "cuda_graph_max_bs_decode": 1,
+    "cuda_graph_bs_decode": [1],
+    "cuda_graph_backend_prefill": "disabled",
+    "page_size": 64,
+    "max_mamba_cache_size": 64,
+    "chunked_prefill_size": 8192,
+    "max_prefill_tokens": 16384,
+    "disable_flashinfer_autotune": True,
+    "disable_shared_experts_fusion": True,
+}
+RECIPE_ENV = {
+    "SGLANG_ENABLE_JIT_DEEPGEMM": "0",
+    "SGLANG_JIT_DEEPGEMM_PRECOMPILE": "0",
+    "HUMMING_COMPILER": "nvrtc",
+    "HUMMING_CACHE_DIR": os.path.expanduser("~/.humming/cache"),
+}
 
 
 @pytest.mark.parametrize("profile", list(PROFILES))
@@ -28,7 +71,6 @@ def test_stack_asks_for_nextn_3_1_4_with_the_model_as_draft_and_no_fp32_head():
     ) == (3, 1, 4)
     assert args["speculative_draft_model_path"] == "/models/ling"
     assert args["enable_fp32_lm_head"] is False
-    assert args["cuda_graph_bs_decode"] == [1]
     assert args["startup_weight_load_mode"] == "serial"
 
 
@@ -38,21 +80,32 @@ def test_baseline_is_the_official_recipe():
     assert "speculative_algorithm" not in args
 
 
+@pytest.mark.parametrize("gpu", GPUS)
+@pytest.mark.parametrize("profile", list(PROFILES))
+def test_every_profile_follows_the_spark_recipe_on_every_gpu(profile, gpu):
+    args = server_args(EngineConfig("/m", profile=profile), gpu)
+    assert {name: args.get(name) for name in RECIPE_ARGS} == RECIPE_ARGS
+    # The checkpoint's native 262,144 context, no YaRN override.
+    assert "context_length" not in args and "json_model_override_args" not in args
+
+
 @pytest.mark.parametrize(
-    ("gpu", "attention", "sampling", "grammar"),
+    ("gpu", "attention", "fp8_gemm", "sampling", "grammar"),
     [
-        (H200_KIT, "triton", "pytorch", "none"),
-        (H200_FULL, "fa3", "flashinfer", "xgrammar"),
-        (SPARK, "triton", "flashinfer", "xgrammar"),  # FA3 is Hopper-only
+        (H200_KIT, "triton", None, "pytorch", "none"),
+        (H200_FULL, "fa3", None, "flashinfer", "xgrammar"),  # cutlass is refused off sm_12x
+        (SPARK, "flashinfer", "cutlass", "flashinfer", "xgrammar"),  # the recipe's
+        (SPARK_BARE, "triton", "cutlass", "pytorch", "none"),
     ],
 )
-def test_kernel_backends_follow_the_gpu(gpu, attention, sampling, grammar):
+def test_kernel_backends_follow_the_gpu(gpu, attention, fp8_gemm, sampling, grammar):
     args = server_args(EngineConfig("/m"), gpu)
-    assert (args["attention_backend"], args["sampling_backend"], args["grammar_backend"]) == (
-        attention,
-        sampling,
-        grammar,
-    )
+    assert (
+        args["attention_backend"],
+        args.get("fp8_gemm_runner_backend"),
+        args["sampling_backend"],
+        args["grammar_backend"],
+    ) == (attention, fp8_gemm, sampling, grammar)
 
 
 def test_overrides_win_and_memory_fraction_defaults_to_the_spark_safe_value():
@@ -63,6 +116,77 @@ def test_overrides_win_and_memory_fraction_defaults_to_the_spark_safe_value():
     assert args["mem_fraction_static"] == 0.65
 
 
+def test_a_null_override_gives_sglang_back_its_default_decode_graphs():
+    # For comparing start time and memory with SGLang's own graph batch sizes. With
+    # max_running_requests 1 SGLang's default list is [1] too, so it goes as well.
+    flags = ["cuda_graph_bs_decode=null", "cuda_graph_max_bs_decode=null"]
+    flags.append("max_running_requests=null")
+    overrides = sglang_overrides(argparse.Namespace(sglang_arg=flags))
+    args = server_args(EngineConfig("/m", overrides=overrides), H200_FULL)
+    assert not {"cuda_graph_bs_decode", "cuda_graph_max_bs_decode", "max_running_requests"} & set(
+        args
+    )
+    assert args["cuda_graph_backend_prefill"] == "disabled"  # the rest stays
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+@pytest.mark.parametrize("profile", list(PROFILES))
+def test_every_setting_is_a_server_argument_of_sglang_0_5_23(profile, gpu):
+    serve = {REASONING_PARSER.name, "default_chat_template_kwargs"}  # `ling-chat serve`
+    names = set(server_args(EngineConfig("/m", profile=profile), gpu)) | serve
+    assert names <= engine_double.SERVER_ARGS_FIELDS
+
+
+def test_the_engine_double_refuses_a_misspelled_setting_as_sglang_does():
+    args = {**server_args(EngineConfig("/m"), SPARK), "pagesize": 64}
+    with pytest.raises(TypeError, match="^Unexpected keyword argument 'pagesize'$"):
+        engine_double.Engine(**args)
+
+
+def test_the_engine_environment_is_the_recipe_s_and_the_user_s_values_win(monkeypatch):
+    for name in RECIPE_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HUMMING_COMPILER", "nvcc")
+    assert engine_environment() == RECIPE_ENV
+    set_engine_environment()
+    assert {name: os.environ.get(name) for name in RECIPE_ENV} == {
+        **RECIPE_ENV,
+        "HUMMING_COMPILER": "nvcc",
+    }
+    # The recipe's empty SGLANG_FP8_IGNORED_LAYERS is SGLang 0.5.23's unset: not set.
+    assert "SGLANG_FP8_IGNORED_LAYERS" not in engine_environment()
+
+
 @pytest.mark.parametrize("profile", list(PROFILES))
 def test_an_idle_engine_sleeps_instead_of_spinning(profile):
     assert server_args(EngineConfig("/m", profile=profile), H200_FULL)["sleep_on_idle"] is True
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "not set"
+    return f"`{value}`" if isinstance(value, str) else f"`{value!r}`"
+
+
+def engine_settings_table() -> str:
+    """The README's "Engine settings" table, from the code's tables."""
+    rows = [
+        "| setting | kind | DGX Spark (sm_121) | H200 (sm_90) | why |",
+        "|---|---|---|---|---|",
+    ]
+    kinds: list[tuple[str, tuple[Setting, ...]]] = [
+        ("server argument", SERVER_ARGS),
+        ("environment", ENVIRONMENT),
+        ("chat template", CHAT_TEMPLATE),
+        ("reasoning parser", (REASONING_PARSER,)),
+    ]
+    for kind, settings in kinds:
+        for s in settings:
+            spark, h200 = _shown(s.on(SPARK)), _shown(s.on(H200_FULL))
+            rows.append(f"| `{s.name}` | {kind} | {spark} | {h200} | {s.why} |")
+    return "\n".join(rows) + "\n"
+
+
+def test_the_readme_table_is_the_code_s():
+    table = engine_settings_table()
+    assert table in README.read_text(), f"README's Engine settings table should be:\n{table}"

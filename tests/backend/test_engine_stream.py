@@ -26,9 +26,13 @@ from tests.fixtures.engine_double.sglang.srt.parser import (
 
 
 class TokenizerDouble:
-    """A chat template of tags, and one token per character."""
+    """A chat template of tags, and one token per character; it keeps the template's options."""
 
-    def apply_chat_template(self, turns: list[dict[str, str]], **_: Any) -> str:
+    def __init__(self) -> None:
+        self.template_kwargs: list[dict[str, Any]] = []
+
+    def apply_chat_template(self, turns: list[dict[str, str]], **kwargs: Any) -> str:
+        self.template_kwargs.append(kwargs)
         return "".join(f"<{t['role']}>{t['content']}" for t in turns) + "<assistant>"
 
     def __call__(self, texts: list[str]) -> dict[str, list[list[int]]]:
@@ -122,6 +126,15 @@ async def test_chunks_arrive_in_order_with_reasoning_apart(parser_double, tmp_pa
     assert isinstance(done, ReplyDone) and done.finish_reason == "stop"
     assert done.meta_info["spec_accept_length"] == 3.0
     assert engine.prompts == ["<system>be brief<user>hi<assistant>"]
+
+
+async def test_the_chat_template_is_asked_for_thinking_as_the_recipe_does(parser_double, tmp_path):
+    engine = SGLangEngineDouble(["Hm.</think>Hi."], {"type": "stop"})
+    backend = running(engine, tmp_path)
+    await collect(backend)
+    await backend.shutdown()
+    (kwargs,) = engine.tokenizer_manager.tokenizer.template_kwargs
+    assert kwargs == {"tokenize": False, "add_generation_prompt": True, "enable_thinking": True}
 
 
 async def test_a_stream_without_a_finish_reason_ends_in_an_error(parser_double, tmp_path):
