@@ -73,7 +73,7 @@ def ling_config(layers: int = 6, *, known_answer: bool = False) -> dict[str, Any
         "num_key_value_heads": 32,
         "head_dim": 128,
         "layer_group_size": 6,
-        "first_k_dense_replace": 1,
+        "first_k_dense_replace": 2,
         "num_experts": 512,
         "num_experts_per_tok": 8,
         "num_shared_experts": 1,
