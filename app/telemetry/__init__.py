@@ -20,10 +20,11 @@ from app.telemetry.metrics import (
     time_per_output_token,
 )
 from app.telemetry.mtp import (
+    DraftBytes,
     MtpCycle,
     Routing,
     distinct_experts,
-    draft_step_bytes,
+    draft_bytes,
     mtp_cycle,
     mtp_speedup_ceiling,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "COLLAPSE_ACCEPT_LENGTH",
     "COLLAPSE_WINDOW_REPLIES",
     "DGX_SPARK_GBPS",
+    "DraftBytes",
     "MIN_VERIFY_ROUNDS",
     "CollapseVerdict",
     "LiveRate",
@@ -78,7 +80,7 @@ __all__ = [
     "decode_step_bytes",
     "decode_tokens_per_second",
     "distinct_experts",
-    "draft_step_bytes",
+    "draft_bytes",
     "floor_time_s",
     "judge_accept_length",
     "matrix_bytes",

@@ -6,12 +6,15 @@ draft+verify cycle relative to one plain decode step.
 Speedup over plain decode is a / r and TPOT_mtp = TPOT_decode * r / a. `mtp_cycle`
 estimates r from bytes: the verify reads the target once for its k+1 tokens (but the
 routed experts of every token, and a KDA state snapshot per position), and each of the
-k draft steps reads the NEXTN layer, the shared LM head and the draft's own KV cache.
+k draft forwards reads the NEXTN layer, the shared LM head and the draft's own KV cache
+(the first of them, the draft's extend over the verified tokens, reads their distinct
+experts), and the verify commits the accepted KDA state.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import math
+from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 
 from app.telemetry.roofline import (
@@ -46,22 +49,58 @@ def mtp_speedup_ceiling(accept_length: float, cycle_cost: float) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class DraftBytes:
+    """Bytes one NEXTN draft forward reads, by part."""
+
+    mla_projections: float
+    eh_proj: float
+    """The FP8 projection of [embedding; hidden] to hidden."""
+    routed_experts: float
+    """The distinct routed experts its tokens touch."""
+    shared_experts: float
+    router: float
+    norms: float
+    """enorm, hnorm, the layer's two norms, the head's norm and kv_a's norm."""
+    embedding: float
+    lm_head: float
+    """The target's LM head, shared."""
+    mla_kv: float
+    """The draft layer's own latent KV cache."""
+
+    @property
+    def total(self) -> float:
+        """All bytes of the forward."""
+        return math.fsum(getattr(self, f.name) for f in fields(self))
+
+
+@dataclass(frozen=True, slots=True)
 class MtpCycle:
-    """Bytes of one draft+verify cycle next to one plain decode step."""
+    """Bytes of one draft+verify round next to one plain decode step.
+
+    A round (SGLang's EAGLE worker, top-k 1) is the target's verify of draft_steps + 1
+    tokens, then the draft's extend over those tokens (which yields the first draft token),
+    then draft_steps - 1 one-token draft forwards.
+    """
 
     decode: StepBytes
     verify: StepBytes
-    """The target's verify of draft_steps + 1 tokens."""
-    draft_step_bytes: float
-    """One NEXTN draft step: its layer, the LM head and its own KV cache."""
+    """The target's verify of draft_steps + 1 tokens, with its KDA state commit."""
+    draft_extend: DraftBytes
+    """The draft's forward over the verified tokens."""
+    draft_step: DraftBytes
+    """One one-token draft forward."""
     draft_steps: int
     experts_per_layer: float
-    """Distinct routed experts per MoE layer the verify reads."""
+    """Distinct routed experts per MoE layer the verify (and the draft extend) reads."""
 
     @property
     def cycle_bytes(self) -> float:
-        """Verify plus all draft steps."""
-        return self.verify.total + self.draft_steps * self.draft_step_bytes
+        """Verify, the draft extend and the other draft forwards."""
+        return (
+            self.verify.total
+            + self.draft_extend.total
+            + (self.draft_steps - 1) * self.draft_step.total
+        )
 
     @property
     def cost(self) -> float:
@@ -77,20 +116,25 @@ class MtpCycle:
         return self.cycle_bytes / accept_length
 
 
-def draft_step_bytes(shape: ModelShape, precision: Precision, *, context_tokens: int) -> float:
-    """One NEXTN draft step: an MLA + MoE layer, eh_proj, LM head and the draft's KV cache."""
+def draft_bytes(
+    shape: ModelShape, precision: Precision, *, context_tokens: int, experts: float | None = None
+) -> DraftBytes:
+    """One NEXTN draft forward: an MLA + MoE layer, eh_proj, LM head and the draft's KV cache.
+
+    `experts`: distinct routed experts it reads (default top-k, one token).
+    """
     s, p, h = shape, precision, shape.hidden_size
-    norms = 2.0 * (5 * h + s.kv_lora_rank)  # enorm, hnorm, two layer norms, head norm, kv_a
-    return (
-        mla_projection_bytes(s, p)
-        + s.experts_per_tok * mlp_bytes(s, p, s.moe_intermediate_size, p.routed_experts)
-        + mlp_bytes(s, p, s.shared_intermediate_size, p.linear)
-        + router_bytes(s, p)
-        + p.matrix(h, 2 * h, p.linear)  # eh_proj: [embedding; hidden] -> hidden
-        + norms
-        + 2.0 * h  # embedding row
-        + p.matrix(s.vocab_size, h, p.lm_head)
-        + context_tokens * s.kv_width * p.kv_cache_bytes
+    one_expert = mlp_bytes(s, p, s.moe_intermediate_size, p.routed_experts)
+    return DraftBytes(
+        mla_projections=mla_projection_bytes(s, p),
+        eh_proj=p.matrix(h, 2 * h, p.linear),
+        routed_experts=(s.experts_per_tok if experts is None else experts) * one_expert,
+        shared_experts=mlp_bytes(s, p, s.shared_intermediate_size, p.linear),
+        router=router_bytes(s, p),
+        norms=2.0 * (5 * h + s.kv_lora_rank),
+        embedding=2.0 * h,
+        lm_head=p.matrix(s.vocab_size, h, p.lm_head),
+        mla_kv=context_tokens * s.kv_width * p.kv_cache_bytes,
     )
 
 
@@ -103,17 +147,19 @@ def mtp_cycle(
     routing: Routing = Routing.INDEPENDENT,
     state_snapshots: bool = True,
 ) -> MtpCycle:
-    """Estimate one chain draft+verify cycle (top-k 1, draft_steps + 1 verify tokens).
+    """Estimate one chain draft+verify round (top-k 1, draft_steps + 1 verify tokens).
 
     Args:
         shape: The model.
         precision: Its formats; the draft shares the target's LM head.
         context_tokens: Tokens in the KV cache.
-        draft_steps: k, the NEXTN steps per cycle.
-        routing: Whether the verify's tokens route independently (upper bound) or share
-            their experts (lower bound); measured cycles fall in between.
-        state_snapshots: Whether the verify writes a KDA state snapshot per position
-            (SGLang's default; `--enable-linear-replayssm-spec` turns them off).
+        draft_steps: k, the NEXTN steps per round.
+        routing: Whether the verify's tokens (and the draft extend's) route independently
+            (upper bound) or share their experts (lower bound); measured rounds fall in
+            between.
+        state_snapshots: Whether the verify writes a KDA state snapshot per position and
+            then commits the accepted one, a read and a write (SGLang's default;
+            `--enable-linear-replayssm-spec` turns them off).
 
     Raises:
         ValueError: When the model has no NEXTN layer or draft_steps < 1.
@@ -130,18 +176,20 @@ def mtp_cycle(
         experts = float(shape.experts_per_tok)
     state = decode.kda_state
     if state_snapshots:
-        # Read once, written once per verified position.
-        state = len(shape.kda_layers) * (1 + tokens) * kda_state_bytes(shape, precision)
+        # Read once, a snapshot written per verified position, the accepted one committed.
+        state = len(shape.kda_layers) * (1 + tokens + 2) * kda_state_bytes(shape, precision)
     verify = replace(
         decode,
         routed_experts=decode.routed_experts * experts / shape.experts_per_tok,
         embedding=decode.embedding * tokens,
         kda_state=state,
     )
+    extend = draft_bytes(shape, precision, context_tokens=context_tokens, experts=experts)
     return MtpCycle(
         decode=decode,
         verify=verify,
-        draft_step_bytes=draft_step_bytes(shape, precision, context_tokens=context_tokens),
+        draft_extend=replace(extend, embedding=extend.embedding * tokens),
+        draft_step=draft_bytes(shape, precision, context_tokens=context_tokens),
         draft_steps=draft_steps,
         experts_per_layer=experts,
     )

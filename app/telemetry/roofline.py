@@ -4,13 +4,17 @@ At batch 1 every decode step streams each active weight, the MLA latent KV cache
 KDA recurrent state from memory once, and does ~2 FLOP per byte, so bytes / bandwidth is
 a hard floor on time per token. This is the byte model of the team's research notes
 (perf-anchors.md §1.3 and its appendix; not part of this repository), computed from a
-config.json dict. Units: bytes; GB = 1e9 bytes; GB/s = 1e9 bytes/s.
+config.json dict, with the formats SGLang 0.5.23 serves (spark-recipes.md §6). Units:
+bytes; GB = 1e9 bytes; GB/s = 1e9 bytes/s.
 
-Where it differs from the appendix, it counts slightly more (≈+6 MB of 4.8 GB, 0.13%):
-FP8 block scales (one FP32 per 128x128 block, +0.024% on FP8 weights), the FP8 head's
-per-row FP32 scales, the router's expert bias, the embedding row, and the norms, KDA
-conv filters, A_log and dt_bias. It ignores activations and the one KV row / conv slot a
-step writes for its own token.
+Where it differs from the appendix:
+- SGLang serves the MLA `kv_b` weight as BF16 `w_kc`/`w_vc` (dequantized at load), not
+  FP8: +29.4 MB a step on the real model.
+- The KDA short-conv filters are FP32: +3.4 MB a step.
+- It also counts FP8 block scales (one FP32 per 128x128 block), the FP8 head's per-row
+  FP32 scales, the router's expert bias, the embedding row, the norms, A_log and dt_bias
+  (≈+6 MB of 4.8 GB).
+It ignores activations and the one KV row / conv slot a step writes for its own token.
 """
 
 from __future__ import annotations
@@ -224,6 +228,10 @@ class Precision:
     """Bytes per KDA recurrent-state element: 4 for FP32 (SGLang's default), 2 for BF16."""
     conv_state_bytes: float = 2.0
     """Bytes per KDA short-conv state element (BF16)."""
+    conv_filter_bytes: float = 4.0
+    """Bytes per KDA short-conv filter weight: SGLang keeps them FP32."""
+    mla_absorbed: WeightFormat = WeightFormat.BF16
+    """The MLA `kv_b` weight as served: SGLang splits it into BF16 `w_kc`/`w_vc` at load."""
     fp8_block: tuple[int, int] = (128, 128)
     mxfp4_group: int = 32
 
@@ -320,7 +328,7 @@ def decode_step_bytes(shape: ModelShape, precision: Precision, *, context_tokens
         * mlp_bytes(s, p, s.moe_intermediate_size, p.routed_experts),
         shared_experts=n_moe * mlp_bytes(s, p, s.shared_intermediate_size, p.linear),
         router=n_moe * router_bytes(s, p),
-        norms=_norm_bytes(s),
+        norms=_norm_bytes(s, p),
         embedding=2.0 * h,
         lm_head=p.matrix(s.vocab_size, h, p.lm_head),
         kda_state=n_kda * 2 * kda_state_bytes(s, p),
@@ -329,7 +337,7 @@ def decode_step_bytes(shape: ModelShape, precision: Precision, *, context_tokens
 
 
 def mla_projection_bytes(shape: ModelShape, precision: Precision) -> float:
-    """One MLA layer's projections (q, kv_a, kv_b, o, output gate)."""
+    """One MLA layer's projections (q, kv_a, kv_b as `w_kc`/`w_vc`, o, output gate)."""
     s, p, h = shape, precision, shape.hidden_size
     q_out = s.num_heads * (s.qk_nope_head_dim + s.qk_rope_head_dim)
     if s.q_lora_rank:
@@ -340,7 +348,7 @@ def mla_projection_bytes(shape: ModelShape, precision: Precision) -> float:
     return (
         q
         + p.matrix(s.kv_width, h, p.linear)
-        + p.matrix(kv_b_out, s.kv_lora_rank, p.linear)
+        + p.matrix(kv_b_out, s.kv_lora_rank, p.mla_absorbed)
         + p.matrix(h, s.num_heads * s.v_head_dim, p.linear)
         + p.matrix(s.mla_gate_width, h, WeightFormat.BF16)
     )
@@ -369,14 +377,15 @@ def kda_state_bytes(shape: ModelShape, precision: Precision) -> float:
     return recurrent + conv
 
 
-def _norm_bytes(s: ModelShape) -> float:
+def _norm_bytes(s: ModelShape, p: Precision) -> float:
     h = s.hidden_size
     n_kda, n_mla = len(s.kda_layers), len(s.mla_layers)
     bf16 = 2 * h * s.num_layers + h  # two RMSNorms a layer, plus the final norm
     bf16 += n_mla * (s.kv_lora_rank + (s.q_lora_rank or 0))  # kv_a / q_a norms
-    bf16 += n_kda * (s.head_dim + 3 * s.kda_width * s.conv_kernel)  # o_norm, conv filters
+    bf16 += n_kda * s.head_dim  # o_norm
+    conv_filters = n_kda * 3 * s.kda_width * s.conv_kernel
     fp32 = n_kda * (s.num_heads + s.kda_width)  # A_log, dt_bias
-    return 2.0 * bf16 + 4.0 * fp32
+    return 2.0 * bf16 + p.conv_filter_bytes * conv_filters + 4.0 * fp32
 
 
 def floor_time_s(nbytes: float, peak_gbps: float) -> float:

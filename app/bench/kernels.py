@@ -1,0 +1,195 @@
+"""Kernel profiles of one decode step or NEXTN round, and which bytes each kernel reads.
+
+A profile file is what torch.profiler gave inside SGLang's scheduler for `rounds` steps
+(phase "decode") or draft+verify rounds (phase "verify"):
+
+    {"gpu": "NVIDIA H200", "layers": 42, "profile": "humming+fp8", "phase": "decode",
+     "rounds": 64, "accept_length": null, "context_tokens": 2048,
+     "kernels": [{"name": "...", "calls": 1234, "total_us": 5678.9}, ...]}
+
+Each kernel is put in the byte category whose weights or state it streams, by its name;
+a kernel that streams none of the byte model's bytes costs only its fixed cost. Names no
+rule knows also go there, and are listed (`KernelMap.unmapped`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+from app.backend.engine_config import NEXTN_STEPS
+
+
+class Phase(StrEnum):
+    """What one profiled unit is."""
+
+    DECODE = "decode"
+    """One plain decode step: one forward."""
+    VERIFY = "verify"
+    """One NEXTN round: the verify, the draft extend and the other draft forwards."""
+
+
+class Category(StrEnum):
+    """Where a kernel's bytes come from in the byte model."""
+
+    ROUTED_EXPERTS = "routed_experts"
+    FP8_LINEAR = "fp8_linear"
+    """FP8 block linears: KDA and MLA projections, shared experts, dense MLP, eh_proj."""
+    BF16_LINEAR = "bf16_linear"
+    """Small BF16 GEMMs: KDA beta, the MLA output gate, the MLA w_kc/w_vc."""
+    LM_HEAD = "lm_head"
+    KDA_STATE = "kda_state"
+    MLA_KV = "mla_kv"
+    ROUTER = "router"
+    FIXED = "fixed"
+    """No weight or state bytes of their own: norms, activations, copies, sampling."""
+
+
+_RULES: Final[tuple[tuple[Category, re.Pattern[str]], ...]] = tuple(
+    (category, re.compile(pattern))
+    for category, pattern in (
+        (Category.LM_HEAD, r"_fp8_head_gemv|per_token_quant_fp8"),
+        (Category.ROUTED_EXPERTS, r"humming<|MoeFCGemm|moe_gemm|fused_moe_kernel|cutlass_moe"),
+        (Category.ROUTER, r"router"),
+        (
+            Category.KDA_STATE,
+            r"delta_rule|chunk_kda|kda_gate|chunk_gla|causal_conv1d|mamba_state|conv_window"
+            r"|fused_recurrent",
+        ),
+        (
+            Category.MLA_KV,
+            r"^_fwd_kernel$|^_fwd_grouped_kernel_stage1$|^_fwd_kernel_stage2$"
+            r"|flashinfer::(mla|BatchMLA|BatchDecode|BatchPrefill|PersistentKernel)|flashmla",
+        ),
+        (Category.FP8_LINEAR, r"_w8a8_block_fp8_matmul|deep_gemm|fp8_blockwise|blockwise"),
+    )
+)
+"""Names whose category is plain from the name alone, first match wins."""
+
+_GEMM: Final = re.compile(r"nvjet|cutlass|cublas|gemm|gemv|_scaled_mm|sm90_xl")
+"""Other GEMMs: the LM head, the FP8 linears (when not Triton's) or the small BF16 GEMMs."""
+_NOT_GEMM: Final = re.compile(r"splitKreduce|Memcpy|Memset")
+_FP8: Final = re.compile(r"fp8|e4m3", re.IGNORECASE)
+_KNOWN_FIXED: Final = re.compile(
+    r"norm|act_and_mul|silu|quant|rope|Memcpy|Memset|memcpy|copy|Copy|elementwise|Fill|fill"
+    r"|reduce_kernel|argmax|topk|softmax|SoftMax|softcap|index|Index|gather|scatter|Cat"
+    r"|scan|Scan|arange|sort|align_block_size|mul_sum|kv_indices|kv_splits|req_to_token"
+    r"|draft|verify|Verify|build_tree|position|slot|cache_locs|replay_state|sampling",
+)
+"""Fixed-cost kernels a rule already knows (not listed as unmapped)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelRecord:
+    """One kernel's totals over a profile's units."""
+
+    name: str
+    calls: int
+    total_us: float
+
+
+@dataclass(frozen=True, slots=True)
+class KernelProfile:
+    """One profile file: per-kernel totals over `rounds` decode steps or NEXTN rounds."""
+
+    gpu: str
+    layers: int
+    profile: str
+    phase: Phase
+    rounds: int
+    accept_length: float | None
+    context_tokens: int
+    kernels: tuple[KernelRecord, ...]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> KernelProfile:
+        """Read a loaded profile file.
+
+        Raises:
+            ValueError: One line naming the first field that is missing or wrong.
+        """
+        try:
+            phase = Phase(data["phase"])
+            rounds, layers = _positive_int(data, "rounds"), _positive_int(data, "layers")
+            accept = data.get("accept_length")
+            kernels = tuple(
+                KernelRecord(str(k["name"]), int(k["calls"]), float(k["total_us"]))
+                for k in data["kernels"]
+            )
+            return cls(
+                gpu=str(data["gpu"]),
+                layers=layers,
+                profile=str(data["profile"]),
+                phase=phase,
+                rounds=rounds,
+                accept_length=None if accept is None else float(accept),
+                context_tokens=int(data["context_tokens"]),
+                kernels=kernels,
+            )
+        except KeyError as missing:
+            raise ValueError(f"kernel profile lacks {missing}") from None
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"kernel profile is malformed: {err}") from None
+
+    @property
+    def forwards(self) -> int:
+        """Forwards a unit runs, hence LM head calls: 1 a step, 1 + draft steps a round."""
+        return 1 if self.phase is Phase.DECODE else NEXTN_STEPS + 1
+
+    def per_unit(self, kernel: KernelRecord) -> tuple[float, float]:
+        """(calls, microseconds) a kernel takes per step or round."""
+        return kernel.calls / self.rounds, kernel.total_us / self.rounds
+
+
+def _positive_int(data: Mapping[str, Any], key: str) -> int:
+    value = int(data[key])
+    if value < 1:
+        raise ValueError(f"{key} must be at least 1, got {value}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class KernelMap:
+    """Each kernel name of a profile with its byte category."""
+
+    categories: Mapping[str, Category]
+    unmapped: tuple[str, ...]
+    """Names no rule knows: counted as fixed cost; look at them."""
+
+
+def map_kernels(profile: KernelProfile) -> KernelMap:
+    """Categorize every kernel of `profile`.
+
+    The LM head is the one GEMM kernel called at most once a forward with the longest time
+    a call, unless a kernel is named as the head (the FP8 head's GEMV or activation quant
+    with another GEMM). Other GEMMs are FP8 linears when their name says FP8, else small
+    BF16 GEMMs.
+    """
+    categories: dict[str, Category] = {}
+    gemms: list[KernelRecord] = []
+    for kernel in profile.kernels:
+        category = next((c for c, rule in _RULES if rule.search(kernel.name)), None)
+        if category is not None:
+            categories[kernel.name] = category
+        elif _GEMM.search(kernel.name) and not _NOT_GEMM.search(kernel.name):
+            gemms.append(kernel)
+    head_named = any(c is Category.LM_HEAD and "gemv" in name for name, c in categories.items())
+    once = [k for k in gemms if profile.per_unit(k)[0] <= profile.forwards]
+    head = None if head_named or not once else max(once, key=lambda k: k.total_us / k.calls)
+    for kernel in gemms:
+        if kernel is head:
+            categories[kernel.name] = Category.LM_HEAD
+        elif _FP8.search(kernel.name):
+            categories[kernel.name] = Category.FP8_LINEAR
+        else:
+            categories[kernel.name] = Category.BF16_LINEAR
+    unmapped = []
+    for kernel in profile.kernels:
+        if kernel.name not in categories:
+            categories[kernel.name] = Category.FIXED
+            if not _KNOWN_FIXED.search(kernel.name):
+                unmapped.append(kernel.name)
+    return KernelMap(categories=categories, unmapped=tuple(unmapped))

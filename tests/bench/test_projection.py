@@ -1,0 +1,359 @@
+"""The Spark projection: kernel mapping, the fit, the NEXTN verdict, and the script's JSON.
+
+The kernel profiles are synthetic (42-layer call counts chosen here), built from kernel
+names torch.profiler gave on the H200 (bench/2026-11-29-h200-stack-ab-*.json).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.bench.kernels import Category, KernelProfile, Phase, map_kernels
+from app.bench.projection import (
+    PUBLISHED_CONTEXT_TOKENS,
+    FitPoint,
+    fit_spark,
+    spark_projection,
+    unit_bytes,
+)
+from app.telemetry.ling_config import LING_3_FLASH_CONFIG
+
+ROOT = Path(__file__).resolve().parents[2]
+ROUNDS = 64
+HUMMING_W13 = (
+    "void humming<MmaOpClass, Shape<0u, 1536u, 2560u>, Shape<8u, 128u, 256u>, Shape<8u, 32u, 64"
+)
+HUMMING_W2 = (
+    "void humming<MmaOpClass, Shape<0u, 2560u, 768u>, Shape<8u, 128u, 256u>, Shape<8u, 32u, 64u"
+)
+TRITON_FP8 = "_w8a8_block_fp8_matmul"
+NVJET_SMALL = "nvjet_sm90_tst_64x8_64x16_1x1_h_bz_TNT"
+NVJET_HEAD = "nvjet_sm90_tst_256x8_64x6_2x1_v_bz_TNT"
+CUTLASS_FP8 = (
+    "void cutlass::device_kernel<cutlass_3x_gemm_sm90_fp8<cutlass::float_e4m3_t, cutlass::bfloa"
+)
+HEAD_QUANT = (
+    "void sglang::per_token_quant_fp8_cta_kernel<__nv_bfloat16, 8>(__nv_bfloat16 const*, __nv_f"
+)
+MYSTERY = "totally_new_kernel_nobody_maps"
+
+# per decode step: (name, calls, microseconds a call on the H200)
+LAYERS_BODY = [
+    (HUMMING_W13, 40, 8.0),
+    (HUMMING_W2, 40, 7.0),
+    (TRITON_FP8, 160, 9.0),
+    (NVJET_SMALL, 56, 3.0),
+    ("fused_sigmoid_gating_delta_rule_update_kernel", 35, 4.0),
+    ("_causal_conv1d_update_kernel", 35, 2.0),
+    ("_fwd_grouped_kernel_stage1", 7, 3.0),
+    ("_fwd_kernel_stage2", 7, 2.0),
+    ("router_gate_matvec_kernel", 40, 3.0),
+    (
+        "void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16>(__nv_bfloat16*",
+        84,
+        2.0,
+    ),
+    ("Memcpy DtoD (Device -> Device)", 3, 2.0),
+]
+BF16_HEAD = [(NVJET_HEAD, 1, 190.0)]
+FP8_HEAD = [(CUTLASS_FP8, 1, 100.0), (HEAD_QUANT, 1, 3.0)]
+
+
+def profile(name: str, kernels: list[tuple[str, int, float]], **extra: Any) -> dict[str, Any]:
+    """A profile file's dict: per-unit counts times ROUNDS."""
+    return {
+        "gpu": "NVIDIA H200",
+        "layers": 42,
+        "profile": name,
+        "phase": "decode",
+        "rounds": ROUNDS,
+        "accept_length": None,
+        "context_tokens": 2048,
+        "kernels": [
+            {"name": n, "calls": calls * ROUNDS, "total_us": calls * us * ROUNDS}
+            for n, calls, us in kernels
+        ],
+        **extra,
+    }
+
+
+def humming() -> dict[str, Any]:
+    return profile("humming", LAYERS_BODY + BF16_HEAD)
+
+
+def humming_fp8() -> dict[str, Any]:
+    return profile("humming+fp8", LAYERS_BODY + FP8_HEAD + [(MYSTERY, 2, 1.0)])
+
+
+def stack_round() -> dict[str, Any]:
+    # verify (one step's kernels) + 3 draft forwards (one layer each) + 4 FP8 head calls
+    draft = [(HUMMING_W13, 3, 8.0), (HUMMING_W2, 3, 7.0), (TRITON_FP8, 15, 9.0)]
+    heads = [(CUTLASS_FP8, 4, 110.0), (HEAD_QUANT, 4, 3.0)]
+    return profile("stack", LAYERS_BODY + draft + heads, phase="verify", accept_length=3.9)
+
+
+def load(data: dict[str, Any]) -> KernelProfile:
+    return KernelProfile.from_dict(data)
+
+
+# --- the profile file and the mapping ----------------------------------------------------
+
+
+def test_per_unit_values_divide_by_rounds() -> None:
+    p = load(humming())
+    assert p.per_unit(p.kernels[0]) == (40.0, 320.0)
+    assert p.forwards == 1
+    assert load(stack_round()).forwards == 4
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.pop("rounds"), "lacks 'rounds'"),
+        (lambda d: d.update(phase="prefill"), "malformed"),
+        (lambda d: d.update(rounds=0), "rounds must be at least 1"),
+        (lambda d: d["kernels"].append({"name": "x", "calls": "many", "total_us": 1}), "malformed"),
+    ],
+)
+def test_bad_profile_files_get_one_line(mutate: Any, message: str) -> None:
+    data = humming()
+    mutate(data)
+    with pytest.raises(ValueError, match=message) as info:
+        KernelProfile.from_dict(data)
+    assert "\n" not in str(info.value)
+
+
+def test_real_names_map_to_byte_categories() -> None:
+    fp8 = map_kernels(load(humming_fp8())).categories
+    assert fp8[HUMMING_W13] is fp8[HUMMING_W2] is Category.ROUTED_EXPERTS
+    assert fp8[TRITON_FP8] is Category.FP8_LINEAR
+    assert fp8[NVJET_SMALL] is Category.BF16_LINEAR
+    assert fp8[CUTLASS_FP8] is fp8[HEAD_QUANT] is Category.LM_HEAD
+    assert fp8["fused_sigmoid_gating_delta_rule_update_kernel"] is Category.KDA_STATE
+    assert fp8["_fwd_kernel_stage2"] is Category.MLA_KV
+    assert fp8["router_gate_matvec_kernel"] is Category.ROUTER
+    assert fp8["Memcpy DtoD (Device -> Device)"] is Category.FIXED
+    bf16 = map_kernels(load(humming())).categories
+    assert bf16[NVJET_HEAD] is Category.LM_HEAD  # once a step, the longest call
+    assert bf16[NVJET_SMALL] is Category.BF16_LINEAR
+
+
+def test_a_name_nobody_maps_is_fixed_cost_and_listed() -> None:
+    kmap = map_kernels(load(humming_fp8()))
+    assert kmap.categories[MYSTERY] is Category.FIXED
+    assert kmap.unmapped == (MYSTERY,)
+    assert map_kernels(load(humming())).unmapped == ()
+
+
+def test_a_named_fp8_head_gemv_wins_over_the_longest_gemm() -> None:
+    data = profile("humming+fp8", LAYERS_BODY + [("_fp8_head_gemv_splitk", 1, 92.0)])
+    categories = map_kernels(load(data)).categories
+    assert categories["_fp8_head_gemv_splitk"] is Category.LM_HEAD
+    assert categories[NVJET_SMALL] is Category.BF16_LINEAR
+
+
+# --- bytes -------------------------------------------------------------------------------
+
+
+def test_unit_bytes_are_the_byte_model_plus_logits() -> None:
+    ctx = PUBLISHED_CONTEXT_TOKENS
+    hum = unit_bytes("humming", Phase.DECODE, context_tokens=ctx, config=LING_3_FLASH_CONFIG)
+    fp8 = unit_bytes("humming+fp8", Phase.DECODE, context_tokens=ctx, config=LING_3_FLASH_CONFIG)
+    # FP32-logits head: BF16 weight 157,184 x 2,560 x 2 + FP32 logits 157,184 x 4
+    assert hum[Category.LM_HEAD] == 157184 * 2560 * 2 + 157184 * 4
+    # FP8 head: 1 B a weight + an FP32 scale a row + BF16 logits
+    assert fp8[Category.LM_HEAD] == 157184 * 2560 + 157184 * 4 + 157184 * 2
+    # BF16 GEMMs: KDA beta 35 x 32 x 2560, MLA gate 7 x 32 x 2560, w_kc/w_vc 7 x 8192 x 512
+    assert hum[Category.BF16_LINEAR] == 2 * (35 * 32 * 2560 + 7 * 32 * 2560 + 7 * 8192 * 512)
+    for category in set(hum) - {Category.LM_HEAD}:
+        assert hum[category] == fp8[category]
+
+
+def test_round_bytes_hold_four_head_reads() -> None:
+    kw: dict[str, Any] = {"context_tokens": 2048, "config": LING_3_FLASH_CONFIG}
+    fp8 = unit_bytes("stack", Phase.VERIFY, **kw)
+    bf16 = unit_bytes("humming+nextn", Phase.VERIFY, **kw)
+    head_fp8, head_bf16 = 157184 * 2560 + 157184 * 4, 157184 * 2560 * 2
+    assert bf16[Category.LM_HEAD] - fp8[Category.LM_HEAD] == 4 * (head_bf16 - head_fp8)
+    # the round is test_mtp's 9.425 GB, plus 7 logits rows (4 verified tokens, 3 drafts)
+    assert sum(fp8.values()) == pytest.approx(9.425e9 + 7 * 157184 * 2, rel=1e-4)
+
+
+# --- the fit -----------------------------------------------------------------------------
+
+
+def test_fit_recovers_known_parameters() -> None:
+    bw, fixed_us = 230.0, 4.5
+    points = [
+        FitPoint(name, b, n, b / (bw * 1e9) * 1e3 + n * fixed_us / 1e3)
+        for name, b, n in [("a", 5.2e9, 1300.0), ("b", 4.8e9, 1301.0), ("c", 4.8e9, 900.0)]
+    ]
+    fit = fit_spark(points)
+    assert fit.bandwidth_gbps == pytest.approx(bw)
+    assert fit.fixed_us == pytest.approx(fixed_us)
+    assert not fit.constrained
+
+
+def test_a_negative_fixed_cost_is_held_at_zero() -> None:
+    # 0.4 GB less saves more time than any positive bandwidth allows with c >= 0
+    points = [FitPoint("a", 5.2e9, 1000.0, 25.35), FitPoint("b", 4.8e9, 1001.0, 22.76)]
+    fit = fit_spark(points)
+    assert fit.constrained and fit.fixed_us == 0.0
+    assert fit.bandwidth_gbps == pytest.approx(
+        1e-6 / ((5.2 * 25.35 + 4.8 * 22.76) / (5.2**2 + 4.8**2) / 1e9)
+    )
+
+
+def test_the_fit_needs_two_points() -> None:
+    with pytest.raises(ValueError, match="at least two"):
+        fit_spark([FitPoint("a", 5e9, 1000.0, 25.0)])
+
+
+# --- the whole projection ----------------------------------------------------------------
+
+
+def test_projection_fits_published_tpots_and_projects_the_baseline_from_humming() -> None:
+    result = spark_projection([load(humming()), load(humming_fp8()), load(stack_round())])
+    by_name = {(p.profile, p.phase): p for p in result.profiles}
+    baseline = by_name[("baseline", Phase.DECODE)]
+    hum = by_name[("humming", Phase.DECODE)]
+    assert baseline.kernels_from == "humming"
+    assert baseline.projected_ms == pytest.approx(hum.projected_ms)
+    assert [p.profile for p in result.fit_points] == ["baseline", "humming", "humming+fp8"]
+    for p in (baseline, hum, by_name[("humming+fp8", Phase.DECODE)]):
+        assert p.residual_ms == pytest.approx(p.published_ms - p.projected_ms)
+        assert p.projected_ms == pytest.approx(p.bandwidth_ms + p.fixed_ms)
+        assert sum(r.bytes for r in p.kernels) == pytest.approx(p.bytes)
+        assert sum(r.projected_us for r in p.kernels) / 1e3 == pytest.approx(p.projected_ms)
+    stack = by_name[("stack", Phase.VERIFY)]
+    assert stack.published_ms is None and stack.calls == pytest.approx(
+        sum(c for _, c, _ in LAYERS_BODY) + 21 + 8
+    )
+
+
+def test_nextn_derives_the_bf16_head_round_by_swapping_head_kernels() -> None:
+    result = spark_projection([load(humming()), load(humming_fp8()), load(stack_round())])
+    nextn = result.nextn
+    assert nextn is not None
+    assert nextn.bf16_round_source.startswith("derived")
+    fit = result.fit
+    head_bytes = 4 * (157184 * 2560 * 2 - 157184 * 2560 - 157184 * 4)
+    # the BF16 head: one kernel a forward instead of the FP8 GEMM and its quant (-4 calls)
+    expected = fit.bandwidth_ms(head_bytes) - fit.fixed_ms(4)
+    assert nextn.bf16_round_ms - nextn.fp8_round_ms == pytest.approx(expected)
+    assert nextn.round_step_ratio == pytest.approx(nextn.fp8_round_ms / nextn.step_ms)
+    # H200 time: 4 x 190 us BF16 head against 4 x (110 + 3) us
+    assert nextn.gpu_bf16_round_ms - nextn.gpu_fp8_round_ms == pytest.approx(4 * (190 - 113) / 1e3)
+    assert nextn.gpu_direction_agrees
+    assert [row.accept_length for row in nextn.accept] == [2.68, 3.9]
+    for row in nextn.accept:
+        assert row.speedup == pytest.approx(nextn.bf16_round_ms / nextn.fp8_round_ms)
+        assert row.fp8_head_tpot_ms == pytest.approx(nextn.fp8_round_ms / row.accept_length)
+
+
+def test_a_measured_bf16_head_round_is_used_as_measured() -> None:
+    bf16_round = stack_round()
+    bf16_round["profile"] = "humming+nextn"
+    bf16_round["kernels"] = [
+        k for k in bf16_round["kernels"] if k["name"] not in (CUTLASS_FP8, HEAD_QUANT)
+    ]
+    bf16_round["kernels"].append(
+        {"name": NVJET_HEAD, "calls": 4 * ROUNDS, "total_us": 4 * 190.0 * ROUNDS}
+    )
+    result = spark_projection(
+        [load(humming()), load(humming_fp8()), load(stack_round()), load(bf16_round)]
+    )
+    assert result.nextn is not None
+    assert result.nextn.bf16_round_source.startswith("measured")
+
+
+@pytest.mark.parametrize(
+    ("profiles", "message"),
+    [
+        ([profile("humming", LAYERS_BODY + BF16_HEAD, layers=6), humming_fp8()], "6 layers"),
+        ([humming(), humming()], "given twice"),
+        ([humming()], "at least two"),
+    ],
+)
+def test_unusable_profile_sets_are_refused(profiles: list[dict[str, Any]], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        spark_projection([load(p) for p in profiles])
+
+
+# --- the script --------------------------------------------------------------------------
+
+
+def run_script(
+    tmp_path: Path, *profiles: dict[str, Any]
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    paths = []
+    for i, data in enumerate(profiles):
+        paths.append(tmp_path / f"profile-{i}.json")
+        paths[-1].write_text(json.dumps(data))
+    out = tmp_path / "bench" / "spark-projection.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "spark_projection.py"),
+            *map(str, paths),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return proc, out
+
+
+def test_script_writes_the_projection_json_and_prints_a_table(tmp_path: Path) -> None:
+    proc, out = run_script(tmp_path, humming(), humming_fp8(), stack_round())
+    assert proc.returncode == 0, proc.stderr
+    assert "PROJECTION, not a measurement" in proc.stdout
+    data = json.loads(out.read_text())
+    assert data["kind"] == "projection"
+    assert not [key for p in data["profiles"] for key in p if "measured" in key]
+    assert set(data["fit"]) == {"bandwidth_gbps", "fixed_us_per_kernel", "constrained", "points"}
+    first = data["profiles"][0]
+    for key in (
+        "profile",
+        "phase",
+        "kernels_from",
+        "bytes",
+        "calls",
+        "bandwidth_ms",
+        "fixed_ms",
+        "projected_ms",
+        "published_ms",
+        "residual_ms",
+        "bytes_by_category",
+        "calls_by_category",
+        "unmapped",
+        "kernels",
+    ):
+        assert key in first
+    fp8 = next(p for p in data["profiles"] if p["profile"] == "humming+fp8")
+    assert fp8["unmapped"] == [MYSTERY]
+    assert {"name", "category", "calls", "gpu_us", "bytes", "projected_us"} <= set(
+        fp8["kernels"][0]
+    )
+    nextn = data["nextn"]
+    assert nextn["nvidia_round_step_ratio"] == 2.26
+    assert [row["accept_length"] for row in nextn["accept"]] == [2.68, 3.9]
+
+
+def test_script_refuses_a_bad_file_in_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    bad = humming_fp8()
+    del bad["kernels"]
+    proc, out = run_script(tmp_path, humming(), bad)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0
+    assert "profile-1.json" in proc.stderr and "kernels" in proc.stderr
+    assert not out.exists()
