@@ -55,7 +55,9 @@ def read_parquet_items(path: Path, name: str) -> list[GsmItem]:
     try:
         rows = pq.read_table(path, columns=["question", "answer"]).to_pylist()
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"{name}: {path} is not a GSM8K parquet file ({_first_line(exc)})") from exc
+        raise ConfigError(
+            f"{name}: {path} is not a GSM8K parquet file ({_first_line(exc)})"
+        ) from exc
     return [item_from_row(row, f"{name} row {i}") for i, row in enumerate(rows)]
 
 

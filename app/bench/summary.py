@@ -181,8 +181,7 @@ SUMMARY_NOTE = (
 def render_published(run: BenchRun) -> str:
     """Every workload's published-summary table."""
     blocks = [
-        f"{d['name']}, as the published summaries count it\n"
-        f"{published_table(run, d['name'])}"
+        f"{d['name']}, as the published summaries count it\n{published_table(run, d['name'])}"
         for d in run.plan["workloads"]
     ]
     return "\n\n".join([*blocks, SUMMARY_NOTE])
