@@ -154,6 +154,8 @@ def _suite(args: argparse.Namespace) -> list[Workload]:
         raise ConfigError(f"--suite {args.suite} sets the workloads: drop --workload and --dataset")
     counts = {"num_prompts": args.num_prompts, "reps": args.reps, "warmup": args.warmup}
     if args.suite == "recipes":
+        if args.questions is not None:
+            raise ConfigError("--questions is for --suite nvidia")
         return recipes_suite(seed=args.seed, **counts)
     from app.bench.datasets import load_gsm8k_split  # huggingface_hub: only when needed
 

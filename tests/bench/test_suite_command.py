@@ -125,6 +125,7 @@ def test_recipes_suite_sends_each_workload_with_its_own_seed(
         (["--suite", "recipes", "--workload", "synthetic"], "drop --workload and --dataset"),
         (["--suite", "nvidia", "--dataset", "x.jsonl"], "drop --workload and --dataset"),
         (["--questions", "10"], "--questions is for --suite nvidia"),
+        (["--suite", "recipes", "--questions", "10"], "--questions is for --suite nvidia"),
     ],
 )
 def test_suite_flags_that_contradict_are_refused(argv: list[str], message: str) -> None:
