@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from app.backend.engine import EngineBackend
 from app.backend.engine_config import EngineConfig
 from app.backend.protocol import ProofReport
 from app.bench.protocol import BenchSample, EngineFactory
+from app.chat import ChatMessage, Role
 from app.errors import BackendError, ProofFailed
 
 
@@ -22,8 +24,15 @@ class EngineBench:
         self.report = report
 
     async def generate(
-        self, *, input_ids: list[int] | None, prompt: str | None, sampling_params: dict[str, Any]
+        self,
+        *,
+        input_ids: list[int] | None,
+        prompt: str | None,
+        sampling_params: dict[str, Any],
+        chat_template: Mapping[str, Any] | None = None,
     ) -> BenchSample:
+        if prompt is not None and chat_template is not None:
+            prompt = self.backend.chat_prompt([ChatMessage(Role.USER, prompt)], **chat_template)
         try:
             raw: BenchSample = await self.backend.generate(
                 input_ids=input_ids, prompt=prompt, sampling_params=sampling_params

@@ -437,13 +437,17 @@ class EngineBackend:
             await asyncio.to_thread(self._thread.stop)
             self._thread = None
 
-    def chat_prompt(self, messages: Sequence[ChatMessage]) -> str:
-        """The prompt text from the model's own chat template."""
+    def chat_prompt(self, messages: Sequence[ChatMessage], **template: Any) -> str:
+        """The prompt text from the model's own chat template (`template`: its arguments,
+        e.g. `enable_thinking=True`)."""
         tokenizer = self._engine.tokenizer_manager.tokenizer
         turns = chat_messages(messages)
         return str(
             tokenizer.apply_chat_template(
-                turns, tokenize=False, add_generation_prompt=True, **chat_template_kwargs()
+                turns,
+                tokenize=False,
+                add_generation_prompt=True,
+                **{**chat_template_kwargs(), **template},
             )
         )
 

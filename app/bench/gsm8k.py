@@ -12,9 +12,11 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
 from app.errors import ConfigError
 
+THINK_END = "</think>"
 STOP = ("Question:",)
 """Stop strings: the model would otherwise go on to invent the next question."""
 
@@ -59,8 +61,20 @@ def load_gsm8k(path: Path) -> list[GsmItem]:
 def _parse_item(line: str, where: str) -> GsmItem:
     try:
         data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{where}: not a {{question, answer}} JSON object") from exc
+    return item_from_row(data, where)
+
+
+def item_from_row(data: Any, where: str) -> GsmItem:
+    """A GSM8K item from a `{question, answer}` row (a JSONL line or a parquet row).
+
+    Raises:
+        ConfigError: the row is not a GSM8K item.
+    """
+    try:
         question, full = str(data["question"]), str(data["answer"])
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (KeyError, TypeError) as exc:
         raise ConfigError(f"{where}: not a {{question, answer}} JSON object") from exc
     solution, sep, final = full.rpartition("####")
     answer = normalize_number(final) if sep else None
@@ -90,7 +104,8 @@ def normalize_number(text: str) -> str | None:
 
 def extract_answer(reply: str) -> str | None:
     """The model's final number: after the last `####`, `\\boxed{` or "answer is", else the
-    last number in the reply."""
+    last number in the reply. A reasoning block (up to the last `</think>`) is not read."""
+    reply = reply.rpartition(THINK_END)[2]
     for marker in _MARKERS:
         found = list(marker.finditer(reply))
         if found and (number := normalize_number(reply[found[-1].end() :])) is not None:

@@ -25,11 +25,13 @@ class BenchEngine(Protocol):
         input_ids: list[int] | None,
         prompt: str | None,
         sampling_params: dict[str, Any],
+        chat_template: Mapping[str, Any] | None = None,
     ) -> BenchSample:
         """Stream one request to the end; exactly one of `input_ids` and `prompt` is set.
 
-        `prompt` is raw text, sent without a chat template. `sampling_params` is passed
-        to SGLang unchanged.
+        `prompt` is raw text, sent without a chat template, unless `chat_template` is
+        given: then `prompt` is one user message rendered by the model's chat template
+        with those arguments. `sampling_params` is passed to SGLang unchanged.
 
         Raises:
             BackendError: the request failed (it is recorded as an error, the run goes on).

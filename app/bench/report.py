@@ -175,7 +175,9 @@ def workload_title(description: Mapping[str, Any], boots: int = 1) -> str:
     counts = f"{d['reps']} reps x {d['num_prompts']} prompts after {d['warmup']} warm-up, batch 1"
     if boots > 1:
         counts += f", on each of {boots} engine boots"
-    if name == "synthetic":
+    if "what" in d:
+        what = d["what"]
+    elif name == "synthetic":
         what = f"{d['input_len']} in / {d['output_len']} out, greedy, ignore_eos"
     else:
         sampling = d["sampling"]

@@ -180,6 +180,7 @@ async def _send(
             input_ids=list(request.input_ids) if request.input_ids is not None else None,
             prompt=request.prompt,
             sampling_params=dict(request.sampling_params),
+            chat_template=request.chat_template,
         )
     except BackendError as exc:
         return RequestRecord(

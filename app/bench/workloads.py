@@ -28,6 +28,9 @@ class BenchRequest:
     sampling_params: Mapping[str, Any]
     expected: str | None = None
     """The gold answer to score the reply against (reasoning only)."""
+    chat_template: Mapping[str, Any] | None = None
+    """When set, `prompt` is one user message, sent through the model's chat template with
+    these arguments (e.g. `{"enable_thinking": True}`); else `prompt` is sent as raw text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,7 @@ class Workload:
             "reps": len(self.reps),
             "warmup": len(self.warmup),
             "sampling": dict(first.sampling_params) if first else {},
+            "chat_template": dict(first.chat_template) if first and first.chat_template else None,
         }
 
 

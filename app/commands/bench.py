@@ -21,6 +21,8 @@ from app.bench.gsm8k import load_gsm8k
 from app.bench.report import render_run, tables_json
 from app.bench.results import BenchRun, ProfileResult
 from app.bench.runner import run_bench
+from app.bench.suites import SUITES, nvidia_suite, recipes_suite
+from app.bench.summary import published_json, render_published
 from app.bench.workloads import Workload, reasoning_workload, synthetic_workload
 from app.commands.common import (
     add_model_arguments,
@@ -63,6 +65,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--profiles",
         type=_profiles,
         help=f"comma-separated profiles, run in this order (default: {','.join(DEFAULT_PROFILES)})",
+    )
+    parser.add_argument(
+        "--suite",
+        choices=SUITES,
+        help="a published Spark protocol instead of --workload: nvidia (the synthetic 32K/2K rows"
+        " and GSM8K's 1,319 questions, 5-shot, thinking on, with McNemar against baseline) or"
+        " recipes (code, prose and random-8K prompts, 1,024 forced tokens); GSM8K comes from"
+        " the Hugging Face Hub (cached after the first run)",
+    )
+    parser.add_argument(
+        "--questions",
+        type=_count(1),
+        help="--suite nvidia: ask only the first N GSM8K test questions (default: all 1,319)",
     )
     parser.add_argument(
         "--workload",
@@ -134,7 +149,25 @@ def run(args: argparse.Namespace) -> int:
     return _bench(args)
 
 
+def _suite(args: argparse.Namespace) -> list[Workload]:
+    if args.workload or args.dataset:
+        raise ConfigError(f"--suite {args.suite} sets the workloads: drop --workload and --dataset")
+    counts = {"num_prompts": args.num_prompts, "reps": args.reps, "warmup": args.warmup}
+    if args.suite == "recipes":
+        if args.questions is not None:
+            raise ConfigError("--questions is for --suite nvidia")
+        return recipes_suite(seed=args.seed, **counts)
+    from app.bench.datasets import load_gsm8k_split  # huggingface_hub: only when needed
+
+    test, train = load_gsm8k_split("test"), load_gsm8k_split("train")
+    return nvidia_suite(test, train, questions=args.questions, seed=args.seed, **counts)
+
+
 def _workloads(args: argparse.Namespace) -> list[Workload]:
+    if args.suite:
+        return _suite(args)
+    if args.questions is not None:
+        raise ConfigError("--questions is for --suite nvidia")
     choice = args.workload or ("both" if args.dataset else "synthetic")
     if choice != "synthetic" and args.dataset is None:
         raise ConfigError(f"--workload {choice} needs --dataset PATH (GSM8K-format JSONL)")
@@ -175,6 +208,7 @@ def _bench(args: argparse.Namespace) -> int:
         engine_config(settings, overrides), require_proof=not args.allow_unproven
     )
     plan = {
+        "suite": args.suite,
         "profiles": profiles,
         "workloads": [workload.describe() for workload in workloads],
         "peak_gbps": args.peak_gbps,
@@ -206,6 +240,8 @@ def _bench(args: argparse.Namespace) -> int:
     )
     run_result = as_run(results)
     print(render_run(run_result))
+    if args.suite:
+        print(f"\n\n{render_published(run_result)}")
     failed = any(p.error or any(w.summary.errors for w in p.workloads) for p in run_result.profiles)
     return 1 if failed else 0
 
@@ -216,7 +252,7 @@ def write_json(run: BenchRun, path: Path) -> None:
     Raises:
         ExportError: the file cannot be written.
     """
-    data = {**run.to_dict(), "tables": tables_json(run)}
+    data = {**run.to_dict(), "tables": tables_json(run), "published": published_json(run)}
     # default=str: a stray Path or enum in the engine's facts must not lose a long run.
     write_atomic(path, [json.dumps(data, indent=1, default=str) + "\n"])
 

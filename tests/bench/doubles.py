@@ -50,10 +50,16 @@ class ScriptedEngineDouble:
         input_ids: list[int] | None,
         prompt: str | None,
         sampling_params: dict[str, Any],
+        chat_template: Mapping[str, Any] | None = None,
     ) -> BenchSample:
         self.journal.append(f"generate {self.profile}")
         self.calls.append(
-            {"input_ids": input_ids, "prompt": prompt, "sampling_params": sampling_params}
+            {
+                "input_ids": input_ids,
+                "prompt": prompt,
+                "sampling_params": sampling_params,
+                "chat_template": chat_template,
+            }
         )
         step = self.script.pop(0)
         if isinstance(step, Exception):

@@ -28,6 +28,8 @@ FIXTURE = Path(__file__).parent.parent / "fixtures" / "gsm8k_small.jsonl"
         ("We get 10, then 20, and finally 30.", "30"),
         ("Total: 1,000,000 dollars", "1000000"),
         ("We had 4 and 9. The answer is unclear.", "9"),  # no number after the phrase
+        ("<think>So the answer is 7.</think>\nShe has 8 left.", "8"),  # thinking not read
+        ("<think>Maybe 12 or 13", "13"),  # a reasoning block never closed is all there is
         ("I cannot solve this.", None),
         ("", None),
     ],

@@ -188,7 +188,7 @@ def test_json_schema_keys(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
     write_json(_nvidia_run(), path)
     data = json.loads(path.read_text())
-    assert set(data) == {"schema", "created_at", "git", "plan", "profiles", "tables"}
+    assert set(data) == {"schema", "created_at", "git", "plan", "profiles", "tables", "published"}
     assert data["schema"] == SCHEMA
     assert data["git"] == {"commit": "abc123", "dirty": False}
     assert data["plan"]["workloads"] == [SYNTHETIC_PLAN]
@@ -212,6 +212,9 @@ def test_json_schema_keys(tmp_path: Path) -> None:
         "vs_prev": pytest.approx(39.45 / 36.09 - 1),
         "vs_baseline": pytest.approx(39.45 / 36.09 - 1),
     }
+    published = data["published"]["synthetic"]["humming"]
+    assert published["completed"] == 1 and published["completion_tokens"] == 5
+    assert published["mcnemar_vs_baseline"] is None  # nothing graded
 
 
 def test_tables_json_matches_the_rows() -> None:

@@ -110,4 +110,5 @@ def test_describe_records_the_shape_but_no_tokens() -> None:
             "max_new_tokens": 16,
             "ignore_eos": True,
         },
+        "chat_template": None,
     }

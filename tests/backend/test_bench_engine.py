@@ -1,0 +1,65 @@
+"""The bench's engine adapter: a chat-template request is rendered with its template arguments.
+
+SGLang is replaced by `TemplateEngineDouble` (the user never sees it); the engine thread and
+EngineBackend's template rendering are the real ones.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from app.backend.bench_engine import EngineBench
+from app.backend.engine import EngineBackend, EngineThread
+from app.backend.engine_config import EngineConfig
+from app.backend.protocol import ProofReport
+
+
+class TemplateTokenizerDouble:
+    """A chat template that opens a reasoning block only when thinking is on."""
+
+    def apply_chat_template(
+        self, turns: list[dict[str, str]], *, enable_thinking: bool = True, **_: Any
+    ) -> str:
+        body = "".join(f"<{t['role']}>{t['content']}" for t in turns)
+        return body + ("<assistant><think>" if enable_thinking else "<assistant>")
+
+
+class TemplateEngineDouble:
+    """Records the prompt of each request and answers with one finished chunk."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str | None] = []
+        self.tokenizer_manager = types.SimpleNamespace(tokenizer=TemplateTokenizerDouble())
+
+    async def async_generate(self, *, prompt: str | None, **_: Any) -> Any:
+        self.prompts.append(prompt)
+
+        async def chunks() -> Any:
+            meta = {"completion_tokens": 1, "finish_reason": {"type": "stop"}}
+            yield {"text": "7", "meta_info": meta}
+
+        return chunks()
+
+
+async def test_chat_template_arguments_reach_the_template(tmp_path: Any) -> None:
+    engine = TemplateEngineDouble()
+    backend = EngineBackend(EngineConfig("/m", log_dir=tmp_path))
+    backend._engine, backend._thread = engine, EngineThread()
+    bench = EngineBench(backend, ProofReport("stack", ()))
+    params = {"max_new_tokens": 4}
+    await bench.generate(input_ids=None, prompt="2+5?", sampling_params=params)
+    await bench.generate(
+        input_ids=None,
+        prompt="2+5?",
+        sampling_params=params,
+        chat_template={"enable_thinking": True},
+    )
+    await bench.generate(
+        input_ids=None,
+        prompt="2+5?",
+        sampling_params=params,
+        chat_template={"enable_thinking": False},
+    )
+    await backend.shutdown()
+    assert engine.prompts == ["2+5?", "<user>2+5?<assistant><think>", "<user>2+5?<assistant>"]
