@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from app import __version__
-from app.commands import bench, chat, doctor, export, history, importing, serve
-from app.errors import LingChatError
+from app.commands import bench, chat, doctor, export, history, importing, prepare, serve
+from app.errors import LingChatError, PreflightFailed
 
 COMMANDS: dict[str, ModuleType] = {
     "doctor": doctor,
@@ -25,6 +25,7 @@ COMMANDS: dict[str, ModuleType] = {
     "import": importing,
     "bench": bench,
     "serve": serve,
+    "prepare": prepare,
 }
 
 
@@ -54,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     except LingChatError as exc:
         print(f"ling-chat: error: {exc}", file=sys.stderr)
-        return 1
+        return PREFLIGHT_STATUS if isinstance(exc, PreflightFailed) else 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `| head` closed the pipe: the reader has what it wanted
@@ -68,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+PREFLIGHT_STATUS = 3
+"""The exit status of a start the preflight refused (2: a proof refused it)."""
 _OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 """Errors writing standard output (a failed file write raises an error naming the file)."""
 

@@ -10,6 +10,7 @@ LingChatError                 str(error) is the one line the user sees
 │   ├── EngineCrashed         SGLang's scheduler died
 │   ├── ProofFailed           an optimization is not engaged: refuse to start
 │   └── ServerError           a remote server refused, timed out or broke a stream
+├── PreflightFailed           the machine cannot start the engine safely (exit status 3)
 ├── ExportError               an export could not be written
 └── ImportFailed              an export file could not be read back (nothing was added)
 """
@@ -61,3 +62,7 @@ class ExportError(LingChatError):
 
 class ImportFailed(LingChatError):
     """An export file could not be read back into the history; nothing was added."""
+
+
+class PreflightFailed(LingChatError):
+    """The machine cannot start the engine safely; each failed check was printed."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import functools
 import json
 import subprocess
@@ -30,6 +31,7 @@ from app.commands.common import (
     settings_from,
     sglang_overrides,
 )
+from app.commands.prepare import prepare_engines
 from app.errors import ConfigError
 from app.files import write_atomic
 from app.telemetry.roofline import DGX_SPARK_GBPS
@@ -204,9 +206,9 @@ def _bench(args: argparse.Namespace) -> int:
         from app.backend.bench_engine import bench_engine_factory
     except ModuleNotFoundError as exc:
         raise engine_missing(exc) from exc
-    factory = bench_engine_factory(
-        engine_config(settings, overrides), require_proof=not args.allow_unproven
-    )
+    config = engine_config(settings, overrides)
+    prepare_engines(settings, args, [dataclasses.replace(config, profile=p) for p in profiles])
+    factory = bench_engine_factory(config, require_proof=not args.allow_unproven)
     plan = {
         "suite": args.suite,
         "profiles": profiles,

@@ -101,9 +101,9 @@ def _backend(args: argparse.Namespace, settings: Settings) -> ChatBackend:
             profile=settings.profile.value,
         )
     else:
-        from app.commands.common import make_engine_backend
+        from app.commands.prepare import engine_backend
 
-        backend = make_engine_backend(settings, args)
+        backend = engine_backend(settings, args)
     if args.record:
         backend = RecordingBackend(backend, args.record)
     return backend

@@ -13,7 +13,7 @@ from app.settings import Profile, Settings, load_settings
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """--model, --profile, --mem-fraction: what the engine loads and how."""
+    """--model, --profile, --mem-fraction, --skip-preflight: what the engine loads and how."""
     # SUPPRESS: a flag left out of a sub-command must not erase one given before it.
     parser.add_argument(
         "--model",
@@ -32,6 +32,12 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=argparse.SUPPRESS,
         help="share of GPU memory for SGLang",
+    )
+    parser.add_argument(
+        "--skip-preflight",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="start even when the preflight refuses (for experts: a Spark can wedge)",
     )
     add_sglang_arguments(parser)
 

@@ -1,5 +1,5 @@
-"""Print what is installed, start the engine, print the proof that every optimization is
-engaged, and stop."""
+"""Print what is installed and the preflight, start the engine (compiling its kernels first
+when they are not cached), print the proof that every optimization is engaged, and stop."""
 
 from __future__ import annotations
 
@@ -23,12 +23,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.commands.common import make_engine_backend
+    from app.commands.prepare import engine_backend
 
     print(environment())
-    backend = make_engine_backend(settings_from(args), args)
+    backend = engine_backend(settings_from(args), args, show=_preflight_line)
     report = asyncio.run(run_doctor(backend))
     return 0 if report.ok else 2
+
+
+def _preflight_line(line: str) -> None:
+    print(f"preflight: {line}")
 
 
 def environment() -> str:

@@ -51,6 +51,7 @@ class _EngineModule(types.ModuleType):
 def _engine(monkeypatch: pytest.MonkeyPatch, script: list[Any]) -> _EngineModule:
     module = _EngineModule(script)
     monkeypatch.setitem(sys.modules, "app.backend.bench_engine", module)
+    monkeypatch.setattr(bench, "prepare_engines", lambda settings, args, configs: None)
     return module
 
 

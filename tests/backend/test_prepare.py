@@ -1,0 +1,219 @@
+"""The prepare: a dummy model with every kind of layer, bounded builds, a marker, a watchdog."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.backend import prepare as prepare_mod
+from app.backend.engine_config import EngineConfig
+from app.backend.first_start import PreparedBackend
+from app.backend.preflight import GIB
+from app.backend.prepare import (
+    PREPARE_STAGE,
+    PrepareSpec,
+    build_env,
+    build_jobs,
+    dummy_config,
+    prepare,
+    write_dummy_model,
+)
+from app.backend.protocol import BackendInfo, LoadStage, ProofReport, ReplyEvent
+from app.chat import ChatMessage, Sampling
+from app.errors import BackendError
+from tests.telemetry.conftest import LING_3_FLASH_CONFIG
+
+
+def layer_plan(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """(attention, ffn) per layer, by SGLang 0.5.23's rules (bailing_hybrid.py,
+    bailing_moe_v3.py `is_linear_layer`, `first_k_dense_replace`)."""
+    group = config["layer_group_size"]
+    plan = []
+    for layer in range(config["num_hidden_layers"]):
+        kda = group[layer] == 1 if isinstance(group, list) else (layer + 1) % group != 0
+        moe = layer >= config["first_k_dense_replace"]
+        plan.append(("KDA" if kda else "MLA", "MoE" if moe else "dense"))
+    return plan
+
+
+@pytest.mark.parametrize("dense", [0, 1, 2])
+def test_the_dummy_model_keeps_every_kind_of_layer(dense: int):
+    config = {**LING_3_FLASH_CONFIG, "first_k_dense_replace": dense}
+    cut = dummy_config(config)
+    plan = layer_plan(cut)
+    assert len(cut["layer_group_size"]) == cut["num_hidden_layers"] == dense + 2
+    assert {"KDA", "MLA"} <= {attn for attn, _ in plan}
+    assert ("KDA", "MoE") in plan and ("MLA", "MoE") in plan
+    assert plan.count(("KDA", "dense")) == dense
+    assert cut["num_nextn_predict_layers"] == 1
+    assert {k: v for k, v in cut.items() if k not in ("num_hidden_layers", "layer_group_size")} == {
+        k: v for k, v in config.items() if k not in ("num_hidden_layers", "layer_group_size")
+    }
+
+
+def checkpoint(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.json").write_text(json.dumps(LING_3_FLASH_CONFIG))
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        (root / name).write_text(name)
+    for name in ("model-00001-of-00024.safetensors", "model.safetensors.index.json"):
+        (root / name).write_text("weights")
+    return root
+
+
+def test_the_dummy_model_has_the_tokenizer_and_no_weights(tmp_path: Path):
+    dummy = write_dummy_model(checkpoint(tmp_path / "ckpt"), tmp_path / "dummy")
+    assert sorted(p.name for p in dummy.iterdir()) == [
+        "chat_template.jinja",
+        "config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ]
+    assert json.loads((dummy / "config.json").read_text())["num_hidden_layers"] == 4
+
+
+def test_compile_jobs_fit_free_memory_at_ten_gib_each():
+    # A Spark: 115 GiB available, the dummy engine's 0.3 x 119.6 GiB, 8 GiB for processes.
+    assert build_jobs(115 * GIB, 20, int(0.3 * 119.6 * GIB)) == 7
+    assert build_jobs(12 * GIB, 20, 0) == 1  # never zero
+    assert build_jobs(2000 * GIB, 16, 0) == 16  # never more than the CPUs
+    assert build_env(7) == {
+        "MAX_JOBS": "7",
+        "FLASHINFER_JIT_PREBUILD_MAX_JOBS": "7",
+        "FLASHINFER_NVCC_THREADS": "1",
+        "HUMMING_DISABLE_PARALLEL_BUILD": "1",  # its pool is 16 threads or nothing
+    }
+    assert build_env(16)["HUMMING_DISABLE_PARALLEL_BUILD"] == "0"
+
+
+class DummyEngineDouble:
+    """Test double of the dummy model's EngineBackend: plays the stages a real start yields."""
+
+    started: list[EngineConfig] = []
+
+    def __init__(self, config: EngineConfig, *, fail: bool = False) -> None:
+        self.config = config
+        self.fail = fail
+        self.shut_down = False
+
+    @property
+    def info(self) -> BackendInfo:
+        return BackendInfo("engine", self.config.model_path, "0.5.23", "stack", True)
+
+    async def start(self) -> AsyncIterator[LoadStage]:
+        DummyEngineDouble.started.append(self.config)
+        yield LoadStage("Loading weights", False, 1.0, "Building JIT module norm; this can take")
+        yield LoadStage("Loading weights", False, 2.0, "capturing cuda graph bs=1")
+        if self.fail:
+            raise BackendError("SGLang failed to start (RuntimeError: nvcc died)")
+        yield LoadStage("Loading weights", True, 3.0)
+        yield LoadStage("Warming up and measuring accept length", False, 3.0, "...")
+        yield LoadStage("Warming up and measuring accept length", True, 9.0, "accept 1.00")
+
+    async def proof(self) -> ProofReport:
+        return ProofReport("stack", ())
+
+    def stream_reply(
+        self, messages: Sequence[ChatMessage], sampling: Sampling
+    ) -> AsyncIterator[ReplyEvent]:
+        raise NotImplementedError
+
+    async def stop_reply(self) -> None:
+        pass
+
+    async def shutdown(self) -> None:
+        self.shut_down = True
+
+
+@pytest.fixture
+def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PrepareSpec:
+    monkeypatch.setenv("SGLANG_CACHE_DIR", str(tmp_path / "cache"))
+    for name in build_env(1):
+        monkeypatch.delenv(name, raising=False)
+    DummyEngineDouble.started = []
+    return PrepareSpec(
+        config=EngineConfig(model_path="inclusionAI/Ling-3.0-flash-fp4", mem_fraction=0.65),
+        checkpoint=checkpoint(tmp_path / "ckpt"),
+        gpu="NVIDIA GB10 sm_121",
+        env=build_env(3),
+    )
+
+
+async def stages(spec: PrepareSpec, **double: Any) -> list[LoadStage]:
+    return [s async for s in prepare(spec, lambda c: DummyEngineDouble(c, **double))]
+
+
+async def test_prepare_boots_the_dummy_model_once_then_the_marker_skips_it(spec: PrepareSpec):
+    seen = await stages(spec)
+    assert {s.name for s in seen} == {PREPARE_STAGE}
+    assert seen[-1].done and not any(s.done for s in seen[:-1])
+    assert seen[0].detail == "booting the dummy model · 3 compile jobs"
+    details = [s.detail for s in seen]
+    assert details[1:3] == ["FlashInfer: norm · 3 compile jobs", "Loading weights · 3 compile jobs"]
+    (dummy,) = DummyEngineDouble.started
+    assert dummy.overrides["load_format"] == "dummy"
+    assert dummy.overrides["watchdog_timeout"] >= 3600  # SGLang's 300 s killed a JIT build
+    assert dummy.mem_fraction == 0.3 and dummy.model_path != spec.config.model_path
+    assert os.environ["MAX_JOBS"] == "3" and os.environ["HUMMING_DISABLE_PARALLEL_BUILD"] == "1"
+    marker = json.loads(spec.marker().read_text())
+    assert (marker["gpu"], marker["profile"]) == ("NVIDIA GB10 sm_121", "stack")
+    assert await stages(spec) == []
+    assert len(DummyEngineDouble.started) == 1
+
+
+async def test_the_marker_is_keyed_by_profile_gpu_and_config(spec: PrepareSpec, tmp_path: Path):
+    import dataclasses
+
+    await stages(spec)
+    other_profile = dataclasses.replace(spec, config=EngineConfig("m", profile="baseline"))
+    other_gpu = dataclasses.replace(spec, gpu="NVIDIA H200 sm_90")
+    ckpt = checkpoint(tmp_path / "other")
+    (ckpt / "config.json").write_text(json.dumps({**LING_3_FLASH_CONFIG, "hidden_size": 4096}))
+    other_config = dataclasses.replace(spec, checkpoint=ckpt)
+    markers = {s.marker() for s in (spec, other_profile, other_gpu, other_config)}
+    assert len(markers) == 4
+    assert [s.marker().is_file() for s in (spec, other_profile, other_gpu)] == [
+        True,
+        False,
+        False,
+    ]
+
+
+async def test_a_user_set_max_jobs_wins(spec: PrepareSpec, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("MAX_JOBS", "1")
+    await stages(spec)
+    assert os.environ["MAX_JOBS"] == "1"
+
+
+async def test_a_failed_prepare_writes_no_marker_and_stops_the_dummy_engine(spec: PrepareSpec):
+    doubles: list[DummyEngineDouble] = []
+
+    def make(config: EngineConfig) -> DummyEngineDouble:
+        doubles.append(DummyEngineDouble(config, fail=True))
+        return doubles[-1]
+
+    with pytest.raises(BackendError, match="nvcc died"):
+        async for _ in prepare(spec, make):
+            pass
+    assert doubles[0].shut_down and not spec.marker().exists()
+
+
+async def test_the_real_start_follows_the_prepare_on_one_clock(spec: PrepareSpec):
+    inner = DummyEngineDouble(spec.config)
+    backend = PreparedBackend(inner, lambda: spec, DummyEngineDouble)
+    seen = [s async for s in backend.start()]
+    names = [s.name for s in seen]
+    assert names.index(PREPARE_STAGE) == 0 and names[-1].startswith("Warming up")
+    prepared_at = max(s.elapsed_s for s in seen if s.name == PREPARE_STAGE)
+    assert all(s.elapsed_s >= prepared_at for s in seen if s.name != PREPARE_STAGE)
+    assert len(DummyEngineDouble.started) == 2  # the dummy model, then the real one
+    assert DummyEngineDouble.started[1] is spec.config
+
+
+def test_the_module_stays_small():
+    assert len(Path(prepare_mod.__file__).read_text().splitlines()) < 300

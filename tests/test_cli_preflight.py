@@ -1,0 +1,123 @@
+"""The preflight runs before anything loads, for every command that starts the engine."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.backend import preflight_probes
+from app.cli import main
+from app.commands import prepare as prepare_cmd
+from tests.backend.test_preflight import HEALTHY_SPARK
+from tests.telemetry.conftest import LING_3_FLASH_CONFIG
+
+ROOT = Path(__file__).resolve().parent.parent
+DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
+COMMANDS = [["prepare"], ["serve"], ["bench"], ["doctor"], []]
+"""Every command that starts the in-process engine ([]: the chat)."""
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(json.dumps(LING_3_FLASH_CONFIG))
+    return tmp_path / "model"
+
+
+@pytest.fixture
+def machine(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Probe results injected for the real ones; what ran after the preflight is recorded."""
+    state: dict[str, Any] = {"probes": HEALTHY_SPARK, "loaded": []}
+    monkeypatch.syspath_prepend(str(DOUBLE))  # SGLang "installed"
+    monkeypatch.setattr(preflight_probes, "probe", lambda download_dir: state["probes"])
+
+    async def prepared(spec: Any, out: Any = None) -> None:
+        state["loaded"].append(("prepare", spec.config.profile))
+
+    def loaded(*args: Any, **kwargs: Any) -> Any:
+        state["loaded"].append(("engine",))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(prepare_cmd, "prepare_printing", prepared)
+    monkeypatch.setattr(prepare_cmd, "PreparedBackend", loaded)
+    monkeypatch.setattr("app.backend.server.serve", loaded)
+    return state
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_refused_preflight_exits_3_with_one_line_per_failure_before_anything_loads(
+    command: list[str], model: Path, machine: dict[str, Any], capsys: pytest.CaptureFixture[str]
+):
+    machine["probes"] = dataclasses.replace(HEALTHY_SPARK, nvcc=None, resident=("pid 7: x",))
+    assert main([*command, "--model", str(model)]) == 3
+    captured = capsys.readouterr()
+    fails = [line for line in (captured.out + captured.err).splitlines() if "FAIL" in line]
+    assert [line.split("FAIL ")[1].split(":")[0] for line in fails] == ["nvcc", "no other engine"]
+    assert all("; fix: " in line for line in fails)
+    assert (
+        captured.err.strip()
+        .splitlines()[-1]
+        .startswith("ling-chat: error: the preflight refused the start (2 of 7 checks failed")
+    )
+    assert machine["loaded"] == []
+
+
+def test_skip_preflight_warns_and_starts(
+    model: Path, machine: dict[str, Any], capsys: pytest.CaptureFixture[str]
+):
+    machine["probes"] = dataclasses.replace(HEALTHY_SPARK, nvcc=None)
+    assert main(["prepare", "--model", str(model), "--skip-preflight"]) == 0
+    assert "ling-chat: warning: --skip-preflight" in capsys.readouterr().err
+    assert machine["loaded"] == [("prepare", "stack")]
+
+
+def test_serve_and_bench_prepare_each_engine_before_they_load(
+    model: Path, machine: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+):
+    with pytest.raises(SystemExit):
+        main(["serve", "--model", str(model)])
+    assert machine["loaded"] == [("prepare", "stack"), ("engine",)]
+    machine["loaded"].clear()
+    monkeypatch.setattr("app.commands.bench.run_bench", machine_loaded(machine))
+    with pytest.raises(SystemExit):
+        main(["bench", "--model", str(model), "--profiles", "baseline,stack"])
+    assert machine["loaded"] == [("prepare", "baseline"), ("prepare", "stack"), ("engine",)]
+
+
+def machine_loaded(machine: dict[str, Any]) -> Any:
+    def loaded(*args: Any, **kwargs: Any) -> Any:
+        machine["loaded"].append(("engine",))
+        raise SystemExit(0)
+
+    return loaded
+
+
+def test_the_chat_prepares_inside_its_start(model: Path, machine: dict[str, Any]):
+    with pytest.raises(SystemExit):
+        main(["--model", str(model)])
+    assert machine["loaded"] == [("engine",)]  # PreparedBackend: the start-up screen shows it
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU machine may pass")
+def test_doctor_on_a_machine_without_a_gpu_prints_the_preflight_and_exits_3(model: Path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)])}
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "doctor", "--model", str(model)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 3, done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("preflight: ")]
+    assert len(lines) == 7
+    assert "preflight: FAIL GPU memory: no CUDA GPU found" in lines[3]
+    assert "Importing SGLang" not in done.stdout
