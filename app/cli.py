@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from app import __version__
-from app.commands import bench, chat, doctor, export, history, importing, serve
+from app.commands import bench, chat, doctor, download, export, history, importing, serve
 from app.errors import LingChatError
 
 COMMANDS: dict[str, ModuleType] = {
@@ -25,6 +25,7 @@ COMMANDS: dict[str, ModuleType] = {
     "import": importing,
     "bench": bench,
     "serve": serve,
+    "download": download,
 }
 
 

@@ -28,6 +28,7 @@ from app.commands.common import (
     settings_from,
     sglang_overrides,
 )
+from app.commands.download import fetch_model
 from app.errors import ConfigError
 from app.files import write_atomic
 from app.telemetry.roofline import DGX_SPARK_GBPS
@@ -166,6 +167,7 @@ def _bench(args: argparse.Namespace) -> int:
     workloads = _workloads(args)
     settings = settings_from(args)
     check_model_path(settings.model_path)  # one line now, not one failure per profile
+    fetch_model(settings.model_path)
     overrides = sglang_overrides(args)
     try:
         from app.backend.bench_engine import bench_engine_factory

@@ -13,6 +13,7 @@ from app.commands.common import (
     sglang_overrides,
 )
 from app.commands.doctor import format_report
+from app.commands.download import fetch_model
 from app.errors import ConfigError
 
 
@@ -27,7 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     overrides = serve_overrides(args)
-    config = engine_config(settings_from(args), overrides)
+    settings = settings_from(args)
+    config = engine_config(settings, overrides)
+    fetch_model(settings.model_path)
     from app.backend.server import serve
 
     ok = serve(config, lambda report: print(format_report(report), flush=True))

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from huggingface_hub import constants
 
+from app.backend import download
 from app.backend.download import (
     DownloadFailed,
     HubPlace,
@@ -15,6 +21,9 @@ from app.backend.download import (
     bytes_missing,
     fetch_checkpoint,
 )
+from app.backend.engine import DOWNLOAD_STAGE, EngineBackend
+from app.backend.engine_config import EngineConfig
+from app.cli import main
 from app.errors import ModelNotFound
 from tests.fixtures.hub_double import COMMIT, FakeHubDouble, serving
 
@@ -27,6 +36,7 @@ FILES = {
 }
 TOTAL = sum(len(content) for content in FILES.values())
 SHARD = "model-00001-of-00002.safetensors"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -135,3 +145,41 @@ def test_a_local_directory_is_used_as_it_is(hub, place, tmp_path):
     local.mkdir()
     assert fetch_checkpoint(str(local), place=place) == local
     assert hub.requests == []
+
+
+async def test_the_engine_start_shows_the_download_with_its_bytes(hub, place, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(place.cache_dir))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(download, "REPORT_EVERY_S", 0.0)
+    hub.drop_at[SHARD] = 3000  # a retry after 1 s: the stage reports while bytes arrive
+    backend = EngineBackend(EngineConfig(REPO))
+    stages = [stage async for stage in backend._download(time.perf_counter())]
+    assert {stage.name for stage in stages} == {DOWNLOAD_STAGE}
+    assert not stages[0].done and stages[-1].done
+    moving = [stage for stage in stages if stage.bytes_total]
+    assert moving and moving[-1].bytes_total == TOTAL
+    assert " left" in moving[-1].detail or "starting" in moving[-1].detail
+    _assert_whole(fetch_checkpoint(REPO, place=place))
+
+
+def test_download_command_draws_a_text_bar_and_prints_the_folder(hub, place, monkeypatch, capsys):
+    monkeypatch.setenv("HF_HUB_CACHE", str(place.cache_dir))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    assert main(["download", REPO]) == 0
+    out, err = capsys.readouterr()
+    _assert_whole(Path(out.strip()))
+    assert re.search(r"^\[#{30}\] 18\.6 kB of 18\.6 kB · .*/s · 0:00 left$", err, re.M), err
+
+
+def test_download_command_offline_and_not_cached_is_one_line(tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "empty")}
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "download", REPO],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "is not in the cache" in done.stderr
