@@ -443,6 +443,10 @@ class EngineBackend:
             watchdog = getattr(engine.tokenizer_manager, "_subprocess_watchdog", None)
             if watchdog is not None:
                 await asyncio.to_thread(watchdog.stop)
+            if self._thread is not None:  # on the loop that owns the sockets
+                closing = self._thread.call(lambda: close_ipc(engine, engine.tokenizer_manager))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(closing, ABORT_WAIT_S)
         if self._children_before is not None:  # also when quitting mid-load
             pids = sorted(_children() - self._children_before)
             self._children_before = None
@@ -575,6 +579,27 @@ def last_error(log: str) -> str | None:
         if match := ERROR_LINE.match(line.strip()):
             return f"{match.group(1)}: {match.group(2)}"[:300]
     return None
+
+
+def close_ipc(*owners: object) -> None:
+    """Close the zmq sockets these objects hold and end their contexts, dropping unsent messages.
+
+    SGLang's Engine never closes its tokenizer manager's sockets. pyzmq ends a context when
+    it is garbage-collected, and with the default linger that waits until every queued
+    message reaches a scheduler that is already gone: `ling-chat bench` hung there after
+    its table. `destroy(linger=0)` closes every socket of the context and returns at once.
+    """
+    zmq = sys.modules.get("zmq")
+    if zmq is None:  # nothing imported pyzmq: there are no sockets
+        return
+    contexts = {
+        id(value.context): value.context
+        for owner in owners
+        for value in vars(owner).values()
+        if isinstance(value, zmq.Socket)
+    }
+    for context in contexts.values():
+        context.destroy(linger=0)
 
 
 def in_daemon_thread(fn: Callable[[], T]) -> asyncio.Future[T]:
