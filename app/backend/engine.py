@@ -584,10 +584,12 @@ def last_error(log: str) -> str | None:
 def close_ipc(*owners: object) -> None:
     """Close the zmq sockets these objects hold and end their contexts, dropping unsent messages.
 
-    SGLang's Engine never closes its tokenizer manager's sockets. pyzmq ends a context when
-    it is garbage-collected, and with the default linger that waits until every queued
-    message reaches a scheduler that is already gone: `ling-chat bench` hung there after
-    its table. `destroy(linger=0)` closes every socket of the context and returns at once.
+    SGLang 0.5.23's `Engine.shutdown` closes only its RPC socket (and ling-chat stops SGLang's
+    processes itself); the tokenizer manager's sockets to the scheduler and from the
+    detokenizer stay open. pyzmq ends a context when it is garbage-collected, and with the
+    default linger that waits until every queued message reaches a process that is gone:
+    `ling-chat bench` hung there after its table. `destroy(linger=0)` closes every socket of
+    the context and returns at once.
     """
     zmq = sys.modules.get("zmq")
     if zmq is None:  # nothing imported pyzmq: there are no sockets
