@@ -25,8 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.commands.common import make_engine_backend
 
+    from app.commands.download import fetch_model
+
     print(environment())
-    backend = make_engine_backend(settings_from(args), args)
+    settings = settings_from(args)
+    fetch_model(settings.model_path)  # a text bar here, not one line per progress stage
+    backend = make_engine_backend(settings, args)
     report = asyncio.run(run_doctor(backend))
     return 0 if report.ok else 2
 
