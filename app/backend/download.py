@@ -151,6 +151,7 @@ def fetch_checkpoint(
                 f"{model_path} needs {size(missing)} more in {place.cache_dir}, "
                 f"which has {size(free)} free"
             )
+    _drop_stale_partials(place, model_path)
     meter = _Meter(total, lambda: _on_disk(files, blobs), on_progress)
     from huggingface_hub import snapshot_download
 
@@ -240,6 +241,23 @@ def _blobs(place: HubPlace, repo: str) -> Path:
 
 def _missing(files: Mapping[str, tuple[int, str]], blobs: Path) -> int:
     return sum(file_size for file_size, blob in files.values() if not (blobs / blob).is_file())
+
+
+def _drop_stale_partials(place: HubPlace, repo: str) -> None:
+    """Delete the partial files a killed run left: huggingface_hub resumes none of them.
+
+    A blob whose lock is held (another process downloads it now) keeps its partial file.
+    """
+    from filelock import FileLock, Timeout
+    from huggingface_hub.file_download import repo_folder_name
+
+    locks = place.cache_dir / ".locks" / repo_folder_name(repo_id=repo, repo_type="model")
+    blobs = _blobs(place, repo)
+    for path in blobs.glob("*.incomplete") if blobs.is_dir() else ():
+        blob = path.name.split(".")[0]
+        locks.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(Timeout), FileLock(locks / f"{blob}.lock", timeout=0):
+            path.unlink(missing_ok=True)
 
 
 def _on_disk(files: Mapping[str, tuple[int, str]], blobs: Path) -> int:

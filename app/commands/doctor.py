@@ -24,7 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.commands.common import make_engine_backend
-
     from app.commands.download import fetch_model
 
     print(environment())

@@ -25,7 +25,7 @@ from app.backend.engine import DOWNLOAD_STAGE, EngineBackend
 from app.backend.engine_config import EngineConfig
 from app.cli import main
 from app.errors import ModelNotFound
-from tests.fixtures.hub_double import COMMIT, FakeHubDouble, serving
+from tests.fixtures.hub_double import COMMIT, FakeHubDouble, blob_name, serving
 
 REPO = "inclusionAI/Tiny-fp4"
 FILES = {
@@ -89,6 +89,15 @@ def test_a_stopped_run_keeps_its_finished_files_and_the_next_fetches_the_rest(hu
     hub.requests.clear()
     _assert_whole(fetch_checkpoint(REPO, place=place))
     assert {name for name in FILES if hub.gets(name)} == set(FILES) - whole
+
+
+def test_a_partial_file_left_by_a_killed_run_is_deleted(hub, place):
+    blobs = place.cache_dir / "models--inclusionAI--Tiny-fp4" / "blobs"
+    blobs.mkdir(parents=True)
+    stale = blobs / f"{blob_name(SHARD, FILES[SHARD])}.0badc0de.incomplete"
+    stale.write_bytes(b"x" * 5000)
+    _assert_whole(fetch_checkpoint(REPO, place=place))
+    assert not stale.exists()
 
 
 def test_a_disk_too_small_for_the_missing_bytes_is_refused_before_any_transfer(hub, place):
