@@ -15,7 +15,17 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from app import __version__
-from app.commands import bench, chat, doctor, export, history, importing, prepare, serve
+from app.commands import (
+    bench,
+    chat,
+    doctor,
+    download,
+    export,
+    history,
+    importing,
+    prepare,
+    serve,
+)
 from app.errors import LingChatError, PreflightFailed
 
 COMMANDS: dict[str, ModuleType] = {
@@ -26,6 +36,7 @@ COMMANDS: dict[str, ModuleType] = {
     "bench": bench,
     "serve": serve,
     "prepare": prepare,
+    "download": download,
 }
 
 

@@ -32,4 +32,13 @@ def isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     (root / "config.toml").touch()  # a LING_CHAT_CONFIG that names no file is an error
     monkeypatch.setenv("LING_CHAT_CONFIG", str(root / "config.toml"))
     monkeypatch.setenv("LING_CHAT_DATA_DIR", str(root / "data"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(root / "hf-cache"))
     return root
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_hub_network():
+    """huggingface_hub's requests go to a transport that refuses them: no test reaches the Hub."""
+    from tests.fixtures.hub_double import refuse_network
+
+    refuse_network()

@@ -22,8 +22,9 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+from app.backend.download import Progress, fetch_checkpoint, is_hub_id
 from app.backend.engine_config import (
     REASONING_PARSER,
     EngineConfig,
@@ -55,6 +56,7 @@ CRASH_POLL_S = 0.5
 ABORT_WAIT_S = 2.0
 """How long a stop waits for the engine loop to take the abort."""
 LOAD_STAGE = "Loading weights, compiling Humming kernels, capturing CUDA graphs"
+DOWNLOAD_STAGE = "Downloading the checkpoint"
 WARMUP_STAGE = "Warming up and measuring accept length"
 
 
@@ -77,10 +79,9 @@ def check_model_path(model_path: str) -> None:
     Raises:
         ModelNotFound: one line naming the path.
     """
+    if is_hub_id(model_path):
+        return  # fetched into the Hugging Face cache at start-up (app/backend/download.py)
     path = Path(model_path).expanduser()
-    looks_local = path.is_absolute() or model_path.startswith((".", "~")) or path.exists()
-    if not looks_local:
-        return  # a Hugging Face id: SGLang resolves (and caches) it
     if not path.is_dir():
         raise ModelNotFound(f"model path {path} does not exist")
     if not (path / "config.json").is_file():
@@ -253,6 +254,9 @@ class EngineBackend:
         except ImportError as exc:
             raise engine_missing(exc) from exc
         yield stage("Importing SGLang", True)
+        if is_hub_id(self.config.model_path):
+            async for fetched in self._download(t0):
+                yield fetched
         self._prepare_environment()
         self._install_sigquit_handler()
         kwargs = self.server_kwargs = server_args(self.config, gpu)
@@ -300,6 +304,31 @@ class EngineBackend:
             min_accept_length=self.config.min_accept_length,
             warmup_accept_length=accept,
         )
+
+    async def _download(self, t0: float) -> AsyncIterator[LoadStage]:
+        """Fetch what the Hugging Face cache lacks, with its progress (see `fetch_checkpoint`)."""
+        loop = asyncio.get_running_loop()
+        updates: asyncio.Queue[Progress] = asyncio.Queue()
+
+        def report(progress: Progress) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the app quit
+                loop.call_soon_threadsafe(updates.put_nowait, progress)
+
+        model = self.config.model_path
+        fetch = in_daemon_thread(lambda: fetch_checkpoint(model, report))
+        yield LoadStage(DOWNLOAD_STAGE, False, time.perf_counter() - t0, "checking the cache")
+        while not fetch.done():
+            await asyncio.wait({fetch}, timeout=0.25)
+            latest = None
+            while not updates.empty():
+                latest = updates.get_nowait()
+            if latest is not None:
+                elapsed = time.perf_counter() - t0
+                yield LoadStage(
+                    DOWNLOAD_STAGE, False, elapsed, latest.line(), latest.done, latest.total
+                )
+        fetch.result()
+        yield LoadStage(DOWNLOAD_STAGE, True, time.perf_counter() - t0, "in the cache")
 
     async def proof(self) -> ProofReport:
         """The report judged at start-up."""
@@ -429,6 +458,10 @@ class EngineBackend:
             watchdog = getattr(engine.tokenizer_manager, "_subprocess_watchdog", None)
             if watchdog is not None:
                 await asyncio.to_thread(watchdog.stop)
+            if self._thread is not None:  # on the loop that owns the sockets
+                closing = self._thread.call(lambda: close_ipc(engine, engine.tokenizer_manager))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(closing, ABORT_WAIT_S)
         if self._children_before is not None:  # also when quitting mid-load
             pids = sorted(_children() - self._children_before)
             self._children_before = None
@@ -571,6 +604,56 @@ def last_error(log: str) -> str | None:
         if match := ERROR_LINE.match(line.strip()):
             return f"{match.group(1)}: {match.group(2)}"[:300]
     return None
+
+
+def close_ipc(*owners: object) -> None:
+    """Close the zmq sockets these objects hold and end their contexts, dropping unsent messages.
+
+    SGLang 0.5.23's `Engine.shutdown` closes only its RPC socket (and ling-chat stops SGLang's
+    processes itself); the tokenizer manager's sockets to the scheduler and from the
+    detokenizer stay open. pyzmq ends a context when it is garbage-collected, and with the
+    default linger that waits until every queued message reaches a process that is gone:
+    `ling-chat bench` hung there after its table. `destroy(linger=0)` closes every socket of
+    the context and returns at once.
+    """
+    zmq = sys.modules.get("zmq")
+    if zmq is None:  # nothing imported pyzmq: there are no sockets
+        return
+    contexts = {
+        id(value.context): value.context
+        for owner in owners
+        for value in vars(owner).values()
+        if isinstance(value, zmq.Socket)
+    }
+    for context in contexts.values():
+        context.destroy(linger=0)
+
+
+def in_daemon_thread(fn: Callable[[], T]) -> asyncio.Future[T]:
+    """Run `fn` on a daemon thread: quitting meanwhile does not wait for it (a download)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if future.done():  # the caller went away
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(cast(T, result))
+
+    def work() -> None:
+        result: T | None = None
+        error: BaseException | None = None
+        try:
+            result = fn()
+        except BaseException as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, daemon=True).start()
+    return future
 
 
 def start_resource_tracker() -> None:

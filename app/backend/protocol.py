@@ -24,6 +24,9 @@ class LoadStage:
     elapsed_s: float
     """Seconds since start-up began."""
     detail: str = ""
+    bytes_done: int | None = None
+    """For a download: bytes of the checkpoint on disk so far."""
+    bytes_total: int | None = None
 
 
 class Verdict(StrEnum):

@@ -190,7 +190,8 @@ class BenchRun:
     created_at: str
     """ISO 8601, UTC."""
     git: Mapping[str, Any] | None
-    """{"commit": sha, "dirty": bool}, or None outside a git checkout."""
+    """ling-chat's own {"version", "commit", "dirty"}; commit and dirty are None when no git
+    checkout tracks the `app` package (an installed wheel). None in runs from before."""
     plan: Mapping[str, Any]
     """Profiles, workload descriptions, peak bandwidth, model: everything chosen up front."""
     profiles: tuple[ProfileResult, ...]

@@ -11,9 +11,11 @@ import subprocess
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from app import __version__
 from app.backend.engine import check_model_path, engine_missing
 from app.backend.engine_config import PROFILES
 from app.bench.bandwidth import roofline_columns
@@ -31,12 +33,15 @@ from app.commands.common import (
     settings_from,
     sglang_overrides,
 )
+from app.commands.download import fetch_model
 from app.commands.prepare import prepare_engines
 from app.errors import ConfigError
 from app.files import write_atomic
 from app.telemetry.roofline import DGX_SPARK_GBPS
 
 DEFAULT_PROFILES = ("baseline", "humming", "humming+fp8", "stack")
+APP_PACKAGE = Path(__file__).resolve().parents[1]
+"""The `app` package's folder."""
 
 
 def _count(minimum: int) -> Callable[[str], int]:
@@ -201,6 +206,7 @@ def _bench(args: argparse.Namespace) -> int:
     workloads = _workloads(args)
     settings = settings_from(args)
     check_model_path(settings.model_path)  # one line now, not one failure per profile
+    fetch_model(settings.model_path)
     overrides = sglang_overrides(args)
     try:
         from app.backend.bench_engine import bench_engine_factory
@@ -220,7 +226,7 @@ def _bench(args: argparse.Namespace) -> int:
         "engine_overrides": overrides,
     }
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    git = git_state(Path(__file__).resolve().parent)
+    git = source_state()
 
     def as_run(done: tuple[ProfileResult, ...]) -> BenchRun:
         return BenchRun(created_at=started, git=git, plan=plan, profiles=done)
@@ -273,12 +279,16 @@ def read_json(path: Path) -> BenchRun:
         raise ConfigError(f"{path}: not a ling-chat bench result ({exc})") from exc
 
 
-def git_state(directory: Path) -> dict[str, Any] | None:
-    """{"commit", "dirty"} of the checkout holding `directory`, or None without one."""
+def source_state(package: Path = APP_PACKAGE) -> dict[str, Any]:
+    """ling-chat's own version, and the commit of the git checkout that tracks its package.
+
+    The commit (and dirty) is None when no checkout tracks `package` (an installed wheel),
+    whichever repository the command runs in or the installation sits inside.
+    """
 
     def git(*argv: str) -> str:
         return subprocess.run(
-            ["git", "-C", str(directory), *argv],
+            ["git", "-C", str(package.parent), *argv],
             capture_output=True,
             text=True,
             check=True,
@@ -286,9 +296,18 @@ def git_state(directory: Path) -> dict[str, Any] | None:
         ).stdout.strip()
 
     try:
-        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
+        version = metadata.version("ling-chat")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        version = __version__
+    try:
+        git("ls-files", "--error-unmatch", f"{package.name}/__init__.py")
+        return {
+            "version": version,
+            "commit": git("rev-parse", "HEAD"),
+            "dirty": bool(git("status", "--porcelain")),
+        }
     except (OSError, subprocess.SubprocessError):
-        return None
+        return {"version": version, "commit": None, "dirty": None}
 
 
 def _compare(args: argparse.Namespace) -> int:

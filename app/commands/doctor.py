@@ -23,10 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.commands.download import fetch_model
     from app.commands.prepare import engine_backend
 
     print(environment())
-    backend = engine_backend(settings_from(args), args, show=_preflight_line)
+    settings = settings_from(args)
+    fetch_model(settings.model_path)  # a text bar here, not one line per progress stage
+    backend = engine_backend(settings, args, show=_preflight_line)
     report = asyncio.run(run_doctor(backend))
     return 0 if report.ok else 2
 

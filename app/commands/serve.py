@@ -13,6 +13,7 @@ from app.commands.common import (
     sglang_overrides,
 )
 from app.commands.doctor import format_report
+from app.commands.download import fetch_model
 from app.commands.prepare import prepare_engines
 from app.errors import ConfigError
 
@@ -30,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = serve_overrides(args)
     settings = settings_from(args)
     config = engine_config(settings, overrides)
+    fetch_model(settings.model_path)
     prepare_engines(settings, args, [config])
     from app.backend.server import serve
 

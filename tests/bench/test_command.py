@@ -48,6 +48,12 @@ class _EngineModule(types.ModuleType):
         return start
 
 
+@pytest.fixture(autouse=True)
+def _checkpoint_at_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checkpoint needs no download here (tests/backend/test_download.py covers it)."""
+    monkeypatch.setattr(bench, "fetch_model", lambda model_path: model_path)
+
+
 def _engine(monkeypatch: pytest.MonkeyPatch, script: list[Any]) -> _EngineModule:
     module = _EngineModule(script)
     monkeypatch.setitem(sys.modules, "app.backend.bench_engine", module)

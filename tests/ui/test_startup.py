@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Static
+from textual.widgets import ProgressBar, Static
 
 from app.backend.protocol import LoadStage, ProofReport
 from app.errors import BackendError, ProofFailed
@@ -159,3 +159,30 @@ async def test_ctrl_c_while_loading_shuts_down_and_exits_cleanly(
         await wait_until(pilot, lambda: not app.is_running)
     assert app.return_code == 0
     assert backend.shutdown_calls == 1
+
+
+async def test_a_download_shows_a_progress_bar_with_bytes_rate_and_time_left(
+    make_app: MakeApp, clock: FakeClock
+) -> None:
+    name = "Downloading the checkpoint"
+    line = "35.0 GB of 70.0 GB · 85.0 MB/s · 6:51 left"
+    backend = ScriptedBackendDouble(
+        clock=clock,
+        stages=[
+            LoadStage("Importing SGLang", True, 4.2),
+            LoadStage(name, False, 4.2, "checking the cache"),
+            LoadStage(name, False, 9.0, line, 35_000_000_000, 70_000_000_000),
+        ],
+        hold_start=True,
+    )
+    app = make_app(backend)
+    async with app.run_test(size=SIZE) as pilot:
+        stages = app.screen.query_one("#stages", Static)
+        bar = app.screen.query_one("#download", ProgressBar)
+        await wait_until(pilot, lambda: line in text_of(stages))
+        assert bar.display and bar.percentage == 0.5
+        app.screen.show_stage(LoadStage(name, True, 420.0, "in the cache"))
+        await pilot.pause()
+        assert not bar.display
+        backend.release()
+        await chat_screen(pilot)

@@ -12,7 +12,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, ProgressBar, Static
 
 from app.backend.protocol import BackendInfo, LoadStage, ProofReport
 from app.ui.format import proof_text, seconds
@@ -58,6 +58,7 @@ class StartupScreen(Screen[None]):
                 id="startup-title",
             )
             yield Static("", id="stages")
+            yield ProgressBar(id="download", show_eta=False)
             yield Static("", id="startup-status")
             yield Static("", id="report")
             yield Static("", id="startup-hint")
@@ -66,6 +67,7 @@ class StartupScreen(Screen[None]):
     def on_mount(self) -> None:
         self._status("")
         self.query_one("#report").display = False
+        self.query_one("#download").display = False
         self._draw()
         self.set_interval(TICK_S, self._draw)
 
@@ -81,7 +83,17 @@ class StartupScreen(Screen[None]):
             known.detail = stage.detail
         if stage.done:
             known.took_s = max(0.0, stage.elapsed_s - known.began_s)
+        self._show_bytes(stage)
         self._draw()
+
+    def _show_bytes(self, stage: LoadStage) -> None:
+        """A download's progress bar, shown while its stage runs."""
+        bar = self.query_one("#download", ProgressBar)
+        if stage.bytes_total and not stage.done:
+            bar.update(total=stage.bytes_total, progress=stage.bytes_done or 0)
+            bar.display = True
+        elif stage.done and bar.display:
+            bar.display = False
 
     def show_checking(self) -> None:
         """Loading is over; the proof is being collected."""
