@@ -8,6 +8,7 @@ Each command lives in `app/commands/<name>.py` with `add_arguments(parser)` and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
 import sys
@@ -17,6 +18,7 @@ from types import ModuleType
 from app import __version__
 from app.commands import bench, chat, doctor, export, history, importing, serve
 from app.errors import LingChatError
+from app.textsafe import for_terminal
 
 COMMANDS: dict[str, ModuleType] = {
     "doctor": doctor,
@@ -49,11 +51,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     module = COMMANDS.get(args.command, chat)
     try:
-        status = int(module.run(args))
+        if module is chat:  # the full-screen UI makes its own text safe
+            status = int(module.run(args))
+        else:
+            with contextlib.redirect_stdout(for_terminal(sys.stdout)):
+                status = int(module.run(args))
         sys.stdout.flush()  # a full disk or closed pipe shows here, not at interpreter exit
         return status
     except LingChatError as exc:
-        print(f"ling-chat: error: {exc}", file=sys.stderr)
+        print(f"ling-chat: error: {exc}", file=for_terminal(sys.stderr))
         return 1
     except KeyboardInterrupt:
         return 130
