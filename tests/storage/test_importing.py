@@ -83,7 +83,9 @@ def test_a_malformed_record_adds_nothing(source: ChatStore, tmp_path: Path) -> N
     document["conversations"][1]["messages"][0]["role"] = "robot"
     path.write_text(json.dumps(document))
     with ChatStore.open(tmp_path / "target.db") as target:
-        with pytest.raises(ImportFailed, match=r"conversations\[1\]\.messages\[0\]\.role: 'robot' is not one of"):
+        with pytest.raises(
+            ImportFailed, match=r"conversations\[1\]\.messages\[0\]\.role: 'robot' is not one of"
+        ):
             import_export(target, path)
         assert target.list_conversations(include_archived=True) == []
 

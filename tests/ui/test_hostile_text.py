@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 
 from app.backend.protocol import ProofLine, ProofReport, Verdict
@@ -95,3 +96,20 @@ async def test_a_proof_from_a_hostile_server_shows_escapes_as_visible_text(
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: "detail" in screen_text(app))
         assert_drawn_safely(app, "detail ␛]0;PWNED")
+
+
+async def test_a_chat_with_damaged_rows_opens_with_placeholders(
+    chat_app: LingChatApp, store: ChatStore
+) -> None:
+    _stored_hostile_chat(store)
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE conversations SET sampling = '{not json', created_at = 'no date'")
+        db.execute("UPDATE messages SET status = 'weird' WHERE role = 'user'")
+        db.execute("UPDATE measurements SET decode_tps = 1e999, ttft_s = 'soon', extra = 'x'")
+    db.close()
+    async with chat_app.run_test(size=(200, 50)) as pilot:
+        screen = await chat_screen(pilot)
+        await pilot.pause(0.2)
+        assert screen.conversation is not None
+        assert_drawn_safely(chat_app, f"ask {SHOWN[:20]}", "✗ error: E␛]0;PWNED")
+        assert "inf tok/s" not in screen_text(chat_app)
