@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from app.chat import Sampling
 from app.cli import main
 from app.settings import load_settings
 from app.storage import ChatStore, MessageStatus
@@ -98,3 +99,10 @@ def test_an_empty_import_file_fails(tmp_path: Path, capsys: pytest.CaptureFixtur
     empty.touch()
     assert main(["import", str(empty)]) == 1
     assert capsys.readouterr().err == f"ling-chat: error: no conversations in {empty}\n"
+
+
+def test_valid_stored_sampling_reads_back_as_it_was() -> None:
+    sampling = Sampling(temperature=0.0, top_p=1.0, top_k=-1, max_new_tokens=7)
+    with ChatStore.open(load_settings().db_path) as store:
+        chat = store.create_conversation("off", sampling=sampling)
+        assert store.get_conversation(chat.id).sampling == sampling

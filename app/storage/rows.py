@@ -60,11 +60,11 @@ def stored_sampling(text: Any) -> Sampling:
     stored = _json(text, {})
     if not isinstance(stored, dict):
         return _DEFAULT_SAMPLING
-    values = {}
+    values: dict[str, Any] = {}
     for name in _SAMPLING_FIELDS:
         value, default = stored.get(name), getattr(_DEFAULT_SAMPLING, name)
-        whole = isinstance(default, int)
-        fits = _number(value) is not None and (not whole or type(value) is int)
+        kind = int if isinstance(default, int) else int | float
+        fits = isinstance(value, kind) and not isinstance(value, bool) and math.isfinite(value)
         values[name] = value if fits else default
     return Sampling(**values)
 
