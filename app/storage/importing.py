@@ -225,7 +225,7 @@ def _choice(record: Mapping[str, Any], key: str, kind: type[StrEnum]) -> str:
 
 
 def _kind(value: Any) -> str:
-    return "missing" if value is None else f"a {type(value).__name__}"
+    return "null" if value is None else f"a {type(value).__name__}"
 
 
 def _sampling(record: Mapping[str, Any]) -> Sampling:
