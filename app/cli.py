@@ -8,6 +8,7 @@ Each command lives in `app/commands/<name>.py` with `add_arguments(parser)` and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
 import sys
@@ -27,6 +28,7 @@ from app.commands import (
     serve,
 )
 from app.errors import LingChatError, PreflightFailed
+from app.textsafe import for_terminal
 
 COMMANDS: dict[str, ModuleType] = {
     "doctor": doctor,
@@ -61,11 +63,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     module = COMMANDS.get(args.command, chat)
     try:
-        status = int(module.run(args))
+        if module is chat:  # the full-screen UI makes its own text safe
+            status = int(module.run(args))
+        else:
+            with contextlib.redirect_stdout(for_terminal(sys.stdout)):
+                status = int(module.run(args))
         sys.stdout.flush()  # a full disk or closed pipe shows here, not at interpreter exit
         return status
     except LingChatError as exc:
-        print(f"ling-chat: error: {exc}", file=sys.stderr)
+        print(f"ling-chat: error: {exc}", file=for_terminal(sys.stderr))
         return PREFLIGHT_STATUS if isinstance(exc, PreflightFailed) else 1
     except KeyboardInterrupt:
         return 130

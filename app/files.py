@@ -1,4 +1,4 @@
-"""Writing a file whole or not at all."""
+"""Writing a file whole or not at all; creating files and folders private to the user."""
 
 from __future__ import annotations
 
@@ -40,6 +40,41 @@ def write_atomic(path: Path, chunks: Iterable[str]) -> None:
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+def private_dir(path: Path) -> None:
+    """Create the folder `path` and its missing parents private to the user (mode 0700,
+    whatever the umask); folders that exist are left as they are.
+
+    Raises:
+        OSError: a folder cannot be created.
+    """
+    missing = [folder for folder in (path, *path.parents) if not folder.exists()]
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # made meanwhile by another process
+        os.chmod(folder, 0o700)
+    path.mkdir(exist_ok=True)  # raises when `path` is a file
+
+
+def private_file(path: Path) -> bool:
+    """Create `path` empty and private to the user (mode 0600, whatever the umask) unless it
+    exists; False when it did (it is left untouched).
+
+    Raises:
+        OSError: the file cannot be created.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    return True
 
 
 def _regular_target(path: Path) -> Path:

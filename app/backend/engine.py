@@ -49,6 +49,7 @@ from app.backend.warmup import PLAN, warm_up
 from app.backend.wire import chat_messages
 from app.chat import ChatMessage, Sampling, fit_to_context
 from app.errors import BackendError, EngineCrashed, ModelNotFound
+from app.files import private_dir, private_file
 
 T = TypeVar("T")
 CRASH_POLL_S = 0.5
@@ -542,8 +543,9 @@ class EngineBackend:
         """Logging to a file in the data dir, and the plan for the scheduler's patches."""
         config_path = self.log_file.with_suffix(".logging.json")
         try:
-            self.log_file.parent.mkdir(parents=True, exist_ok=True)
-            self.log_file.touch()
+            private_dir(self.log_file.parent)
+            private_file(self.log_file)
+            private_file(config_path)
             config_path.write_text(json.dumps(logging_config(self.log_file)))
         except OSError as exc:
             folder = self.log_file.parent

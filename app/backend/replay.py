@@ -44,7 +44,7 @@ from app.backend.protocol import (
 from app.backend.wire import chat_messages
 from app.chat import ChatMessage, Sampling
 from app.errors import BackendError, ExportError
-from app.files import write_atomic
+from app.files import private_dir, write_atomic
 
 TRACE_FORMAT: Final = "ling-chat-trace"
 TRACE_VERSION: Final = 1
@@ -291,7 +291,7 @@ class RecordingBackend:
     def _save(self) -> None:
         """Rewrite the trace; a failure is kept in `save_error`, never raised into the chat."""
         try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self._path.parent)
             write_atomic(self._path, [json.dumps(self._trace, ensure_ascii=False)])
         except ExportError as exc:
             self.save_error = str(exc)

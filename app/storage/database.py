@@ -11,6 +11,7 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from app.errors import DatabaseCorrupt, DatabaseLocked, StorageError
+from app.files import private_dir, private_file
 from app.storage.schema import MIGRATIONS
 
 
@@ -30,9 +31,15 @@ class Connection:
         self.path = path
         self.busy_timeout_s = busy_timeout_s
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(path.parent)
         except OSError as exc:
             raise StorageError(f"cannot create {path.parent}: {exc.strerror}") from exc
+        try:
+            private_file(path)  # SQLite gives the -wal and -shm files the same mode
+        except IsADirectoryError:
+            pass  # SQLite's own error names it
+        except OSError as exc:
+            raise StorageError(f"cannot create {path}: {exc.strerror}") from exc
         with self.errors():
             conn = sqlite3.connect(path, timeout=busy_timeout_s)
         try:

@@ -93,7 +93,7 @@ def as_json(export: Export) -> Iterator[str]:
         "engine_runs": [_run_record(run) for run in export.engine_runs.values()],
         "conversations": [_thread_record(thread) for thread in export.threads],
     }
-    yield json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    yield json.dumps(document, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
 
 
 def as_jsonl(export: Export) -> Iterator[str]:
@@ -104,7 +104,7 @@ def as_jsonl(export: Export) -> Iterator[str]:
             "engine_runs": [_run_record(export.engine_runs[i]) for i in sorted(_run_ids(thread))],
             "conversation": _thread_record(thread),
         }
-        yield json.dumps(line, ensure_ascii=False) + "\n"
+        yield json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def as_csv(export: Export) -> Iterator[str]:

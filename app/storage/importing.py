@@ -8,15 +8,19 @@ skipped, and an engine run already present is reused, so importing twice adds no
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
+from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from sqlite_utils import Database
 
-from app.chat import Role
+from app.chat import Role, Sampling
 from app.errors import ImportFailed
 from app.storage import rows
 from app.storage.export import SCHEMA_VERSION
@@ -25,17 +29,18 @@ from app.storage.store import ChatStore
 from app.telemetry import ReplyStats
 
 _RUN_KEYS = ("kind", "model", "sglang_version", "profile", "proof_summary", "started_at")
-_MALFORMED = (
-    KeyError,
+_ERRORS = (
     TypeError,
+    RecursionError,  # a proof or extra object nested too deeply to store
     ValueError,
     OverflowError,  # an integer too large for SQLite
     sqlite3.IntegrityError,  # a required value is null
     sqlite3.InterfaceError,  # a value SQLite cannot store
     sqlite3.ProgrammingError,
 )
-"""What a record of wrong shape or types raises while it is inserted."""
+"""What a record of a shape the checks missed raises while it is inserted."""
 _STATS_NUMBERS = [f.name for f in fields(ReplyStats) if f.name not in ("accept_histogram", "extra")]
+_STATS_WHOLE = frozenset({"prompt_tokens", "completion_tokens", "verify_ct"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,33 +80,72 @@ def read_export(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
 def import_export(store: ChatStore, path: Path) -> Imported:
     """Add the conversations of an export file to `store`, all or nothing.
 
+    Every field is checked for its type and range first; the error names the record and
+    the field, e.g. `conversations[0].sampling.temperature`.
+
     Raises:
-        ImportFailed: the file is unreadable or malformed (then nothing was added).
+        ImportFailed: the file is unreadable, malformed or holds no conversation (then
+            nothing was added).
         StorageError: the history cannot be written.
     """
     runs, conversations = read_export(path)
+    if not conversations:
+        raise ImportFailed(f"no conversations in {path}")
     with store.transaction() as db:
         try:
-            run_ids = {run["id"]: _run_id(db, run) for run in runs}
-            added = sum(_conversation(db, c, run_ids) for c in conversations)
-        except _MALFORMED as exc:
-            raise ImportFailed(f"{path}: a malformed record ({type(exc).__name__}: {exc})") from exc
+            run_ids = {}
+            for index, run in enumerate(runs):
+                with _within(f"engine_runs[{index}]"):
+                    run_ids[run["id"]] = _run_id(db, run)
+            added = 0
+            for index, record in enumerate(conversations):
+                with _within(f"conversations[{index}]"):
+                    added += _conversation(db, record, run_ids)
+        except _Malformed as exc:
+            raise ImportFailed(f"{path}: {exc}") from exc
     return Imported(added, len(conversations) - added)
+
+
+class _Malformed(Exception):
+    """A field of wrong type or range; the message starts with the field's path."""
+
+
+@contextmanager
+def _within(where: str) -> Iterator[None]:
+    """Prefix the path of any malformed field inside with `where`."""
+    try:
+        yield
+    except _Malformed as exc:
+        raise _Malformed(f"{where}.{exc}") from exc
+    except KeyError as exc:
+        raise _Malformed(f"{where}: the field {exc} is missing") from exc
+    except _ERRORS as exc:
+        raise _Malformed(f"{where}: {exc}") from exc
 
 
 def _documents(path: Path, text: str) -> Iterator[tuple[str, Any]]:
     """(where, parsed JSON) for the whole file, or for each line of a JSONL file."""
     try:
-        yield str(path), json.loads(text)
-        return
+        whole = _parse(str(path), text)
     except json.JSONDecodeError:
         pass
+    else:
+        yield str(path), whole
+        return
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                yield f"{path}:{number}", json.loads(line)
+                yield f"{path}:{number}", _parse(f"{path}:{number}", line)
             except json.JSONDecodeError as exc:
                 raise ImportFailed(f"{path}:{number}: not JSON ({exc.msg})") from exc
+
+
+def _parse(where: str, text: str) -> Any:
+    """JSON text parsed; nesting deeper than Python's stack is refused, not a crash."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ImportFailed(f"{where}: JSON nested too deeply to be an export") from None
 
 
 def _engine_runs(where: str, document: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -118,7 +162,7 @@ def _object(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     """`record[key]`, which must be a JSON object."""
     value = record[key]
     if not isinstance(value, dict):
-        raise TypeError(f"{key} is {type(value).__name__}, not an object")
+        raise _Malformed(f"{key}: {_kind(value)}, not an object")
     return value
 
 
@@ -126,7 +170,18 @@ def _text(record: Mapping[str, Any], key: str, *, optional: bool = False) -> str
     """`record[key]`, which must be a string (or null or missing, when `optional`)."""
     value = record.get(key) if optional else record[key]
     if not isinstance(value, str) and not (optional and value is None):
-        raise TypeError(f"{key} is {type(value).__name__}, not a string")
+        raise _Malformed(f"{key}: {_kind(value)}, not a string")
+    return value
+
+
+def _date(record: Mapping[str, Any], key: str, *, optional: bool = False) -> str | None:
+    """`record[key]`, which must be an ISO-8601 date and time (or null, when `optional`)."""
+    value = _text(record, key, optional=optional)
+    if value is not None:
+        try:
+            datetime.fromisoformat(value)
+        except ValueError:
+            raise _Malformed(f"{key}: {value!r} is not an ISO-8601 date and time") from None
     return value
 
 
@@ -134,29 +189,78 @@ def _flag(record: Mapping[str, Any], key: str) -> bool:
     """`record[key]`, which must be true or false."""
     value = record[key]
     if not isinstance(value, bool):
-        raise TypeError(f"{key} is {type(value).__name__}, not true or false")
+        raise _Malformed(f"{key}: {_kind(value)}, not true or false")
     return value
 
 
+def _number(
+    record: Mapping[str, Any],
+    key: str,
+    *,
+    whole: bool = False,
+    low: float = 0.0,
+    high: float = math.inf,
+    above_low: bool = False,
+) -> None:
+    """Check that `record[key]`, when present and not null, is a finite number in range."""
+    value = record.get(key)
+    if value is None:
+        return
+    kind = "a whole number" if whole else "a number"
+    if isinstance(value, bool) or not isinstance(value, int if whole else int | float):
+        raise _Malformed(f"{key}: {_kind(value)}, not {kind}")
+    opening = "above" if above_low else "at least"
+    if not math.isfinite(value) or value < low or (above_low and value == low) or value > high:
+        limit = f"{opening} {low:g}" + (f" and at most {high:g}" if high != math.inf else "")
+        raise _Malformed(f"{key}: {value!r} is not {kind} {limit}")
+
+
+def _choice(record: Mapping[str, Any], key: str, kind: type[StrEnum]) -> str:
+    """`record[key]`, which must be one of `kind`'s values."""
+    value = record[key]
+    if not isinstance(value, str) or value not in {member.value for member in kind}:
+        allowed = ", ".join(member.value for member in kind)
+        raise _Malformed(f"{key}: {value!r} is not one of {allowed}")
+    return str(value)
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else f"a {type(value).__name__}"
+
+
+def _sampling(record: Mapping[str, Any]) -> Sampling:
+    """The conversation's sampling, each value in the range the settings allow."""
+    data = _object(record, "sampling")
+    with _within("sampling"):
+        _number(data, "temperature", high=2.0)
+        _number(data, "top_p", high=1.0, above_low=True)
+        _number(data, "top_k", whole=True, low=-1)
+        _number(data, "max_new_tokens", whole=True, low=1, high=131072)
+        return rows.sampling_from(data)
+
+
 def _stats(message: Mapping[str, Any]) -> ReplyStats:
-    """A reply's measurements: an object whose numbers are numbers (or null)."""
+    """A reply's measurements: finite numbers >= 0, token counts whole (or null)."""
     data = _object(message, "stats")
-    for key in _STATS_NUMBERS:
-        value = data.get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float | None):
-            raise TypeError(f"stats.{key} is {type(value).__name__}, not a number")
-    histogram = data.get("accept_histogram")
-    if histogram is not None and not (
-        isinstance(histogram, list) and all(type(n) is int for n in histogram)
-    ):
-        raise TypeError("stats.accept_histogram is not a list of whole numbers")
-    return ReplyStats.from_dict(data)
+    with _within("stats"):
+        for key in _STATS_NUMBERS:
+            _number(data, key, whole=key in _STATS_WHOLE)
+        histogram = data.get("accept_histogram")
+        if histogram is not None and not (
+            isinstance(histogram, list) and all(type(n) is int and n >= 0 for n in histogram)
+        ):
+            raise _Malformed("accept_histogram: not a list of whole numbers >= 0")
+        extra = data.get("extra")
+        if extra is not None:
+            _number(_object(data, "extra"), "cached_tokens", whole=True)
+        return ReplyStats.from_dict(data)
 
 
 def _run_id(db: Database, run: Mapping[str, Any]) -> int:
     """The id of the same engine run in `db`, inserting it if it is not there."""
     where = " AND ".join(f"{key} = ?" for key in _RUN_KEYS)
-    values = [_text(run, key) for key in _RUN_KEYS]
+    values = [(_date if key == "started_at" else _text)(run, key) for key in _RUN_KEYS]
+    _object(run, "proof")
     for row in db.query(f"SELECT id FROM engine_runs WHERE {where}", values):
         return int(row["id"])
     return rows.insert(
@@ -170,7 +274,7 @@ def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any,
     """Insert one conversation with its messages; False when it is there already."""
     present = db.query(
         "SELECT 1 FROM conversations WHERE created_at = ? AND title = ?",
-        [_text(record, "created_at"), _text(record, "title")],
+        [_date(record, "created_at"), _text(record, "title")],
     )
     if next(iter(present), None) is not None:
         return False
@@ -181,29 +285,42 @@ def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any,
             "title": _text(record, "title"),
             "system_prompt": _text(record, "system_prompt"),
             "model": _text(record, "model"),
-            "sampling": rows.sampling_json(rows.sampling_from(_object(record, "sampling"))),
+            "sampling": rows.sampling_json(_sampling(record)),
             "created_at": record["created_at"],
-            "updated_at": _text(record, "updated_at"),
+            "updated_at": _date(record, "updated_at"),
             "archived": int(_flag(record, "archived")),
         },
     )
-    for message in record["messages"]:
-        message_id = rows.insert(
-            db,
-            "messages",
-            {
-                "conversation_id": conversation_id,
-                "role": Role(message["role"]).value,
-                "content": _text(message, "content"),
-                "reasoning": _text(message, "reasoning"),
-                "status": MessageStatus(message["status"]).value,
-                "error": _text(message, "error", optional=True),
-                "created_at": _text(message, "created_at"),
-                "updated_at": _text(message, "updated_at", optional=True) or message["created_at"],
-            },
-        )
-        if message.get("stats") is not None:
-            stats = _stats(message)
-            run_id = run_ids.get(message.get("engine_run_id"))
-            db.table("measurements").insert(rows.measurement(message_id, run_id, stats))
+    messages = record["messages"]
+    if not isinstance(messages, list):
+        raise _Malformed(f"messages: {_kind(messages)}, not a list")
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise _Malformed(f"messages[{index}]: {_kind(message)}, not an object")
+        with _within(f"messages[{index}]"):
+            _message(db, conversation_id, message, run_ids)
     return True
+
+
+def _message(
+    db: Database, conversation_id: int, message: Mapping[str, Any], run_ids: Mapping[Any, int]
+) -> None:
+    """Insert one message with its measurements."""
+    message_id = rows.insert(
+        db,
+        "messages",
+        {
+            "conversation_id": conversation_id,
+            "role": _choice(message, "role", Role),
+            "content": _text(message, "content"),
+            "reasoning": _text(message, "reasoning"),
+            "status": _choice(message, "status", MessageStatus),
+            "error": _text(message, "error", optional=True),
+            "created_at": _date(message, "created_at"),
+            "updated_at": _date(message, "updated_at", optional=True) or message["created_at"],
+        },
+    )
+    if message.get("stats") is not None:
+        stats = _stats(message)
+        run_id = run_ids.get(message.get("engine_run_id"))
+        db.table("measurements").insert(rows.measurement(message_id, run_id, stats))

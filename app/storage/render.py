@@ -18,9 +18,16 @@ SPEAKERS = {Role.USER: "You", Role.ASSISTANT: "Ling", Role.SYSTEM: "System"}
 """How each role is labelled for people."""
 
 
+UNKNOWN_TIME = "unknown time"
+"""What a stored timestamp that is no ISO-8601 date shows as."""
+
+
 def local_time(iso: str) -> str:
-    """A stored UTC timestamp as local `YYYY-MM-DD HH:MM`."""
-    return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+    """A stored UTC timestamp as local `YYYY-MM-DD HH:MM` (`UNKNOWN_TIME` if it is no date)."""
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+    except (TypeError, ValueError, OverflowError):
+        return UNKNOWN_TIME
 
 
 def speed_line(stats: ReplyStats | None) -> str:

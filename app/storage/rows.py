@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, fields
-from typing import Any, cast
+from enum import StrEnum
+from typing import Any, TypeVar, cast
 
 from sqlite_utils import Database
 
@@ -14,6 +16,8 @@ from app.storage.models import Conversation, EngineRun, MessageStatus, StoredMes
 from app.telemetry import ReplyStats
 
 _SAMPLING_FIELDS = {f.name for f in fields(Sampling)}
+_DEFAULT_SAMPLING = Sampling()
+_E = TypeVar("_E", bound=StrEnum)
 _MEASURED = (
     "prompt_tokens",
     "completion_tokens",
@@ -25,6 +29,9 @@ _MEASURED = (
     "accept_rate",
     "verify_ct",
 )
+_WHOLE = frozenset({"prompt_tokens", "completion_tokens", "verify_ct"})
+_REQUIRED = ("prompt_tokens", "completion_tokens", "latency_s")
+"""Stats that cannot be unknown: a damaged one reads as 0."""
 _STATS_COLUMNS = f"{', '.join(f'r.{c}' for c in _MEASURED)}, r.accept_histogram, r.extra"
 _MESSAGES_SQL = f"""
 SELECT m.*, r.id AS measured, r.engine_run_id, {_STATS_COLUMNS}
@@ -47,23 +54,42 @@ def sampling_from(stored: Mapping[str, Any]) -> Sampling:
     return Sampling(**{k: v for k, v in stored.items() if k in _SAMPLING_FIELDS})
 
 
+def stored_sampling(text: Any) -> Sampling:
+    """Sampling from its stored JSON; a value that is not a finite number of the right kind
+    (or JSON that does not parse) reads as the default, so a damaged row still opens."""
+    stored = _json(text, {})
+    if not isinstance(stored, dict):
+        return _DEFAULT_SAMPLING
+    values: dict[str, Any] = {}
+    for name in _SAMPLING_FIELDS:
+        value, default = stored.get(name), getattr(_DEFAULT_SAMPLING, name)
+        kind = int if isinstance(default, int) else int | float
+        fits = isinstance(value, kind) and not isinstance(value, bool) and math.isfinite(value)
+        values[name] = value if fits else default
+    return Sampling(**values)
+
+
 def conversation(row: Mapping[str, Any]) -> Conversation:
-    """A `conversations` row as a record."""
+    """A `conversations` row as a record (a damaged value reads as a placeholder)."""
     return Conversation(
         id=row["id"],
-        title=row["title"],
-        system_prompt=row["system_prompt"],
-        model=row["model"],
-        sampling=sampling_from(json.loads(row["sampling"])),
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
+        title=_text(row["title"]),
+        system_prompt=_text(row["system_prompt"]),
+        model=_text(row["model"]),
+        sampling=stored_sampling(row["sampling"]),
+        created_at=_text(row["created_at"]),
+        updated_at=_text(row["updated_at"]),
         archived=bool(row["archived"]),
     )
 
 
 def engine_run(row: Mapping[str, Any]) -> EngineRun:
-    """An `engine_runs` row as a record."""
-    return EngineRun(**{**row, "proof": json.loads(row["proof"])})
+    """An `engine_runs` row as a record (a proof that does not parse reads as empty)."""
+    proof = _json(row["proof"], {})
+    texts = {key: _text(value) for key, value in row.items() if key not in ("id", "proof")}
+    return EngineRun(
+        **{**texts, "id": row["id"], "proof": proof if isinstance(proof, dict) else {}}
+    )
 
 
 def measurement(message_id: int, engine_run_id: int | None, stats: ReplyStats) -> dict[str, Any]:
@@ -86,18 +112,64 @@ def select_messages(db: Database, where: str, params: Sequence[Any]) -> list[Sto
 def select_measured(db: Database) -> list[tuple[int, MessageStatus, int | None, ReplyStats]]:
     """(message id, status, engine run id, stats) of every measured reply, oldest first."""
     return [
-        (row["id"], MessageStatus(row["status"]), row["engine_run_id"], _stats(row))
+        (
+            row["id"],
+            _choice(MessageStatus, row["status"], MessageStatus.ERROR),
+            row["engine_run_id"],
+            _stats(row),
+        )
         for row in db.query(_MEASURED_SQL)
     ]
 
 
 def _stats(row: Mapping[str, Any]) -> ReplyStats:
-    histogram = row["accept_histogram"]
+    """A reply's stored stats; a number that is not finite and >= 0 reads as unknown."""
+    histogram = _json(row["accept_histogram"], None)
+    extra = _json(row["extra"], {})
+    numbers = {name: _number(row[name], whole=name in _WHOLE) for name in _MEASURED}
     return ReplyStats(
-        **{name: row[name] for name in _MEASURED},
-        accept_histogram=tuple(json.loads(histogram)) if histogram is not None else None,
-        extra=json.loads(row["extra"]),
+        **{**numbers, **{name: numbers[name] or 0 for name in _REQUIRED}},
+        accept_histogram=(
+            tuple(histogram)
+            if isinstance(histogram, list) and all(type(n) is int for n in histogram)
+            else None
+        ),
+        extra=extra if isinstance(extra, dict) else {},
     )
+
+
+def _number(value: Any, *, whole: bool = False) -> Any:
+    """`value` when it is a finite number >= 0 (an int, when `whole`), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0 or (whole and value != int(value)):
+        return None
+    return int(value) if whole else value
+
+
+def _json(text: Any, default: Any) -> Any:
+    """Stored JSON parsed, or `default` when it is missing or does not parse; a number that
+    is not finite (`NaN`, `Infinity`, `1e999`) reads as null."""
+    if not isinstance(text, str):
+        return default
+    try:
+        return json.loads(text, parse_constant=lambda _: None, parse_float=_finite_or_none)
+    except (ValueError, RecursionError):
+        return default
+
+
+def _finite_or_none(text: str) -> float | None:
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def _text(value: Any) -> str:
+    """A stored text column; another SQLite type reads as its text form."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return "" if value is None else str(value)
 
 
 def _message(row: Mapping[str, Any]) -> StoredMessage:
@@ -105,16 +177,24 @@ def _message(row: Mapping[str, Any]) -> StoredMessage:
     return StoredMessage(
         id=row["id"],
         conversation_id=row["conversation_id"],
-        role=Role(row["role"]),
-        content=row["content"],
-        reasoning=row["reasoning"],
-        status=MessageStatus(row["status"]),
-        created_at=row["created_at"],
+        role=_choice(Role, row["role"], Role.SYSTEM),
+        content=_text(row["content"]),
+        reasoning=_text(row["reasoning"]),
+        status=_choice(MessageStatus, row["status"], MessageStatus.ERROR),
+        created_at=_text(row["created_at"]),
         stats=stats,
-        error=row["error"],
+        error=None if row["error"] is None else _text(row["error"]),
         engine_run_id=row["engine_run_id"],
-        updated_at=row["updated_at"],
+        updated_at=_text(row["updated_at"]),
     )
+
+
+def _choice(kind: type[_E], value: Any, unknown: _E) -> _E:
+    """`value` as a member of `kind`, or `unknown` when it is none of them."""
+    try:
+        return kind(value)
+    except ValueError:
+        return unknown
 
 
 def touch(db: Database, conversation_id: int, now: str) -> bool:

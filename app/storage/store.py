@@ -18,6 +18,7 @@ from sqlite_utils import Database
 from app.backend.protocol import ProofReport
 from app.chat import Role, Sampling
 from app.errors import StorageError
+from app.files import private_file
 from app.storage import rows
 from app.storage.database import Connection, utc_now
 from app.storage.models import (
@@ -217,6 +218,10 @@ class ChatStore:
         """
         if os.path.lexists(path):
             raise StorageError(f"{path} exists already: a backup never overwrites a file")
+        try:
+            private_file(path)  # VACUUM INTO fills an empty file and keeps its mode
+        except OSError as exc:
+            raise StorageError(f"cannot write {path}: {exc.strerror}") from exc
         with self._connection.errors():
             try:
                 self._connection.db.execute("VACUUM INTO ?", [str(path)])

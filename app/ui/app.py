@@ -11,6 +11,7 @@ from typing import Any
 from rich.text import Text
 from textual import work
 from textual.app import App, SystemCommand
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from app.backend.protocol import ChatBackend, ProofReport
@@ -18,8 +19,9 @@ from app.chat import Sampling
 from app.errors import BackendError, ExportError, LingChatError, ProofFailed, StorageError
 from app.files import write_atomic
 from app.storage import ChatStore
+from app.textsafe import visible
 from app.ui.bindings import APP_ACTIONS, CHAT_ACTIONS, action_by_id, keys_for
-from app.ui.format import proof_text
+from app.ui.format import proof_text, visible_text
 from app.ui.reply import ReplyRun, recovery_markdown
 from app.ui.screens.chat import ChatContext, ChatScreen
 from app.ui.screens.dialogs import HelpScreen
@@ -77,6 +79,19 @@ class LingChatApp(App[None], inherit_bindings=False):
         self._backend_closed = False
         self._quit_code = 0
         self._quit_message: Text | None = None
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Textual's notification, with its control characters made visible."""
+        shown, heading = visible(message), visible(title)
+        super().notify(shown, title=heading, severity=severity, timeout=timeout, markup=markup)
 
     async def on_mount(self) -> None:
         self.set_keymap(self._user_keymap)
@@ -158,7 +173,8 @@ class LingChatApp(App[None], inherit_bindings=False):
         """Start-up failed: show the one line, shut down, exit with `code`."""
         self._startup.show_error(str(error))
         await self.close_backend()
-        self.exit(return_code=code, message=Text(f"ling-chat: error: {error}", style="red"))
+        message = Text(visible(f"ling-chat: error: {error}"), style="red")
+        self.exit(return_code=code, message=message)
 
     async def close_backend(self) -> None:
         """Shut the backend down, once."""
@@ -177,7 +193,7 @@ class LingChatApp(App[None], inherit_bindings=False):
                 unsaved += await screen.stop_for_quit()
         await self.close_backend()
         if unsaved:
-            self._quit_message = Text(self._keep_unsaved(unsaved), style="red")
+            self._quit_message = visible_text(Text(self._keep_unsaved(unsaved), style="red"))
         self.exit(return_code=self._quit_code, message=self._quit_message)
 
     def _keep_unsaved(self, runs: Sequence[ReplyRun]) -> str:

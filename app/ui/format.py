@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from rich.text import Text
+from rich.text import Span, Text
 
 from app.backend.protocol import ProofReport, Verdict
 from app.storage import MessageStatus
 from app.telemetry import ReplyStats
+from app.textsafe import is_safe, visible
 
 DASH: Final = "–"
 VERDICT_MARKS: Final = {Verdict.PASS: "✓", Verdict.FAIL: "✗", Verdict.OFF: "○"}
@@ -19,6 +20,19 @@ STATUS_MARKS: Final = {
     MessageStatus.PARTIAL: "… partial",
     MessageStatus.ERROR: "✗ error",
 }
+
+
+def visible_text(text: Text) -> Text:
+    """A Rich `Text` with its control characters made visible (`app.textsafe`), styles kept."""
+    if is_safe(text.plain):
+        return text
+    result = Text(style=text.style, justify=text.justify, no_wrap=text.no_wrap, end=text.end)
+    cuts = sorted({span.start for span in text.spans} | {span.end for span in text.spans})
+    for part in text.divide(cuts):
+        shown = visible(part.plain)
+        spans = [Span(0, len(shown), span.style) for span in part.spans]
+        result.append_text(Text(shown, style=part.style, spans=spans))
+    return result
 
 
 def rate(tps: float | None) -> str:
@@ -50,7 +64,7 @@ def ratio(value: float | None) -> str:
 
 def stats_line(status: MessageStatus, stats: ReplyStats | None, error: str | None = None) -> str:
     """The line under a finished reply, e.g. `✓ 612 tok/s · accept 3.12 (260 rounds) · …`."""
-    mark = STATUS_MARKS[status] + (f": {error}" if error else "")
+    mark = STATUS_MARKS[status] + (f": {visible(error)}" if error else "")
     parts: list[str] = []
     if stats is not None:
         if stats.decode_tps is not None:
@@ -78,4 +92,4 @@ def proof_text(report: ProofReport, *, fixes: bool = True) -> Text:
         )
         if fixes and line.verdict is Verdict.FAIL and line.fix:
             text.append(f"\n        fix: {line.fix}", style="yellow")
-    return text
+    return visible_text(text)

@@ -83,7 +83,9 @@ def test_a_malformed_record_adds_nothing(source: ChatStore, tmp_path: Path) -> N
     document["conversations"][1]["messages"][0]["role"] = "robot"
     path.write_text(json.dumps(document))
     with ChatStore.open(tmp_path / "target.db") as target:
-        with pytest.raises(ImportFailed, match=r"a malformed record \(ValueError: 'robot'"):
+        with pytest.raises(
+            ImportFailed, match=r"conversations\[1\]\.messages\[0\]\.role: 'robot' is not one of"
+        ):
             import_export(target, path)
         assert target.list_conversations(include_archived=True) == []
 
@@ -151,6 +153,98 @@ def test_a_record_of_wrong_types_is_one_line_naming_the_file_and_adds_nothing(
 )
 def test_a_file_that_is_no_export_is_one_line(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "export.jsonl"
+    path.write_text(text)
+    with ChatStore.open(tmp_path / "target.db") as target, pytest.raises(ImportFailed) as caught:
+        import_export(target, path)
+    assert "\n" not in str(caught.value)
+    assert caught.match(message)
+
+
+OUT_OF_RANGE: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "temperature a word": (
+        lambda d: d["conversations"][0]["sampling"].update(temperature="hot"),
+        r"conversations\[0\]\.sampling\.temperature: a str, not a number",
+    ),
+    "top_p 0": (
+        lambda d: d["conversations"][0]["sampling"].update(top_p=0),
+        r"conversations\[0\]\.sampling\.top_p: 0 is not a number above 0 and at most 1",
+    ),
+    "top_k 2.5": (
+        lambda d: d["conversations"][0]["sampling"].update(top_k=2.5),
+        r"sampling\.top_k: a float, not a whole number",
+    ),
+    "created_at no date": (
+        lambda d: d["conversations"][1].update(created_at="not a date"),
+        r"conversations\[1\]\.created_at: 'not a date' is not an ISO-8601 date",
+    ),
+    "message created_at no date": (
+        lambda d: _stats(d).update(created_at="yesterday"),
+        r"conversations\[0\]\.messages\[1\]\.created_at: 'yesterday' is not",
+    ),
+    "decode_tps infinite": (
+        lambda d: _stats(d)["stats"].update(decode_tps=float("inf")),
+        r"messages\[1\]\.stats\.decode_tps: inf is not a number at least 0",
+    ),
+    "decode_tps NaN": (
+        lambda d: _stats(d)["stats"].update(decode_tps=float("nan")),
+        r"stats\.decode_tps: nan is not a number at least 0",
+    ),
+    "ttft negative": (
+        lambda d: _stats(d)["stats"].update(ttft_s=-0.5),
+        r"stats\.ttft_s: -0\.5 is not a number at least 0",
+    ),
+    "tokens negative": (
+        lambda d: _stats(d)["stats"].update(completion_tokens=-3),
+        r"stats\.completion_tokens: -3 is not a whole number at least 0",
+    ),
+    "tokens a float": (
+        lambda d: _stats(d)["stats"].update(prompt_tokens=9.5),
+        r"stats\.prompt_tokens: a float, not a whole number",
+    ),
+    "histogram negative": (
+        lambda d: _stats(d)["stats"].update(accept_histogram=[1, -2]),
+        r"stats\.accept_histogram: not a list of whole numbers >= 0",
+    ),
+    "engine run started_at no date": (
+        lambda d: d["engine_runs"][0].update(started_at="soon"),
+        r"engine_runs\[0\]\.started_at: 'soon' is not",
+    ),
+    "message a string": (
+        lambda d: d["conversations"][0]["messages"].append("hi"),
+        r"conversations\[0\]\.messages\[2\]: a str, not an object",
+    ),
+}
+
+
+@pytest.mark.parametrize(("change", "message"), OUT_OF_RANGE.values(), ids=OUT_OF_RANGE.keys())
+def test_a_value_out_of_range_is_one_line_naming_the_record_and_field(
+    source: ChatStore, tmp_path: Path, change: Callable[[dict[str, Any]], None], message: str
+) -> None:
+    path = export_file(source, tmp_path / "export.json")
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document))  # NaN and Infinity as Python's json writes them
+    with ChatStore.open(tmp_path / "target.db") as target:
+        with pytest.raises(ImportFailed) as caught:
+            import_export(target, path)
+        assert target.list_conversations(include_archived=True) == []
+    assert "\n" not in str(caught.value)
+    assert str(caught.value).startswith(f"{path}: ")
+    assert caught.match(message)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[" * 100_000, r"export.json: JSON nested too deeply to be an export"),
+        ("", r"no conversations in .*export.json$"),
+        ("\n\n", r"no conversations in .*export.json$"),
+        ('{"schema_version": 1, "conversations": []}', r"no conversations in .*export.json$"),
+    ],
+    ids=["deeply nested", "empty", "blank lines", "no conversations"],
+)
+def test_a_file_with_nothing_to_import_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "export.json"
     path.write_text(text)
     with ChatStore.open(tmp_path / "target.db") as target, pytest.raises(ImportFailed) as caught:
         import_export(target, path)

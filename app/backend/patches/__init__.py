@@ -66,7 +66,7 @@ def redirect_output(log_file: str | None) -> None:
     """Point this process's fds 1 and 2 at the log file (tqdm, Triton, NVRTC noise)."""
     if not log_file:
         return
-    fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)

@@ -23,6 +23,7 @@ from app.storage.speed import speed_by_context
 from app.telemetry import ReplyStats
 from app.telemetry.health import CollapseVerdict, SpecHealth, check_collapse, check_live_collapse
 from app.telemetry.session import summarize_session
+from app.textsafe import visible
 from app.ui.bindings import CHAT_ACTIONS, action_by_id, keys_for
 from app.ui.format import proof_text
 from app.ui.reply import ReplyRequest, ReplyRun, request_messages
@@ -76,6 +77,10 @@ class ChatScreen(Screen[None]):
         self.session_stats: list[ReplyStats] = []
         """Measurements of this session's completed replies, oldest first."""
         self._code_cursor: tuple[ReplyView, int] | None = None
+
+    def validate_sub_title(self, sub_title: object) -> str | None:
+        """The header shows a chat's title with its control characters made visible."""
+        return None if sub_title is None else visible(str(sub_title))
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -240,7 +245,7 @@ class ChatScreen(Screen[None]):
             warning = f"Optimizations not proven ({proof.summary()}): {why} shows why."
         banner = self.query_one("#banner", Static)
         banner.display = warning is not None
-        banner.update(Text(f"⚠ {warning}" if warning else ""))
+        banner.update(Text(visible(f"⚠ {warning}") if warning else ""))
 
     @property
     def run(self) -> ReplyRun | None:

@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Static, TextArea
 
 from app.chat import Sampling
+from app.textsafe import visible
 from app.ui.bindings import ALL_ACTIONS, action_by_id, keys_for
 
 T = TypeVar("T")
@@ -41,7 +42,7 @@ class ConfirmDialog(Dialog[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
-            yield Static(self._question, markup=False)
+            yield Static(visible(self._question), markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self._confirm, variant="error", id="yes")
                 yield Button("Cancel", id="no")
@@ -64,7 +65,7 @@ class RenameDialog(Dialog[str]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
             yield Label("Rename chat")
-            yield Input(self._title, id="title")
+            yield Input(visible(self._title), id="title")
             yield Label("Enter saves · Esc cancels", classes="dialog-hint")
 
     @on(Input.Submitted, "#title")

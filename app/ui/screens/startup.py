@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
 
 from app.backend.protocol import BackendInfo, LoadStage, ProofReport
-from app.ui.format import proof_text, seconds
+from app.ui.format import proof_text, seconds, visible_text
 
 SPINNER: Final = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 TICK_S: Final = 0.25
@@ -135,7 +135,7 @@ class StartupScreen(Screen[None]):
 
     def _status(self, status: str | Text) -> None:
         widget = self.query_one("#startup-status", Static)
-        widget.update(status)
+        widget.update(visible_text(Text(status) if isinstance(status, str) else status))
         widget.display = bool(status)
 
     def _draw(self) -> None:
@@ -162,4 +162,4 @@ class StartupScreen(Screen[None]):
         text.append(f"\n Elapsed {seconds(elapsed)}", style="dim")
         if self._finished_at is None:
             text.append("   ·   Ctrl+C cancels", style="dim")
-        self.query_one("#stages", Static).update(text)
+        self.query_one("#stages", Static).update(visible_text(text))

@@ -14,6 +14,7 @@ from textual.widgets.markdown import MarkdownFence, MarkdownStream
 
 from app.chat import Role
 from app.storage import StoredMessage
+from app.textsafe import visible
 from app.ui.format import stats_line
 
 THINKING: Final = "Thinking…"
@@ -33,7 +34,7 @@ class UserMessage(Static):
     """What the user wrote, shown verbatim."""
 
     def __init__(self, content: str, message_id: int) -> None:
-        super().__init__(content, markup=False, classes="user")
+        super().__init__(visible(content), markup=False, classes="user")
         self.message_id = message_id
         self.border_title = "You"
 
@@ -76,9 +77,9 @@ class ReplyView(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         title = THINKING if self._streaming else _thinking_title(self.reasoning)
         with Collapsible(title=title, collapsed=not self._streaming):
-            yield Markdown(self.reasoning, classes="reasoning")
-        yield Markdown(self.answer, classes="answer")
-        yield Label(self._footer or "…", classes="reply-footer", markup=False)
+            yield Markdown(visible(self.reasoning), classes="reasoning")
+        yield Markdown(visible(self.answer), classes="answer")
+        yield Label(visible(self._footer) or "…", classes="reply-footer", markup=False)
 
     def on_mount(self) -> None:
         self.thinking.display = bool(self.reasoning)
@@ -95,12 +96,12 @@ class ReplyView(Vertical, can_focus=True):
         if reasoning:
             self.reasoning += reasoning
             self.thinking.display = True
-            await self._stream("reasoning").write(reasoning)
+            await self._stream("reasoning").write(visible(reasoning))
         if answer:
             if not self.answer and self.reasoning:
                 self.thinking.collapsed = True
             self.answer += answer
-            await self._stream("answer").write(answer)
+            await self._stream("answer").write(visible(answer))
 
     async def finish(self, footer: str) -> None:
         """Flush the streams and show the final stats line."""
@@ -119,7 +120,7 @@ class ReplyView(Vertical, can_focus=True):
 
     def set_footer(self, footer: str) -> None:
         """Replace the line under the reply."""
-        self.query_one(".reply-footer", Label).update(footer)
+        self.query_one(".reply-footer", Label).update(visible(footer))
 
     def on_click(self, event: events.Click) -> None:
         """Clicking a code block copies it."""

@@ -15,6 +15,7 @@ from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
 from app.storage import Conversation, SearchHit
+from app.textsafe import visible
 
 _MATCH = re.compile(r"«(.*?)»")
 
@@ -22,6 +23,7 @@ _MATCH = re.compile(r"«(.*?)»")
 def snippet_text(snippet: str) -> Text:
     """A search snippet with its «marked» matches highlighted."""
     text = Text(style="dim")
+    snippet = visible(snippet)
     position = 0
     for match in _MATCH.finditer(snippet):
         text.append(snippet[position : match.start()])
@@ -66,7 +68,7 @@ class Sidebar(Vertical):
         """List the conversations, newest first, highlighting `current`."""
         options = self.query_one("#conversations", OptionList)
         options.set_options(
-            Option(Text(c.title, no_wrap=True), id=f"c{c.id}") for c in conversations
+            Option(Text(visible(c.title), no_wrap=True), id=f"c{c.id}") for c in conversations
         )
         if current is not None and any(c.id == current for c in conversations):
             options.highlighted = options.get_option_index(f"c{current}")
@@ -79,7 +81,7 @@ class Sidebar(Vertical):
             return
         options.set_options(
             Option(
-                Text.assemble((hit.title, "bold"), "\n", snippet_text(hit.snippet)),
+                Text.assemble((visible(hit.title), "bold"), "\n", snippet_text(hit.snippet)),
                 id=f"h{hit.conversation_id}:{hit.message_id}",
             )
             for hit in hits

@@ -21,6 +21,7 @@ from app.ui.format import (
     rate,
     ratio,
     seconds,
+    visible_text,
 )
 
 
@@ -128,4 +129,4 @@ class SpeedPanel(VerticalScroll, can_focus=False):
             text.append("\n")
             text.append(f"{VERDICT_MARKS[line.verdict]} ", style=VERDICT_STYLES[line.verdict])
             text.append(line.title)
-        self.query_one("#optimizations", Static).update(text)
+        self.query_one("#optimizations", Static).update(visible_text(text))

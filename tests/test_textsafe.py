@@ -1,0 +1,158 @@
+"""Stored and model text never drives the terminal: the pure rule, and the CLI on a real tty."""
+
+from __future__ import annotations
+
+import io
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.settings import load_settings
+from app.storage import ChatStore, MessageStatus
+from app.telemetry import ReplyStats
+from app.textsafe import TerminalText, for_terminal, is_safe, visible
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = "\x1b]0;PWNED\x07 \x1b]52;c;cHduZWQ=\x07 \x1b[2J\x9b31m\x90q\x9c\x7f\r"
+"""OSC 0 (title), OSC 52 (clipboard), CSI clear, a C1 CSI and DCS/ST, DEL and CR."""
+
+
+def _controls(char: str) -> bool:
+    code = ord(char)
+    return (code < 0x20 and char not in "\n\t") or 0x7F <= code <= 0x9F
+
+
+@given(st.text())
+def test_visible_text_holds_no_control_character(text: str) -> None:
+    shown = visible(text)
+    assert is_safe(shown)
+    assert not any(_controls(char) for char in shown)
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8").filter(lambda c: not _controls(c))))
+def test_text_without_controls_is_unchanged(text: str) -> None:
+    assert visible(text) == text
+    assert is_safe(text)
+
+
+@given(st.text(), st.text())
+def test_chunks_made_visible_one_by_one_equal_the_whole(first: str, second: str) -> None:
+    assert visible(first) + visible(second) == visible(first + second)
+
+
+@given(st.text())
+def test_every_line_break_and_tab_survives(text: str) -> None:
+    shown = visible(text)
+    assert shown.count("\n") == text.count("\n")
+    assert shown.count("\t") == text.count("\t")
+
+
+def test_each_control_has_a_documented_stand_in() -> None:
+    assert visible(HOSTILE) == "␛]0;PWNED␇ ␛]52;c;cHduZWQ=␇ ␛[2J␛[31m␛Pq␛\\␡␍"
+
+
+def test_a_terminal_stream_is_wrapped_and_a_file_is_not() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = Tty()
+    wrapped = for_terminal(tty)
+    assert isinstance(wrapped, TerminalText)
+    wrapped.writelines(["a\x1b[2J", "b\n"])
+    assert tty.getvalue() == "a␛[2Jb\n"
+    plain = io.StringIO()
+    assert for_terminal(plain) is plain
+
+
+@pytest.fixture
+def hostile_db() -> Path:
+    db_path = load_settings().db_path  # LING_CHAT_DATA_DIR from the isolated_dirs fixture
+    with ChatStore.open(db_path) as store:
+        chat = store.create_conversation(f"title {HOSTILE}")
+        store.add_user_message(chat.id, f"ask {HOSTILE} <script>alert(1)</script>")
+        writer = store.start_reply(chat.id)
+        writer.append(answer=f"answer {HOSTILE}", reasoning=f"thought {HOSTILE}")
+        stats = ReplyStats(9, 5, 0.1, 0.5, 0.1, 10.0)
+        writer.finish(MessageStatus.ERROR, stats, error=f"failed {HOSTILE}")
+    return db_path
+
+
+def _on_a_tty(*argv: str, status: int = 0) -> str:
+    """What `ling-chat ARGV` writes to a pseudo-terminal (stdout and stderr)."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", *argv],
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+        cwd=ROOT,
+    )
+    os.close(follower)
+    output = bytearray()
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.close(leader)
+    text = output.decode()
+    assert proc.wait(timeout=60) == status, text
+    return text
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("history",),
+        ("history", "--search", "answer"),
+        ("history", "show", "1"),
+        ("history", "archive", "1"),
+        ("export", "-o", "-"),
+        ("export", "--format", "json", "-o", "-"),
+    ],
+    ids=" ".join,
+)
+def test_stored_text_reaches_a_terminal_without_a_control_character(
+    hostile_db: Path, argv: tuple[str, ...]
+) -> None:
+    shown = _on_a_tty(*argv)
+    assert "PWNED" in shown or "title" in shown
+    assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown
+    assert "␛]0;PWNED␇" in shown or "\\u001b]0;PWNED\\u0007" in shown
+
+
+def test_an_error_naming_stored_text_reaches_a_terminal_made_visible(tmp_path: Path) -> None:
+    bad = tmp_path / f"bad{HOSTILE[:6]}.json"
+    bad.write_text("{}")
+    shown = _on_a_tty("import", str(bad), status=1)
+    assert "ling-chat: error:" in shown
+    assert "\x1b" not in shown and "␛]0;PW" in shown
+
+
+def test_a_file_export_keeps_the_exact_text(hostile_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.md"
+    subprocess.run(
+        [sys.executable, "-m", "app", "export", "-o", str(out)], cwd=ROOT, check=True, timeout=60
+    )
+    text = out.read_bytes().decode()
+    assert f"answer {HOSTILE}" in text and f"ask {HOSTILE}" in text
+
+
+def test_the_html_export_escapes_the_text(hostile_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.html"
+    subprocess.run(
+        [sys.executable, "-m", "app", "export", "-o", str(out)], cwd=ROOT, check=True, timeout=60
+    )
+    text = out.read_bytes().decode()
+    assert f"answer {HOSTILE}" in text  # exact: nothing in it to escape
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text and "<script" not in text

@@ -1,0 +1,115 @@
+"""Stored and streamed text never reaches the terminal with a control character in it."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from app.backend.protocol import ProofLine, ProofReport, Verdict
+from app.storage import ChatStore, MessageStatus
+from app.telemetry import ReplyStats
+from app.ui import LingChatApp
+from app.ui.screens.dialogs import ConfirmDialog, RenameDialog
+from tests.ui.conftest import SIZE, chat_screen, reply_done, send, wait_until
+from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, answer_reply
+
+HOSTILE = "\x1b]0;PWNED\x07\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[31m\x9b2J\x7f"
+"""Title and clipboard (OSC 0, OSC 52), clear screen, colour, a C1 CSI, DEL."""
+SHOWN = "␛]0;PWNED␇␛]52;c;cHduZWQ=␇␛[2J␛[31m␛[2J␡"
+
+
+def screen_text(app: LingChatApp) -> str:
+    """The text of every cell the screen would draw now, without the app's own styling."""
+    update = app.screen._compositor.render_update(full=True)
+    return "\n".join("".join(segment.text for segment in strip) for strip in update.strips)
+
+
+def assert_drawn_safely(app: LingChatApp, *expected: str) -> None:
+    text = screen_text(app)
+    assert not any(char in text for char in "\x1b\x07\x7f\x9b"), repr(text)
+    for part in expected:
+        assert part in text, (part, text)
+
+
+def _stored_hostile_chat(store: ChatStore) -> None:
+    chat = store.create_conversation(f"T{HOSTILE}")
+    store.add_user_message(chat.id, f"ask {HOSTILE}")
+    writer = store.start_reply(chat.id)
+    writer.append(answer=f"answer {HOSTILE}\n\n```sh\ncode {HOSTILE}\n```\n", reasoning="")
+    stats = ReplyStats(9, 5, 0.1, 0.5, 0.1, 10.0)
+    writer.finish(MessageStatus.ERROR, stats, error=f"E{HOSTILE}")
+
+
+async def test_a_stored_chat_shows_its_escapes_as_visible_text(
+    chat_app: LingChatApp, store: ChatStore
+) -> None:
+    _stored_hostile_chat(store)
+    async with chat_app.run_test(size=(200, 50)) as pilot:
+        screen = await chat_screen(pilot)
+        await pilot.pause(0.2)
+        assert screen.sub_title == f"T{SHOWN}"
+        assert_drawn_safely(chat_app, f"ask {SHOWN[:20]}", f"code {SHOWN[:20]}", "T␛]0;PWNED")
+
+
+async def test_a_streamed_reply_shows_escapes_split_across_chunks_as_visible_text(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble
+) -> None:
+    backend.enqueue(answer_reply("```\ncode \x1b]0;PW", "NED\x07 \x9b2J\n```\nend \x1b[2J"))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        await chat_screen(pilot)
+        await send(pilot, f"hi {HOSTILE}")
+        await reply_done(pilot)
+        await pilot.pause(0.2)
+        assert_drawn_safely(chat_app, "code ␛]0;PWNED␇ ␛[2J", "end ␛[2J", "hi ␛]0;PWNED")
+
+
+async def test_notifications_and_dialogs_show_escapes_as_visible_text(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
+) -> None:
+    backend.enqueue(answer_reply("x", error=f"server said {HOSTILE}"))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        await chat_screen(pilot)
+        await send(pilot, f"Q{HOSTILE}")
+        await reply_done(pilot)
+        await pilot.pause(0.2)
+        assert_drawn_safely(chat_app, "error: server said")
+        await pilot.press("f8")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ConfirmDialog))
+        await pilot.pause(0.2)
+        assert_drawn_safely(chat_app, "Q␛]0;PWNED")
+        await pilot.press("escape")
+        await pilot.press("f2")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, RenameDialog))
+        await pilot.pause(0.2)
+        assert_drawn_safely(chat_app, "Q␛]0;PWNED")
+
+
+async def test_a_proof_from_a_hostile_server_shows_escapes_as_visible_text(
+    make_app: Callable[..., LingChatApp], clock: FakeClock
+) -> None:
+    report = ProofReport(
+        "stack",
+        lines=(ProofLine("humming", f"H{HOSTILE}", Verdict.PASS, f"detail {HOSTILE}"),),
+    )
+    backend = ScriptedBackendDouble(clock=clock, report=report)
+    app = make_app(backend, proof_hold_s=30)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: "detail" in screen_text(app))
+        assert_drawn_safely(app, "detail ␛]0;PWNED")
+
+
+async def test_a_chat_with_damaged_rows_opens_with_placeholders(
+    chat_app: LingChatApp, store: ChatStore
+) -> None:
+    _stored_hostile_chat(store)
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE conversations SET sampling = '{not json', created_at = 'no date'")
+        db.execute("UPDATE messages SET status = 'weird' WHERE role = 'user'")
+        db.execute("UPDATE measurements SET decode_tps = 1e999, ttft_s = 'soon', extra = 'x'")
+    db.close()
+    async with chat_app.run_test(size=(200, 50)) as pilot:
+        screen = await chat_screen(pilot)
+        await pilot.pause(0.2)
+        assert screen.conversation is not None
+        assert_drawn_safely(chat_app, f"ask {SHOWN[:20]}", "✗ error: E␛]0;PWNED")
+        assert "inf tok/s" not in screen_text(chat_app)
