@@ -199,7 +199,9 @@ class ChatScreen(Screen[None]):
             request_messages(conversation.system_prompt, history),
             conversation.sampling,
         )
-        writer = ctx.store.start_reply(conversation.id, engine_run_id=ctx.engine_run_id)
+        writer = ctx.store.start_reply(
+            conversation.id, engine_run_id=ctx.engine_run_id, clock=ctx.clock
+        )
         await self.query_one(Transcript).start_reply(ReplyRun(request, writer, ctx.clock))
         self._refresh_sidebar()
 
