@@ -60,12 +60,13 @@ class StartupScreen(Screen[None]):
             yield Static("", id="stages")
             yield Static("", id="startup-status")
             yield Static("", id="report")
-            yield Static("", id="startup-hint")
+        yield Static("", id="startup-hint")  # outside the scroll: always on screen
         yield Footer()
 
     def on_mount(self) -> None:
         self._status("")
         self.query_one("#report").display = False
+        self.query_one("#startup-hint").display = False
         self._draw()
         self.set_interval(TICK_S, self._draw)
 
@@ -106,7 +107,9 @@ class StartupScreen(Screen[None]):
 
     async def wait_for_key(self, hint: str, timeout_s: float | None = None) -> None:
         """Show `hint` and return once a key is pressed (or after `timeout_s`)."""
-        self.query_one("#startup-hint", Static).update(Text(hint, style="bold"))
+        shown = self.query_one("#startup-hint", Static)
+        shown.update(Text(hint, style="bold"))
+        shown.display = True
         self._key_pressed.clear()
         self._wait_for_key = True
         try:
