@@ -400,15 +400,21 @@ async def test_a_reply_whose_ending_cannot_be_stored_is_saved_once_the_database_
             await reply_done(pilot)
             footer = screen.query_one(".reply-footer", Label)
             assert text_of(footer) == "… partial"  # not shown as complete while unsaved
-            assert any(
-                notice.startswith("Could not save the reply: ") and "is locked" in notice
-                for notice in notices(chat_app)
+            # A notice reaches the app as a message: wait for it, do not race it.
+            await wait_until(
+                pilot,
+                lambda: any(
+                    notice.startswith("Could not save the reply: ") and "is locked" in notice
+                    for notice in notices(chat_app)
+                ),
             )
             # Only the first chunk, flushed before the lock, is in the file now.
             assert only_chat(store)[-1].content == "Saved"
         await wait_until(pilot, lambda: only_chat(store)[-1].content == "Saved later", timeout=10)
         assert text_of(last_reply(screen).query_one(".reply-footer", Label)).startswith("✓")
-        assert "The reply that could not be saved is saved now." in notices(chat_app)
+        await wait_until(
+            pilot, lambda: "The reply that could not be saved is saved now." in notices(chat_app)
+        )
     reply = only_chat(store)[-1]
     assert (reply.status, reply.stats is not None) == (MessageStatus.COMPLETE, True)
 

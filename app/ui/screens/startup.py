@@ -14,6 +14,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from app.backend.boot_log import describe
 from app.backend.protocol import BackendInfo, LoadStage, ProofReport
 from app.ui.format import proof_text, seconds
 
@@ -78,7 +79,9 @@ class StartupScreen(Screen[None]):
         if known is None:
             known = _Stage(stage.name, stage.elapsed_s, now, stage.detail)
             self._stages[stage.name] = known
-        if stage.detail:
+        elif stage.detail and not stage.done:  # progress: a log line, named for people
+            known.detail = describe(stage.detail) or known.detail
+        elif stage.detail:
             known.detail = stage.detail
         if stage.done:
             known.took_s = max(0.0, stage.elapsed_s - known.began_s)
