@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     backend = _backend(args, settings)
     with ChatStore.open(settings.db_path) as store:
+        store.check_writable()  # before the model starts, which can take minutes
         app = LingChatApp(
             backend,
             store,

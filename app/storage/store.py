@@ -59,6 +59,16 @@ class ChatStore:
         """
         return cls(Connection(path, busy_timeout_s))
 
+    def check_writable(self) -> None:
+        """Take the write lock and let it go: a history that cannot be written fails now.
+
+        Raises:
+            DatabaseLocked: another process holds the write lock past the busy timeout.
+            StorageError: the file cannot be written.
+        """
+        with self._connection.write():
+            pass
+
     @property
     def path(self) -> Path:
         """The database file."""
