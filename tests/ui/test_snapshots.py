@@ -13,7 +13,7 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal
 from textual.pilot import Pilot
-from textual.widgets import Static
+from textual.widgets import Static, TextArea
 
 from app.storage import MessageStatus
 from app.telemetry import ReplyStats
@@ -149,4 +149,6 @@ async def exchange(pilot: Pilot[Any]) -> None:
     """Ask the question and wait for the whole reply."""
     await chat_screen(pilot)
     await send(pilot, "How do I reverse a string in Python?")
-    await reply_done(pilot)
+    screen = await reply_done(pilot)
+    screen.query_one("#prompt", TextArea).cursor_blink = False  # drawn the same every time
+    await pilot.pause()
