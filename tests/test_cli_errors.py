@@ -115,3 +115,19 @@ def test_a_full_stdout_is_one_line(argv: list[str]):
     assert proc.stderr.decode() == (
         "ling-chat: error: cannot write to standard output: No space left on device\n"
     )
+
+
+def test_a_locked_database_is_reported_before_the_model_starts(monkeypatch, capsys, tmp_path):
+    from app.ui import LingChatApp
+    from tests.storage.conftest import write_locked
+
+    def model_started(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the app (and the model) started before the database was checked")
+
+    monkeypatch.setattr(LingChatApp, "run_async", model_started)
+    db_path = load_settings(data_dir=str(tmp_path)).db_path
+    ChatStore.open(db_path).close()  # an existing, migrated history: opening it writes nothing
+    with write_locked(db_path):
+        assert main(["--replay", "demo", "--data-dir", str(tmp_path)]) == 1
+    # The chat waits for a lock only briefly: its UI stands still while it waits.
+    assert error_line(capsys).startswith(f"{db_path} is locked by another process (waited 0.5 s)")

@@ -97,11 +97,32 @@ def test_history_lists_newest_first_with_message_counts(
 def test_history_search_uses_the_index(filled: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli("history", "--search", "spaghetti") == 0
     assert capsys.readouterr().out.splitlines() == [
-        "1  Pasta <night>: Typical dried «spaghetti».",
-        "1  Pasta <night>: How long do I boil «spaghetti»?",
+        "1  #2  Ling  Pasta <night>: Typical dried «spaghetti».",
+        "1  #1  You   Pasta <night>: How long do I boil «spaghetti»?",
     ]
     assert cli("history", "--search", 'no "such* thing') == 0
     assert capsys.readouterr().out == "No messages contain 'no \"such* thing'.\n"
+
+
+def test_history_search_merges_identical_snippets_and_says_how_many_more(
+    db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with ChatStore.open(db_path) as store:
+        chat = store.create_conversation("Pings")
+        for text in ["ping pong", "ping pong", "ping 1", "ping 2", "ping 3"]:
+            store.add_user_message(chat.id, text)
+        other = store.create_conversation("Elsewhere")
+        store.add_user_message(other.id, "ping pong")
+    assert cli("history", "--search", "ping") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "2  #6     You   Elsewhere: «ping» pong",
+        "1  #5     You   Pings: «ping» 3",
+        "1  #4     You   Pings: «ping» 2",
+        "1  #3     You   Pings: «ping» 1",
+        "1  #2 #1  You   Pings: «ping» pong",
+    ]
+    assert cli("history", "--search", "ping", "--limit", "3") == 0
+    assert capsys.readouterr().out.splitlines()[-1] == ("3 more; narrow the search or use --limit")
 
 
 def test_history_show_prints_one_conversation(

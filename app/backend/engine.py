@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Seque
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from app.backend.boot_log import BootLog
 from app.backend.download import Progress, fetch_checkpoint, is_hub_id
 from app.backend.engine_config import (
     REASONING_PARSER,
@@ -268,19 +269,19 @@ class EngineBackend:
         # Quitting mid-load stops SGLang's children, and the boot then fails with nobody
         # left to await it: its error is expected, not a stray traceback at exit.
         boot.add_done_callback(lambda done: done.cancelled() or done.exception())
-        boot_log: list[str] = []  # this boot's part of the log (the file is kept across runs)
+        boot_log = BootLog()  # this boot's part of the log (the file is kept across runs)
         with open(self.log_file, encoding="utf-8", errors="replace") as log:
             self._log_start = log.seek(0, os.SEEK_END)
             while not boot.done():
                 await asyncio.wait({boot}, timeout=0.5)
-                boot_log += log.readlines()
-                if lines := [line.strip() for line in boot_log[-50:] if line.strip()]:
-                    yield stage(LOAD_STAGE, False, lines[-1][-160:])
-            boot_log += log.readlines()
+                boot_log.feed(log.read())
+                if boot_log.latest is not None:
+                    yield stage(LOAD_STAGE, False, boot_log.latest)
+            boot_log.feed(log.read())
         try:
             self._engine = boot.result()
         except Exception as exc:
-            log_text = "".join(boot_log)[-20000:]
+            log_text = boot_log.text[-20000:]
             if refusal := self._refusal(exc, log_text):
                 self._report = refusal
                 yield stage(LOAD_STAGE, True, "refused")

@@ -20,6 +20,10 @@ from app.settings import Settings
 if TYPE_CHECKING:
     from app.ui import LingChatApp
 
+BUSY_TIMEOUT_S = 0.5
+"""How long the chat waits for another process's write lock: the UI stands still meanwhile,
+so a send, rename or delete on a locked history fails fast (a notice, the text is kept)."""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The chat's own flags, plus the model and data flags."""
@@ -60,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--allow-unoptimized only applies to --server")
     settings = settings_from(args)
     backend = _backend(args, settings)
-    with ChatStore.open(settings.db_path) as store:
+    with ChatStore.open(settings.db_path, busy_timeout_s=BUSY_TIMEOUT_S) as store:
+        store.check_writable()  # before the model starts, which can take minutes
         app = LingChatApp(
             backend,
             store,

@@ -8,10 +8,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from app.chat import Role
 from app.commands.common import add_data_arguments, settings_from
 from app.storage import ChatStore, Conversation, StoredMessage
 from app.storage.render import SPEAKERS, local_time, settings_line, speed_line, status_note
 from app.storage.speed import speed_by_context
+
+SEARCH_LIMIT = 50
+"""Search hits shown when `--limit` is not given."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,13 +95,26 @@ def _print_list(store: ChatStore, include_archived: bool, limit: int | None) -> 
 
 
 def _print_hits(store: ChatStore, text: str, limit: int | None) -> None:
-    hits = store.search(text, limit=50 if limit is None else limit)
+    shown = SEARCH_LIMIT if limit is None else limit
+    hits = store.search(text, limit=shown)
     if not hits:
         print(f"No messages contain {text!r}.")
         return
+    lines: dict[tuple[int, Role, str, str], list[int]] = {}
+    for hit in hits:  # identical snippets of one conversation share a line
+        lines.setdefault((hit.conversation_id, hit.role, hit.title, hit.snippet), []).append(
+            hit.message_id
+        )
+    ids = {key: " ".join(f"#{message_id}" for message_id in found) for key, found in lines.items()}
     width = len(str(max(hit.conversation_id for hit in hits)))
-    for hit in hits:
-        print(f"{hit.conversation_id:>{width}}  {hit.title}: {hit.snippet}")
+    ids_width = max(len(text) for text in ids.values())
+    for (conversation_id, role, title, snippet), message_ids in ids.items():
+        print(
+            f"{conversation_id:>{width}}  {message_ids:<{ids_width}}  {SPEAKERS[role]:<4}  "
+            f"{title}: {snippet}"
+        )
+    if len(hits) == shown and (more := store.count_matches(text) - shown) > 0:
+        print(f"{more} more; narrow the search or use --limit")
 
 
 def _render_conversation(conversation: Conversation, messages: list[StoredMessage]) -> str:

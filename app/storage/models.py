@@ -67,6 +67,7 @@ class SearchHit:
     message_id: int
     title: str
     snippet: str
+    role: Role
 
 
 @dataclass(frozen=True, slots=True)

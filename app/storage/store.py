@@ -60,6 +60,16 @@ class ChatStore:
         """
         return cls(Connection(path, busy_timeout_s))
 
+    def check_writable(self) -> None:
+        """Take the write lock and let it go: a history that cannot be written fails now.
+
+        Raises:
+            DatabaseLocked: another process holds the write lock past the busy timeout.
+            StorageError: the file cannot be written.
+        """
+        with self._connection.write():
+            pass
+
     @property
     def path(self) -> Path:
         """The database file."""
@@ -290,20 +300,11 @@ class ChatStore:
         terms = text.split()
         if not terms:
             return []
-        where, params = [], []
-        long_terms = [term for term in terms if len(term) >= 3]
-        if long_terms:
-            where.append("m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)")
-            params.append(" ".join('"' + term.replace('"', '""') + '"' for term in long_terms))
-        for term in terms:
-            if len(term) < 3:  # below the trigram index's reach
-                where.append(r"(m.content LIKE ? ESCAPE '\' OR m.reasoning LIKE ? ESCAPE '\')")
-                pattern = "%" + re.sub(r"([\\%_])", r"\\\1", term) + "%"
-                params += [pattern, pattern]
+        where, params = _search_filter(terms)
         sql = (
-            "SELECT m.id, m.conversation_id, c.title, m.content, m.reasoning FROM messages AS m"
-            " JOIN conversations AS c ON c.id = m.conversation_id"
-            f" WHERE {' AND '.join(where)} ORDER BY m.id DESC LIMIT ?"
+            "SELECT m.id, m.conversation_id, m.role, c.title, m.content, m.reasoning"
+            " FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id"
+            f" WHERE {where} ORDER BY m.id DESC LIMIT ?"
         )
         with self._connection.errors():
             found = list(self._connection.db.query(sql, [*params, limit]))
@@ -313,9 +314,22 @@ class ChatStore:
                 message_id=row["id"],
                 title=row["title"],
                 snippet=_snippet(row["content"], row["reasoning"], terms),
+                role=Role(row["role"]),
             )
             for row in found
         ]
+
+    def count_matches(self, text: str) -> int:
+        """How many messages `search(text)` would find without a limit."""
+        terms = text.split()
+        if not terms:
+            return 0
+        where, params = _search_filter(terms)
+        with self._connection.errors():
+            (row,) = self._connection.db.query(
+                f"SELECT count(*) AS n FROM messages AS m WHERE {where}", params
+            )
+        return int(row["n"])
 
     def start_reply(
         self,
@@ -348,6 +362,21 @@ class ChatStore:
             sql = f"UPDATE conversations SET {sets} WHERE id = ?"
             if not db.execute(sql, [*changes.values(), conversation_id]).rowcount:
                 raise StorageError(f"no conversation {conversation_id}")
+
+
+def _search_filter(terms: list[str]) -> tuple[str, list[str]]:
+    """The WHERE clause (over `messages AS m`) and its parameters matching every term."""
+    where, params = [], []
+    long_terms = [term for term in terms if len(term) >= 3]
+    if long_terms:
+        where.append("m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)")
+        params.append(" ".join('"' + term.replace('"', '""') + '"' for term in long_terms))
+    for term in terms:
+        if len(term) < 3:  # below the trigram index's reach
+            where.append(r"(m.content LIKE ? ESCAPE '\' OR m.reasoning LIKE ? ESCAPE '\')")
+            pattern = "%" + re.sub(r"([\\%_])", r"\\\1", term) + "%"
+            params += [pattern, pattern]
+    return " AND ".join(where), params
 
 
 def _snippet(content: str, reasoning: str, terms: list[str]) -> str:

@@ -73,6 +73,21 @@ def failing_report() -> ProofReport:
     )
 
 
+def long_failing_report() -> ProofReport:
+    """A refused proof as long as the real one: nine lines, each with its evidence and fix."""
+    lines = tuple(
+        ProofLine(
+            f"lever{index}",
+            f"Optimization number {index}",
+            Verdict.FAIL,
+            f"evidence read from the running model for line {index}",
+            fix=f"the fix for line {index}",
+        )
+        for index in range(9)
+    )
+    return ProofReport(profile="stack", lines=lines)
+
+
 STAGES = (
     LoadStage("Loading weights", False, 0.0, "12 shards"),
     LoadStage("Loading weights", True, 41.5),

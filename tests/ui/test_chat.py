@@ -400,17 +400,42 @@ async def test_a_reply_whose_ending_cannot_be_stored_is_saved_once_the_database_
             await reply_done(pilot)
             footer = screen.query_one(".reply-footer", Label)
             assert text_of(footer) == "… partial"  # not shown as complete while unsaved
-            assert any(
-                notice.startswith("Could not save the reply: ") and "is locked" in notice
-                for notice in notices(chat_app)
+            # A notice reaches the app as a message: wait for it, do not race it.
+            await wait_until(
+                pilot,
+                lambda: any(
+                    notice.startswith("Could not save the reply: ") and "is locked" in notice
+                    for notice in notices(chat_app)
+                ),
             )
             # Only the first chunk, flushed before the lock, is in the file now.
             assert only_chat(store)[-1].content == "Saved"
         await wait_until(pilot, lambda: only_chat(store)[-1].content == "Saved later", timeout=10)
         assert text_of(last_reply(screen).query_one(".reply-footer", Label)).startswith("✓")
-        assert "The reply that could not be saved is saved now." in notices(chat_app)
+        await wait_until(
+            pilot, lambda: "The reply that could not be saved is saved now." in notices(chat_app)
+        )
     reply = only_chat(store)[-1]
     assert (reply.status, reply.stats is not None) == (MessageStatus.COMPLETE, True)
+
+
+async def test_a_reply_that_cannot_be_stored_mid_stream_is_stopped_and_saved_as_stopped(
+    chat_app: LingChatApp,
+    backend: ScriptedBackendDouble,
+    store: ChatStore,
+    db_path: Path,
+    clock: FakeClock,
+) -> None:
+    backend.enqueue(answer_reply("Saved", " later", hold_after=1))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await first_chunk_held(pilot, backend)
+        with write_locked(db_path):
+            clock.advance(1.0)  # the next chunk is due to be flushed, and the flush fails
+            backend.release()
+            await reply_done(pilot)
+        await wait_until(pilot, lambda: only_chat(store)[-1].content == "Saved later", timeout=10)
+        assert text_of(last_reply(screen).query_one(".reply-footer", Label)).startswith("■")
+    assert only_chat(store)[-1].status is MessageStatus.STOPPED
 
 
 async def test_a_reply_still_unsaved_at_quit_is_written_to_a_file(

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal
 from textual.pilot import Pilot
-from textual.widgets import Static
+from textual.widgets import Static, TextArea
 
 from app.storage import MessageStatus
 from app.telemetry import ReplyStats
@@ -21,7 +22,13 @@ from app.telemetry.windows import LiveSnapshot
 from app.ui import LingChatApp
 from app.ui.widgets.speed_panel import SpeedPanel
 from tests.ui.conftest import SIZE, chat_screen, reply_done, send, text_of, wait_until
-from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, answer_reply, failing_report
+from tests.ui.scripted_backend import (
+    FakeClock,
+    ScriptedBackendDouble,
+    answer_reply,
+    failing_report,
+    long_failing_report,
+)
 
 SnapCompare = Callable[..., bool]
 
@@ -86,9 +93,45 @@ def test_startup_with_a_failed_proof(
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+SMALL_SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((100, 30), id="100x30")]
+
+
+@pytest.mark.parametrize("size", SMALL_SIZES)
+def test_a_long_refused_proof_in_a_small_terminal(
+    snap_compare: SnapCompare,
+    make_app: Callable[..., LingChatApp],
+    clock: FakeClock,
+    size: tuple[int, int],
+) -> None:
+    """The continue hint stays under the proof, however long it is."""
+    app = make_app(ScriptedBackendDouble(clock=clock, report=long_failing_report()))
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        hint = app.screen.query_one("#startup-hint", Static)
+        await wait_until(pilot, lambda: "exit" in text_of(hint))
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
 def test_one_exchange(
     snap_compare: SnapCompare, make_app: Callable[..., LingChatApp], clock: FakeClock
 ) -> None:
+    assert snap_compare(exchange_app(make_app, clock), terminal_size=SIZE, run_before=exchange)
+
+
+@pytest.mark.parametrize("size", SMALL_SIZES)
+def test_one_exchange_in_a_small_terminal(
+    snap_compare: SnapCompare,
+    make_app: Callable[..., LingChatApp],
+    clock: FakeClock,
+    size: tuple[int, int],
+) -> None:
+    """The side panels step aside; the messages keep their text."""
+    assert snap_compare(exchange_app(make_app, clock), terminal_size=size, run_before=exchange)
+
+
+def exchange_app(make_app: Callable[..., LingChatApp], clock: FakeClock) -> LingChatApp:
+    """The app with one scripted reply (thinking, then a code block) queued."""
     backend = ScriptedBackendDouble(clock=clock)
     backend.enqueue(
         answer_reply(
@@ -99,11 +142,13 @@ def test_one_exchange(
             meta_info={"spec_verify_ct": 2},
         )
     )
-    app = make_app(backend)
+    return make_app(backend)
 
-    async def run_before(pilot: Pilot[Any]) -> None:
-        await chat_screen(pilot)
-        await send(pilot, "How do I reverse a string in Python?")
-        await reply_done(pilot)
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+async def exchange(pilot: Pilot[Any]) -> None:
+    """Ask the question and wait for the whole reply."""
+    await chat_screen(pilot)
+    await send(pilot, "How do I reverse a string in Python?")
+    screen = await reply_done(pilot)
+    screen.query_one("#prompt", TextArea).cursor_blink = False  # drawn the same every time
+    await pilot.pause()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Final
 
@@ -40,6 +40,10 @@ from app.ui.widgets.speed_panel import SpeedPanel
 from app.ui.widgets.transcript import Transcript
 
 TITLE_CHARS: Final = 48
+SPEED_MIN_WIDTH: Final = 100
+"""Below this many columns the speed panel steps aside (F9 brings it back)."""
+SIDEBAR_MIN_WIDTH: Final = 120
+"""Below this many columns the chat list steps aside (Ctrl+B brings it back)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +70,17 @@ def title_from(text: str) -> str:
 class ChatScreen(Screen[None]):
     """One conversation at a time, with its reply streaming into the transcript."""
 
-    BINDINGS = [action.binding() for action in CHAT_ACTIONS]
+    # Help comes first (the app's priority binding takes its place) so that the footer
+    # keeps it when the terminal is too narrow for every key.
+    BINDINGS = [
+        replace(action_by_id("help"), action="app.help", priority=False).binding(),
+        *(action.binding() for action in CHAT_ACTIONS),
+    ]
+    HORIZONTAL_BREAKPOINTS = [
+        (0, "-narrow"),
+        (SPEED_MIN_WIDTH, "-medium"),
+        (SIDEBAR_MIN_WIDTH, "-wide"),
+    ]
 
     def __init__(self, context: ChatContext) -> None:
         super().__init__()
@@ -204,7 +218,9 @@ class ChatScreen(Screen[None]):
             request_messages(conversation.system_prompt, history),
             conversation.sampling,
         )
-        writer = ctx.store.start_reply(conversation.id, engine_run_id=ctx.engine_run_id)
+        writer = ctx.store.start_reply(
+            conversation.id, engine_run_id=ctx.engine_run_id, clock=ctx.clock
+        )
         await self.query_one(Transcript).start_reply(ReplyRun(request, writer, ctx.clock))
         self._refresh_sidebar()
 

@@ -14,6 +14,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
 
+from app.backend.boot_log import describe
 from app.backend.protocol import BackendInfo, LoadStage, ProofReport
 from app.ui.format import proof_text, seconds, visible_text
 
@@ -61,13 +62,14 @@ class StartupScreen(Screen[None]):
             yield ProgressBar(id="download", show_eta=False)
             yield Static("", id="startup-status")
             yield Static("", id="report")
-            yield Static("", id="startup-hint")
+        yield Static("", id="startup-hint")  # outside the scroll: always on screen
         yield Footer()
 
     def on_mount(self) -> None:
         self._status("")
         self.query_one("#report").display = False
         self.query_one("#download").display = False
+        self.query_one("#startup-hint").display = False
         self._draw()
         self.set_interval(TICK_S, self._draw)
 
@@ -79,7 +81,9 @@ class StartupScreen(Screen[None]):
         if known is None:
             known = _Stage(stage.name, stage.elapsed_s, now, stage.detail)
             self._stages[stage.name] = known
-        if stage.detail:
+        elif stage.detail and not stage.done:  # progress: a log line, named for people
+            known.detail = describe(stage.detail) or known.detail
+        elif stage.detail:
             known.detail = stage.detail
         if stage.done:
             known.took_s = max(0.0, stage.elapsed_s - known.began_s)
@@ -118,7 +122,9 @@ class StartupScreen(Screen[None]):
 
     async def wait_for_key(self, hint: str, timeout_s: float | None = None) -> None:
         """Show `hint` and return once a key is pressed (or after `timeout_s`)."""
-        self.query_one("#startup-hint", Static).update(Text(hint, style="bold"))
+        shown = self.query_one("#startup-hint", Static)
+        shown.update(Text(hint, style="bold"))
+        shown.display = True
         self._key_pressed.clear()
         self._wait_for_key = True
         try:
