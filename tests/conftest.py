@@ -22,11 +22,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """Keep every test away from the real config file, data dir and LING_CHAT_* variables."""
+    """Keep every test away from the real config file, data dir and LING_CHAT_* variables
+    (the GPU tests' own LING_CHAT_TEST_* knobs stay)."""
     import os
 
     for name in list(os.environ):
-        if name.startswith("LING_CHAT_"):
+        if name.startswith("LING_CHAT_") and not name.startswith("LING_CHAT_TEST_"):
             monkeypatch.delenv(name)
     root = tmp_path_factory.mktemp("home")
     (root / "config.toml").touch()  # a LING_CHAT_CONFIG that names no file is an error

@@ -102,3 +102,25 @@ def test_home_is_expanded_in_paths(monkeypatch, tmp_path):
     settings = load_settings()
     assert settings.data_dir == tmp_path / "chats"
     assert settings.model_path == str(tmp_path / "models" / "ling")
+
+
+def test_the_gpu_tests_depth_and_memory_knobs_reach_the_tests():
+    from tests.gpu import models
+
+    assert models.layers() == 42 and models.mem_fraction() == 0.65
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _gpu_test_knobs():
+    """Set before the autouse isolation fixture runs, as gpu_agenda.sh sets them."""
+    import os
+
+    saved = {k: os.environ.get(k) for k in ("LING_CHAT_TEST_LAYERS", "LING_CHAT_TEST_MEM_FRACTION")}
+    os.environ["LING_CHAT_TEST_LAYERS"] = "42"
+    os.environ["LING_CHAT_TEST_MEM_FRACTION"] = "0.65"
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
