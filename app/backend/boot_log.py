@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+LOAD_STAGE: Final = "Loading weights, compiling Humming kernels, capturing CUDA graphs"
+"""The engine's start-up stage whose progress details are lines of SGLang's log."""
 DETAIL_CHARS: Final = 60
 """The most characters of a log message shown as a step (cut at a word)."""
 

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Seque
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from app.backend.boot_log import BootLog
+from app.backend.boot_log import LOAD_STAGE, BootLog
 from app.backend.download import Progress, fetch_checkpoint, is_hub_id
 from app.backend.engine_config import (
     REASONING_PARSER,
@@ -57,7 +57,6 @@ CRASH_POLL_S = 0.5
 """How often a request in flight checks whether SGLang's scheduler died (SIGQUIT)."""
 ABORT_WAIT_S = 2.0
 """How long a stop waits for the engine loop to take the abort."""
-LOAD_STAGE = "Loading weights, compiling Humming kernels, capturing CUDA graphs"
 DOWNLOAD_STAGE = "Downloading the checkpoint"
 WARMUP_STAGE = "Warming up and measuring accept length"
 

@@ -177,7 +177,7 @@ def _message(row: Mapping[str, Any]) -> StoredMessage:
     return StoredMessage(
         id=row["id"],
         conversation_id=row["conversation_id"],
-        role=_choice(Role, row["role"], Role.SYSTEM),
+        role=stored_role(row["role"]),
         content=_text(row["content"]),
         reasoning=_text(row["reasoning"]),
         status=_choice(MessageStatus, row["status"], MessageStatus.ERROR),
@@ -187,6 +187,11 @@ def _message(row: Mapping[str, Any]) -> StoredMessage:
         engine_run_id=row["engine_run_id"],
         updated_at=_text(row["updated_at"]),
     )
+
+
+def stored_role(value: Any) -> Role:
+    """A stored role; one this version does not know reads as a system message."""
+    return _choice(Role, value, Role.SYSTEM)
 
 
 def _choice(kind: type[_E], value: Any, unknown: _E) -> _E:

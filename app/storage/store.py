@@ -314,7 +314,7 @@ class ChatStore:
                 message_id=row["id"],
                 title=row["title"],
                 snippet=_snippet(row["content"], row["reasoning"], terms),
-                role=Role(row["role"]),
+                role=rows.stored_role(row["role"]),
             )
             for row in found
         ]

@@ -61,12 +61,12 @@ def stack_facts() -> dict[str, Any]:
             "cosine_min": 0.9991,
             "top1_agreement": 0.97,
             "fallback_cosine_min": 0.9985,
-            "kernel": "triton-gemv[128x256w4s3]",
+            "kernel": "triton-fp8dot[128x128w4s4]",
             "kernel_max_m": 8,
             "candidates_us": {
                 "cutlass": {"1": 150.0, "4": 152.0},
                 "scaled-mm": {"1": "RuntimeError: no rowwise scaling", "4": "RuntimeError"},
-                "triton-gemv[128x256w4s3]": {"1": 100.0, "4": 102.0},
+                "triton-fp8dot[128x128w4s4]": {"1": 100.0, "4": 102.0},
             },
             "copy_gbps": 4300.0,
             "floor_us": 93.7,
@@ -75,7 +75,7 @@ def stack_facts() -> dict[str, Any]:
             "speedup": {"1": 1.9, "4": 1.88},
             "min_speedup": 1.2,
             "captured_calls": 5,
-            "captured_by_kernel": {"triton-gemv[128x256w4s3]": 4, "cutlass": 1},
+            "captured_by_kernel": {"triton-fp8dot[128x128w4s4]": 4, "cutlass": 1},
             "eager_calls": 0,
         },
         "sharing": {"head_module_shared": True, "head_weight_shared": True, "embed_shared": True},
@@ -241,9 +241,9 @@ def test_report_round_trips_through_json():
 def test_the_speed_line_names_the_chosen_kernel_its_floor_share_and_the_losers():
     report = judge(stack_facts())
     speed = next(line.evidence for line in report.lines if line.key == "fp8_head_speed")
-    assert speed.startswith("triton-gemv[128x256w4s3]: M=1: BF16 190.0 us vs FP8 100.0 us")
+    assert speed.startswith("triton-fp8dot[128x128w4s4]: M=1: BF16 190.0 us vs FP8 100.0 us")
     assert "94% of the floor" in speed and "4300 GB/s" in speed
     assert "cutlass 150/152 us" in speed
     assert "scaled-mm failed (RuntimeError: no rowwise scaling)" in speed
     head = next(line.evidence for line in report.lines if line.key == "fp8_head")
-    assert "kernel triton-gemv[128x256w4s3] ran 4x in graph capture" in head
+    assert "kernel triton-fp8dot[128x128w4s4] ran 4x in graph capture" in head

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from app.bench import datasets
+from app.commands import bench
 from app.errors import ConfigError
 from tests.bench.doubles import ScriptedEngineDouble, sample
 from tests.bench.test_command import _main
@@ -40,6 +41,7 @@ class _PerProfileEngines(types.ModuleType):
 def _engines(monkeypatch: pytest.MonkeyPatch, scripts: dict[str, list[Any]]) -> _PerProfileEngines:
     module = _PerProfileEngines(scripts)
     monkeypatch.setitem(sys.modules, "app.backend.bench_engine", module)
+    monkeypatch.setattr(bench, "prepare_engines", lambda settings, args, configs: None)
     return module
 
 

@@ -1,10 +1,13 @@
-"""A Triton GEMV for the FP8 LM head at a few tokens (M <= 8), run in SGLang's scheduler.
+"""Triton kernels for the FP8 LM head at a few tokens (M <= 8), run in SGLang's scheduler.
 
-At decode's M = 1..4 the head's time is its weight's bytes over the memory bandwidth.
-This kernel streams each FP8 weight row once, widens it to BF16 in registers, multiplies
-by the BF16 activations on the tensor cores (no activation quantization) and scales each
-output channel at the end. Triton compiles it for the GPU at hand (sm_90a on the H200,
-sm_121a on the Spark's GB10).
+At decode's M = 1..4 the head's time is its weight's bytes over the memory bandwidth. Both
+kernels stream each FP8 weight row once and scale each output channel at the end:
+- `widen` turns the FP8 rows into BF16 in registers and multiplies by the BF16
+  activations (no activation quantization);
+- `fp8dot` quantizes the activations per token inside the kernel (each program reads the
+  few activation rows twice, from L2) and multiplies FP8 by FP8 on the tensor cores, with
+  no widening of the weight.
+Triton compiles them for the GPU at hand (sm_90a on the H200, sm_121a on the Spark's GB10).
 """
 
 from __future__ import annotations
@@ -20,10 +23,15 @@ MAX_M = 8
 BLOCK_M = 16
 
 
+FP8_MAX = 448.0
+"""The largest float8_e4m3fn value."""
+
+
 @dataclass(frozen=True, slots=True)
 class GemvConfig:
-    """One tiling of the head: output rows per program, K per step, warps, pipeline stages."""
+    """One kernel and tiling: output rows per program, K per step, warps, pipeline stages."""
 
+    kernel: str
     block_n: int
     block_k: int
     warps: int
@@ -31,16 +39,16 @@ class GemvConfig:
 
     @property
     def name(self) -> str:
-        return f"{self.block_n}x{self.block_k}w{self.warps}s{self.stages}"
+        return f"{self.kernel}[{self.block_n}x{self.block_k}w{self.warps}s{self.stages}]"
 
 
 CONFIGS = (
-    GemvConfig(64, 256, 4, 3),
-    GemvConfig(128, 256, 4, 3),
-    GemvConfig(128, 128, 4, 4),
-    GemvConfig(256, 128, 8, 3),
-    GemvConfig(64, 512, 4, 2),
-    GemvConfig(128, 512, 8, 2),
+    GemvConfig("widen", 64, 256, 4, 3),
+    GemvConfig("widen", 128, 128, 4, 4),
+    GemvConfig("fp8dot", 64, 128, 4, 4),
+    GemvConfig("fp8dot", 128, 128, 4, 4),
+    GemvConfig("fp8dot", 128, 256, 8, 3),
+    GemvConfig("fp8dot", 256, 128, 8, 3),
 )
 
 
@@ -78,6 +86,53 @@ def _fp8_head_gemv(
     tl.store(out, acc.to(tl.bfloat16), mask=row_ok[:, None] & token_ok[None, :])
 
 
+@triton.jit
+def _fp8_head_fp8dot(
+    x_ptr,
+    w_ptr,
+    scale_ptr,
+    out_ptr,
+    m,
+    n,
+    k,
+    stride_xm,
+    stride_wn,
+    stride_om,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    FP8_MAX: tl.constexpr,
+):
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    tokens = tl.arange(0, BLOCK_M)
+    row_ok = rows < n
+    token_ok = tokens < m
+    amax = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for k0 in range(0, k, BLOCK_K):
+        cols = k0 + tl.arange(0, BLOCK_K)
+        x = tl.load(
+            x_ptr + tokens[None, :] * stride_xm + cols[:, None], mask=token_ok[None, :], other=0.0
+        )
+        amax = tl.maximum(amax, tl.max(tl.abs(x.to(tl.float32)), axis=0))
+    x_scale = tl.maximum(amax, 1e-12) / FP8_MAX
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for k0 in range(0, k, BLOCK_K):
+        cols = k0 + tl.arange(0, BLOCK_K)
+        w = tl.load(w_ptr + rows[:, None] * stride_wn + cols[None, :], mask=row_ok[:, None])
+        x = tl.load(
+            x_ptr + tokens[None, :] * stride_xm + cols[:, None], mask=token_ok[None, :], other=0.0
+        )
+        xq = (x.to(tl.float32) / x_scale[None, :]).to(tl.float8e4nv)
+        acc += tl.dot(w, xq)
+    scale = tl.load(scale_ptr + rows, mask=row_ok, other=0.0)
+    acc = acc * scale[:, None] * x_scale[None, :]
+    out = out_ptr + tokens[None, :] * stride_om + rows[:, None]
+    tl.store(out, acc.to(tl.bfloat16), mask=row_ok[:, None] & token_ok[None, :])
+
+
+KERNELS = {"widen": _fp8_head_gemv, "fp8dot": _fp8_head_fp8dot}
+
+
 def fits(config: GemvConfig, k: int) -> bool:
     """The kernel steps K in whole blocks (the head's K is 2,560)."""
     return k % config.block_k == 0
@@ -92,7 +147,8 @@ def gemv(
     if m > MAX_M or not fits(config, k) or rows.stride(1) != 1 or x.stride(1) != 1:
         raise ValueError(f"fp8 head GEMV: M={m}, K={k}, config {config.name} do not fit")
     out = torch.empty((m, n), device=x.device, dtype=torch.bfloat16)
-    _fp8_head_gemv[(triton.cdiv(n, config.block_n),)](
+    extra = {"FP8_MAX": FP8_MAX} if config.kernel == "fp8dot" else {}
+    KERNELS[config.kernel][(triton.cdiv(n, config.block_n),)](
         x,
         rows,
         scale,
@@ -108,5 +164,6 @@ def gemv(
         BLOCK_K=config.block_k,
         num_warps=config.warps,
         num_stages=config.stages,
+        **extra,
     )
     return out

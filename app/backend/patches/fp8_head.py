@@ -131,7 +131,7 @@ def candidates(head: Any) -> list[HeadKernel]:
             def run(x: torch.Tensor, config: Any = config) -> torch.Tensor:
                 return fp8_gemv.gemv(x, rows, scale, config)
 
-            kernels.append(HeadKernel(f"triton-gemv[{config.name}]", run, fp8_gemv.MAX_M))
+            kernels.append(HeadKernel(f"triton-{config.name}", run, fp8_gemv.MAX_M))
     return kernels
 
 

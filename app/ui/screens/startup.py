@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
 
-from app.backend.boot_log import describe
+from app.backend.boot_log import LOAD_STAGE, describe
 from app.backend.protocol import BackendInfo, LoadStage, ProofReport
 from app.ui.format import proof_text, seconds, visible_text
 
@@ -81,8 +81,8 @@ class StartupScreen(Screen[None]):
         if known is None:
             known = _Stage(stage.name, stage.elapsed_s, now, stage.detail)
             self._stages[stage.name] = known
-        elif stage.detail and not stage.done:  # progress: a log line, named for people
-            known.detail = describe(stage.detail) or known.detail
+        elif stage.detail and not stage.done and stage.name == LOAD_STAGE:
+            known.detail = describe(stage.detail) or known.detail  # SGLang's log, named for people
         elif stage.detail:
             known.detail = stage.detail
         if stage.done:
