@@ -13,14 +13,14 @@ experts), and the verify commits the accepted KDA state.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from app.telemetry.roofline import (
     ModelShape,
     Precision,
     StepBytes,
+    SummedParts,
     decode_step_bytes,
     kda_state_bytes,
     mla_projection_bytes,
@@ -49,7 +49,7 @@ def mtp_speedup_ceiling(accept_length: float, cycle_cost: float) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class DraftBytes:
+class DraftBytes(SummedParts):
     """Bytes one NEXTN draft forward reads, by part."""
 
     mla_projections: float
@@ -66,11 +66,6 @@ class DraftBytes:
     """The target's LM head, shared."""
     mla_kv: float
     """The draft layer's own latent KV cache."""
-
-    @property
-    def total(self) -> float:
-        """All bytes of the forward."""
-        return math.fsum(getattr(self, f.name) for f in fields(self))
 
 
 @dataclass(frozen=True, slots=True)

@@ -273,8 +273,19 @@ class Precision:
         return matrix_bytes(rows, cols, fmt, block=self.fp8_block, group=self.mxfp4_group)
 
 
+class SummedParts:
+    """A record of byte counts by part whose total is their sum (mixed into the records)."""
+
+    __slots__ = ()
+
+    @property
+    def total(self) -> float:
+        """All the record's bytes."""
+        return math.fsum(getattr(self, f.name) for f in fields(self))  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True, slots=True)
-class StepBytes:
+class StepBytes(SummedParts):
     """Bytes one batch-1 decode step reads (state: reads and writes), by part."""
 
     kda_projections: float
@@ -296,11 +307,6 @@ class StepBytes:
     """KDA recurrent and conv state, read and written."""
     mla_kv: float
     """The latent KV cache read at the current context length."""
-
-    @property
-    def total(self) -> float:
-        """All bytes of the step."""
-        return math.fsum(getattr(self, f.name) for f in fields(self))
 
 
 def decode_step_bytes(shape: ModelShape, precision: Precision, *, context_tokens: int) -> StepBytes:

@@ -67,54 +67,25 @@ def _fp8_head_gemv(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
-):
-    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    tokens = tl.arange(0, BLOCK_M)
-    row_ok = rows < n
-    token_ok = tokens < m
-    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-    for k0 in range(0, k, BLOCK_K):
-        cols = k0 + tl.arange(0, BLOCK_K)
-        w = tl.load(w_ptr + rows[:, None] * stride_wn + cols[None, :], mask=row_ok[:, None])
-        x = tl.load(
-            x_ptr + tokens[None, :] * stride_xm + cols[:, None], mask=token_ok[None, :], other=0.0
-        )
-        acc += tl.dot(w.to(tl.bfloat16), x)
-    scale = tl.load(scale_ptr + rows, mask=row_ok, other=0.0)
-    acc = acc * scale[:, None]
-    out = out_ptr + tokens[None, :] * stride_om + rows[:, None]
-    tl.store(out, acc.to(tl.bfloat16), mask=row_ok[:, None] & token_ok[None, :])
-
-
-@triton.jit
-def _fp8_head_fp8dot(
-    x_ptr,
-    w_ptr,
-    scale_ptr,
-    out_ptr,
-    m,
-    n,
-    k,
-    stride_xm,
-    stride_wn,
-    stride_om,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
+    QUANTIZE_X: tl.constexpr,
     FP8_MAX: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     tokens = tl.arange(0, BLOCK_M)
     row_ok = rows < n
     token_ok = tokens < m
-    amax = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    for k0 in range(0, k, BLOCK_K):
-        cols = k0 + tl.arange(0, BLOCK_K)
-        x = tl.load(
-            x_ptr + tokens[None, :] * stride_xm + cols[:, None], mask=token_ok[None, :], other=0.0
-        )
-        amax = tl.maximum(amax, tl.max(tl.abs(x.to(tl.float32)), axis=0))
-    x_scale = tl.maximum(amax, 1e-12) / FP8_MAX
+    x_scale = tl.full((BLOCK_M,), 1.0, dtype=tl.float32)
+    if QUANTIZE_X:  # per-token scales first: a pass over the activations, from L2
+        amax = tl.zeros((BLOCK_M,), dtype=tl.float32)
+        for k0 in range(0, k, BLOCK_K):
+            cols = k0 + tl.arange(0, BLOCK_K)
+            x = tl.load(
+                x_ptr + tokens[None, :] * stride_xm + cols[:, None],
+                mask=token_ok[None, :],
+                other=0.0,
+            )
+            amax = tl.maximum(amax, tl.max(tl.abs(x.to(tl.float32)), axis=0))
+        x_scale = tl.maximum(amax, 1e-12) / FP8_MAX
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     for k0 in range(0, k, BLOCK_K):
         cols = k0 + tl.arange(0, BLOCK_K)
@@ -122,15 +93,14 @@ def _fp8_head_fp8dot(
         x = tl.load(
             x_ptr + tokens[None, :] * stride_xm + cols[:, None], mask=token_ok[None, :], other=0.0
         )
-        xq = (x.to(tl.float32) / x_scale[None, :]).to(tl.float8e4nv)
-        acc += tl.dot(w, xq)
+        if QUANTIZE_X:
+            acc += tl.dot(w, (x.to(tl.float32) / x_scale[None, :]).to(tl.float8e4nv))
+        else:
+            acc += tl.dot(w.to(tl.bfloat16), x)
     scale = tl.load(scale_ptr + rows, mask=row_ok, other=0.0)
     acc = acc * scale[:, None] * x_scale[None, :]
     out = out_ptr + tokens[None, :] * stride_om + rows[:, None]
     tl.store(out, acc.to(tl.bfloat16), mask=row_ok[:, None] & token_ok[None, :])
-
-
-KERNELS = {"widen": _fp8_head_gemv, "fp8dot": _fp8_head_fp8dot}
 
 
 def fits(config: GemvConfig, k: int) -> bool:
@@ -147,8 +117,7 @@ def gemv(
     if m > MAX_M or not fits(config, k) or rows.stride(1) != 1 or x.stride(1) != 1:
         raise ValueError(f"fp8 head GEMV: M={m}, K={k}, config {config.name} do not fit")
     out = torch.empty((m, n), device=x.device, dtype=torch.bfloat16)
-    extra = {"FP8_MAX": FP8_MAX} if config.kernel == "fp8dot" else {}
-    KERNELS[config.kernel][(triton.cdiv(n, config.block_n),)](
+    _fp8_head_gemv[(triton.cdiv(n, config.block_n),)](
         x,
         rows,
         scale,
@@ -164,6 +133,7 @@ def gemv(
         BLOCK_K=config.block_k,
         num_warps=config.warps,
         num_stages=config.stages,
-        **extra,
+        QUANTIZE_X=config.kernel == "fp8dot",
+        FP8_MAX=FP8_MAX,
     )
     return out
