@@ -115,3 +115,23 @@ def test_a_full_stdout_is_one_line(argv: list[str]):
     assert proc.stderr.decode() == (
         "ling-chat: error: cannot write to standard output: No space left on device\n"
     )
+
+
+def test_an_unexpected_error_is_one_line_naming_the_log_with_its_traceback(
+    monkeypatch, capsys, isolated_dirs
+):
+    from app.commands import history
+
+    def broken_run(args: object) -> int:
+        secret = "a local variable that must not reach the terminal"
+        raise RuntimeError(f"a bug\non two lines ({len(secret)})")
+
+    monkeypatch.setattr(history, "run", broken_run)
+    assert main(["history"]) == 1
+    log = isolated_dirs / "data" / "logs" / "ling-chat-errors.log"
+    assert capsys.readouterr().err == (
+        "ling-chat: unexpected error (RuntimeError: a bug on two lines (49)); "
+        f"the details are in {log}\n"
+    )
+    assert 'raise RuntimeError(f"a bug\\non two lines' in log.read_text()
+    assert (log.stat().st_mode & 0o777, log.parent.stat().st_mode & 0o777) == (0o600, 0o700)

@@ -67,8 +67,11 @@ def run(args: argparse.Namespace) -> int:
             sampling=settings.sampling.to_sampling(),
             keymap=settings.keymap,
             allow_unoptimized=args.allow_unoptimized,
+            log_dir=settings.log_dir,
         )
         asyncio.run(_run_app(app))
+    if app.crash_message:
+        print(app.crash_message, file=sys.stderr)
     if isinstance(backend, RecordingBackend) and backend.save_error:
         print(f"ling-chat: the recording was not saved: {backend.save_error}", file=sys.stderr)
         return app.return_code or 1
