@@ -8,12 +8,14 @@ import traceback
 from datetime import datetime
 from pathlib import Path
 
+from app.backend.redact import redact
+
 CRASH_LOG = "ling-chat-errors.log"
 
 
 def crash_line(error: BaseException, log_dir: Path | None) -> str:
     """Append `error`'s traceback to the crash log; the one line that names it and the log."""
-    what = f"{type(error).__name__}: {' '.join(str(error).split())}"[:300]
+    what = redact(f"{type(error).__name__}: {' '.join(str(error).split())}")[:300]
     path = _write(error, log_dir)
     where = f"the details are in {path}" if path else "its details could not be written"
     return f"ling-chat: unexpected error ({what}); {where}"
@@ -21,8 +23,8 @@ def crash_line(error: BaseException, log_dir: Path | None) -> str:
 
 def _write(error: BaseException, log_dir: Path | None) -> Path | None:
     """The log the traceback went to: `log_dir`'s, else the temp folder's; None if neither."""
-    entry = f"--- {datetime.now().isoformat(timespec='seconds')}\n" + "".join(
-        traceback.format_exception(error)
+    entry = f"--- {datetime.now().isoformat(timespec='seconds')}\n" + redact(
+        "".join(traceback.format_exception(error))
     )
     for folder in (log_dir, Path(tempfile.gettempdir())):
         if folder is None:

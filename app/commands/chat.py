@@ -12,6 +12,7 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING
 
+from app.api_key import add_api_key_arguments, api_key
 from app.backend.protocol import ChatBackend
 from app.commands.common import add_data_arguments, add_model_arguments, settings_from
 from app.errors import ConfigError
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="play a replay X times faster (default: 1, as recorded)",
     )
     parser.add_argument("--record", metavar="TRACE", help="record this session to TRACE (JSON)")
-    parser.add_argument("--api-key", metavar="KEY", help="API key for --server")
+    add_api_key_arguments(parser, "API key for --server")
     parser.add_argument(
         "--allow-unoptimized",
         action="store_true",
@@ -51,15 +52,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the chat app; returns its exit status."""
     from app.backend.replay import RecordingBackend
-    from app.storage import ChatStore
-    from app.ui import LingChatApp
 
     if args.replay_speed <= 0:
         raise ConfigError(f"--replay-speed must be positive, got {args.replay_speed}")
     if args.allow_unoptimized and not args.server:
         raise ConfigError("--allow-unoptimized only applies to --server")
     settings = settings_from(args)
-    backend = _backend(args, settings)
+    backend = _backend(args, settings)  # refuses a missing GPU before Textual is imported
+    from app.storage import ChatStore
+    from app.ui import LingChatApp
+
     with ChatStore.open(settings.db_path) as store:
         app = LingChatApp(
             backend,
@@ -98,14 +100,15 @@ def _backend(args: argparse.Namespace, settings: Settings) -> ChatBackend:
 
         backend = RemoteBackend(
             args.server,
-            api_key=args.api_key,
+            api_key=api_key(args),
             min_accept_length=settings.min_accept_length,
             allow_unoptimized=args.allow_unoptimized,
             profile=settings.profile.value,
         )
     else:
-        from app.commands.common import make_engine_backend
+        from app.commands.common import check_engine_can_start, make_engine_backend
 
+        check_engine_can_start(settings)
         backend = make_engine_backend(settings, args)
     if args.record:
         backend = RecordingBackend(backend, args.record)

@@ -23,11 +23,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.commands.common import make_engine_backend
+    from app.backend.engine import route_sglang_logging
+    from app.backend.to_log import output_to_log
+    from app.commands.common import check_engine_can_start, make_engine_backend
 
     print(environment())
-    backend = make_engine_backend(settings_from(args), args)
-    report = asyncio.run(run_doctor(backend))
+    settings = settings_from(args)
+    check_engine_can_start(settings)
+    backend = make_engine_backend(settings, args)
+    log_file = settings.log_dir / "sglang.log"
+    route_sglang_logging(log_file)
+    with output_to_log(log_file) as terminal:  # SGLang's import warnings, its logging
+        report = asyncio.run(run_doctor(backend, lambda line: print(line, file=terminal)))
     return 0 if report.ok else 2
 
 
