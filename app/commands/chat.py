@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import math
 import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.api_key import add_api_key_arguments, api_key
 from app.backend.protocol import ChatBackend
 from app.commands.common import add_data_arguments, add_model_arguments, settings_from
 from app.errors import ConfigError
-from app.settings import Settings
+from app.settings import Settings, source_of
 
 if TYPE_CHECKING:
     from app.ui import LingChatApp
@@ -53,16 +58,20 @@ def run(args: argparse.Namespace) -> int:
     """Run the chat app; returns its exit status."""
     from app.backend.replay import RecordingBackend
 
-    if args.replay_speed <= 0:
-        raise ConfigError(f"--replay-speed must be positive, got {args.replay_speed}")
+    if not (math.isfinite(args.replay_speed) and args.replay_speed > 0):
+        raise ConfigError(f"--replay-speed must be a positive number, got {args.replay_speed}")
     if args.allow_unoptimized and not args.server:
         raise ConfigError("--allow-unoptimized only applies to --server")
     settings = settings_from(args)
+    if settings.keymap:
+        from app.ui.bindings import check_keymap
+
+        check_keymap(settings.keymap, source_of(["keymap"]))
     backend = _backend(args, settings)  # refuses a missing GPU before Textual is imported
     from app.storage import ChatStore
     from app.ui import LingChatApp
 
-    with ChatStore.open(settings.db_path) as store:
+    with _history(args, settings) as db_path, ChatStore.open(db_path) as store:
         app = LingChatApp(
             backend,
             store,
@@ -78,6 +87,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"ling-chat: the recording was not saved: {backend.save_error}", file=sys.stderr)
         return app.return_code or 1
     return app.return_code or 0
+
+
+@contextlib.contextmanager
+def _history(args: argparse.Namespace, settings: Settings) -> Iterator[Path]:
+    """The history database: the user's, or for a replay a throwaway one removed at exit.
+
+    A replay is a demonstration: its replies are not the user's and their speeds were
+    measured on another machine, so they stay out of the history and its statistics.
+    """
+    if not args.replay:
+        yield settings.db_path
+        return
+    with tempfile.TemporaryDirectory(prefix="ling-chat-replay-") as folder:
+        yield Path(folder) / "history.db"
 
 
 async def _run_app(app: LingChatApp) -> None:
