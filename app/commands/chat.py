@@ -119,11 +119,14 @@ def _backend(args: argparse.Namespace, settings: Settings) -> ChatBackend:
     if args.replay:
         backend = ReplayBackend(trace_path(args.replay), speed=args.replay_speed)
     elif args.server:
+        from app.backend.redact import protect
         from app.backend.remote import RemoteBackend
 
+        key = api_key(args)
+        protect(key)  # out of any log and of the error log's tracebacks
         backend = RemoteBackend(
             args.server,
-            api_key=api_key(args),
+            api_key=key,
             min_accept_length=settings.min_accept_length,
             allow_unoptimized=args.allow_unoptimized,
             profile=settings.profile.value,
