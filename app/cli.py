@@ -27,6 +27,7 @@ from app.commands import (
     prepare,
     serve,
 )
+from app.crash import crash_line
 from app.errors import LingChatError, PreflightFailed
 from app.textsafe import for_terminal
 
@@ -80,10 +81,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except OSError as exc:
         if exc.filename is not None or exc.errno not in _OUTPUT_ERRNOS:
-            raise
+            return _crashed(exc, args)
         _drop_stdout()
         print(f"ling-chat: error: cannot write to standard output: {exc.strerror}", file=sys.stderr)
         return 1
+    except Exception as exc:  # noqa: BLE001 - a bug: one line, its traceback to the log
+        return _crashed(exc, args)
+
+
+def _crashed(error: Exception, args: argparse.Namespace) -> int:
+    """Report an unexpected error in one line naming the log that holds its traceback."""
+    from app.settings import load_settings
+
+    try:
+        log_dir = load_settings(data_dir=getattr(args, "data_dir", None)).log_dir
+    except LingChatError:
+        log_dir = None
+    print(crash_line(error, log_dir), file=sys.stderr)
+    return 1
 
 
 PREFLIGHT_STATUS = 3

@@ -115,7 +115,7 @@ class Settings(BaseSettings):
         return (
             init_settings,
             env_settings,
-            TomlConfigSettingsSource(settings_cls, toml_file=config_file()),
+            _ConfigFile(settings_cls, toml_file=config_file()),
         )
 
     @property
@@ -127,6 +127,22 @@ class Settings(BaseSettings):
     def log_dir(self) -> Path:
         """Where SGLang's and ling-chat's logs go."""
         return self.data_dir / "logs"
+
+
+class _ConfigFile(TomlConfigSettingsSource):
+    """The TOML file; a relative `data_dir` in it is relative to the file's folder."""
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        data = super()._read_file(file_path)
+        data_dir = data.get("data_dir")
+        if isinstance(data_dir, str) and not data_dir.startswith("~"):
+            data["data_dir"] = str(Path(file_path).parent / data_dir)  # absolute stays
+        return data
+
+
+def source_of(loc: list[str]) -> str:
+    """Where the setting at `loc` came from: the variable that set it, else the file."""
+    return _env_source(loc) or str(config_file())
 
 
 def load_settings(**overrides: Any) -> Settings:
@@ -172,7 +188,13 @@ def _describe(exc: ValidationError, path: Path, flags: set[str]) -> str:
         source = _env_source(loc) or str(path)
     allowed = error["msg"]
     if error["type"] == "extra_forbidden":
-        allowed = f"unknown setting; allowed: {', '.join(sorted(Settings.model_fields))}"
+        table: type[BaseModel] = Settings
+        for part in loc[:-1]:
+            field = table.model_fields.get(part)
+            inner = field.annotation if field else None
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                table = inner
+        allowed = f"unknown setting; allowed: {', '.join(sorted(table.model_fields))}"
     return f"{source}: {where} = {error.get('input')!r} is invalid: {allowed}"
 
 

@@ -131,3 +131,23 @@ def test_a_locked_database_is_reported_before_the_model_starts(monkeypatch, caps
         assert main(["--replay", "demo", "--data-dir", str(tmp_path)]) == 1
     # The chat waits for a lock only briefly: its UI stands still while it waits.
     assert error_line(capsys).startswith(f"{db_path} is locked by another process (waited 0.5 s)")
+
+
+def test_an_unexpected_error_is_one_line_naming_the_log_with_its_traceback(
+    monkeypatch, capsys, isolated_dirs
+):
+    from app.commands import history
+
+    def broken_run(args: object) -> int:
+        secret = "a local variable that must not reach the terminal"
+        raise RuntimeError(f"a bug\non two lines ({len(secret)})")
+
+    monkeypatch.setattr(history, "run", broken_run)
+    assert main(["history"]) == 1
+    log = isolated_dirs / "data" / "logs" / "ling-chat-errors.log"
+    assert capsys.readouterr().err == (
+        "ling-chat: unexpected error (RuntimeError: a bug on two lines (49)); "
+        f"the details are in {log}\n"
+    )
+    assert 'raise RuntimeError(f"a bug\\non two lines' in log.read_text()
+    assert (log.stat().st_mode & 0o777, log.parent.stat().st_mode & 0o777) == (0o600, 0o700)

@@ -53,6 +53,11 @@ def test_malformed_toml_names_the_file_and_leaves_it_alone():
         ("[sampling]\ntemperature = 9", "sampling.temperature", "less than or equal to 2"),
         ("mem_fraction = 0.99", "mem_fraction", "less than 0.98"),
         ("colour = 1", "colour", "allowed: data_dir"),
+        (
+            "[sampling]\ntemprature = 0.5",
+            "sampling.temprature",
+            "unknown setting; allowed: max_new_tokens, temperature, top_k, top_p",
+        ),
     ],
 )
 def test_a_bad_value_names_file_field_and_what_is_allowed(toml, field, allowed):
@@ -102,6 +107,15 @@ def test_home_is_expanded_in_paths(monkeypatch, tmp_path):
     settings = load_settings()
     assert settings.data_dir == tmp_path / "chats"
     assert settings.model_path == str(tmp_path / "models" / "ling")
+
+
+def test_a_relative_data_dir_in_the_file_is_relative_to_the_file(monkeypatch, tmp_path):
+    config_file().write_text('data_dir = "ling-data"\n')
+    monkeypatch.delenv("LING_CHAT_DATA_DIR")
+    monkeypatch.chdir(tmp_path)
+    assert load_settings().data_dir == config_file().parent / "ling-data"
+    monkeypatch.setenv("LING_CHAT_DATA_DIR", "from-env")  # a variable or flag: the working dir
+    assert load_settings().data_dir == Path("from-env")
 
 
 def test_the_gpu_tests_depth_and_memory_knobs_reach_the_tests():

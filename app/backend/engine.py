@@ -90,16 +90,18 @@ def check_model_path(model_path: str) -> None:
 
 
 def logging_config(log_file: Path) -> dict[str, Any]:
-    """A dictConfig that sends every SGLang process's logging to `log_file`."""
+    """A dictConfig that sends every SGLang process's logging to `log_file`, secrets masked."""
     return {
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"plain": {"format": "%(asctime)s %(process)d %(name)s: %(message)s"}},
+        "filters": {"redact": {"()": "app.backend.redact.RedactSecrets"}},
         "handlers": {
             "file": {
                 "class": "logging.FileHandler",
                 "filename": str(log_file),
                 "formatter": "plain",
+                "filters": ["redact"],
             }
         },
         "root": {"level": "INFO", "handlers": ["file"]},
@@ -111,6 +113,28 @@ def set_engine_environment() -> None:
     variable the user has set keeps its value."""
     for name, value in engine_environment().items():
         os.environ.setdefault(name, value)
+
+
+def sglang_log(config: EngineConfig) -> Path:
+    """Where SGLang and its child processes write."""
+    return (config.log_dir or Path.cwd()) / "sglang.log"
+
+
+def route_sglang_logging(log_file: Path) -> None:
+    """Make every SGLang process log to `log_file` (SGLang reads the config's path).
+
+    Raises:
+        BackendError: the log or its config cannot be written.
+    """
+    config_path = log_file.with_suffix(".logging.json")
+    try:
+        private_dir(log_file.parent)
+        private_file(log_file)
+        private_file(config_path)
+        config_path.write_text(json.dumps(logging_config(log_file)))
+    except OSError as exc:
+        raise BackendError(f"cannot write SGLang's log in {log_file.parent}: {exc}") from exc
+    os.environ["SGLANG_LOGGING_CONFIG_PATH"] = str(config_path)
 
 
 def gpu_facts() -> GpuFacts:
@@ -235,8 +259,7 @@ class EngineBackend:
     @property
     def log_file(self) -> Path:
         """Where SGLang and its child processes write."""
-        log_dir = self.config.log_dir or Path.cwd()
-        return log_dir / "sglang.log"
+        return sglang_log(self.config)
 
     async def start(self) -> AsyncIterator[LoadStage]:
         """Import SGLang, boot the engine, warm it up and judge the proof."""
@@ -541,16 +564,7 @@ class EngineBackend:
 
     def _prepare_environment(self) -> None:
         """Logging to a file in the data dir, and the plan for the scheduler's patches."""
-        config_path = self.log_file.with_suffix(".logging.json")
-        try:
-            private_dir(self.log_file.parent)
-            private_file(self.log_file)
-            private_file(config_path)
-            config_path.write_text(json.dumps(logging_config(self.log_file)))
-        except OSError as exc:
-            folder = self.log_file.parent
-            raise BackendError(f"cannot write SGLang's log in {folder}: {exc}") from exc
-        os.environ["SGLANG_LOGGING_CONFIG_PATH"] = str(config_path)
+        route_sglang_logging(self.log_file)
         plan = PatchPlan(fp8_head=self.config.levers.fp8_head, log_file=str(self.log_file))
         os.environ[PLAN_ENV] = plan.to_env()
 

@@ -57,13 +57,15 @@ from app.backend.warmup import PLAN, warm_up
 from app.backend.wire import (
     ChatStream,
     SSELines,
+    TooDeep,
     WireError,
     chat_request,
+    parse_json,
     prompt_size,
     tokenize_request,
 )
 from app.chat import ChatMessage, Sampling, fit_to_context
-from app.errors import BackendError, ConfigError, ProofFailed, ServerError
+from app.errors import BackendError, BadServerAnswer, ConfigError, ProofFailed, ServerError
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +78,21 @@ STOP_GRACE_S = 2.0
 """How long `stop_reply` waits for the server to end an aborted stream itself."""
 PROOF_KEY = "ling_chat_proof"
 """Where ling-chat's patched scheduler publishes its evidence in `/server_info`."""
-"""Greedy and predictable, so a working draft head shows a clear accept length."""
+HEALTH_LIMIT = 64 << 10
+"""The most bytes read of a `/health` answer (SGLang's is empty) or of an error's body."""
+SERVER_INFO_LIMIT = 4 << 20
+"""The most bytes read of `/server_info` (SGLang's is about 20 KB with the proof)."""
+TOKENIZE_LIMIT = 16 << 20
+"""The most bytes read of `/v1/tokenize`, whose answer lists every token of the prompt."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """A whole answer, read within its size limit."""
+
+    status: int
+    body: bytes
+    content_type: str
 
 
 @dataclass(slots=True, eq=False)
@@ -213,7 +229,12 @@ class RemoteBackend:
         self, messages: Sequence[ChatMessage], sampling: Sampling
     ) -> AsyncIterator[ReplyEvent]:
         """Stream one reply; the last event is a `ReplyDone` or a `ReplyError`."""
-        if (room := await self._room(messages)) is not None:
+        try:
+            room = await self._room(messages)
+        except BadServerAnswer as exc:
+            yield ReplyError(str(exc), time.perf_counter())
+            return
+        if room is not None:
             fitted = fit_to_context(sampling, *room)
             if isinstance(fitted, str):
                 yield ReplyError(fitted, time.perf_counter())
@@ -295,8 +316,7 @@ class RemoteBackend:
                 timeout=STREAM_TIMEOUT,
             ) as response:
                 if response.status_code != 200:
-                    await response.aread()
-                    return self._status_message(response, what)
+                    return self._status_message(await self._error_answer(response, what), what)
                 lines = SSELines()
                 async for data in response.aiter_bytes():
                     at = time.perf_counter()
@@ -307,6 +327,8 @@ class RemoteBackend:
                             return None
         except WireError as exc:
             return f"{self.base_url} sent a broken reply stream: {exc}"
+        except BadServerAnswer as exc:
+            return str(exc)
         except httpx.HTTPError as exc:
             return self._transport_message(exc, what, STREAM_TIMEOUT)
         return None
@@ -317,18 +339,20 @@ class RemoteBackend:
         The server counts the prompt (`/v1/tokenize`); the draft-token slots SGLang reserves
         per request under speculation (`managers/utils.py:484-500`) count as taken.
         """
+        what = "POST /v1/tokenize"
         try:
-            response = await self._client.post(
-                self._url("/v1/tokenize"),
-                json=tokenize_request(messages),
-                headers=self._headers,
-                timeout=REQUEST_TIMEOUT,
+            answer = await self._request(
+                "POST", "/v1/tokenize", TOKENIZE_LIMIT, tokenize_request(messages)
             )
-            if response.status_code != 200:
+            if answer.status != 200:
                 return None
-            used, context = prompt_size(response.json())
+            used, context = prompt_size(parse_json(answer.body, f"the answer to {what}"))
             self._context_length = context
-        except (httpx.HTTPError, ValueError, WireError) as exc:
+        except TooDeep as exc:
+            raise BadServerAnswer(f"{self.base_url} sent a broken answer: {exc}") from None
+        except BadServerAnswer:
+            raise
+        except (ServerError, WireError) as exc:
             logger.warning("cannot count the prompt's tokens at %s: %s", self.base_url, exc)
             return None
         info = self._server_info
@@ -354,26 +378,61 @@ class RemoteBackend:
             return False
         return response.status_code == 200
 
-    async def _get(self, path: str) -> httpx.Response:
-        what = f"GET {path}"
+    async def _get(self, path: str, limit: int = HEALTH_LIMIT) -> _Answer:
+        answer = await self._request("GET", path, limit)
+        if answer.status != 200:
+            raise ServerError(self._status_message(answer, f"GET {path}"))
+        return answer
+
+    async def _request(
+        self, method: str, path: str, limit: int, body: Mapping[str, Any] | None = None
+    ) -> _Answer:
+        """One request's whole answer, at most `limit` bytes of it.
+
+        Raises:
+            ServerError: the request failed below HTTP.
+            BadServerAnswer: the answer is longer than `limit`.
+        """
+        what = f"{method} {path}"
         try:
-            response = await self._client.get(
-                self._url(path), headers=self._headers, timeout=REQUEST_TIMEOUT
-            )
+            async with self._client.stream(
+                method, self._url(path), json=body, headers=self._headers, timeout=REQUEST_TIMEOUT
+            ) as response:
+                return _Answer(
+                    response.status_code,
+                    await self._read_body(response, limit, what),
+                    response.headers.get("content-type", "no content type").split(";")[0],
+                )
         except httpx.HTTPError as exc:
             raise ServerError(self._transport_message(exc, what, REQUEST_TIMEOUT)) from exc
-        if response.status_code != 200:
-            raise ServerError(self._status_message(response, what))
-        return response
+
+    async def _read_body(self, response: httpx.Response, limit: int, what: str) -> bytes:
+        """The body, read in pieces and refused as soon as it passes `limit` bytes."""
+        body = bytearray()
+        async for data in response.aiter_bytes():
+            body += data
+            if len(body) > limit:
+                raise BadServerAnswer(
+                    f"{self.base_url} sent more than {_size(limit)} for {what}: "
+                    "not an SGLang answer"
+                )
+        return bytes(body)
+
+    def _parse(self, answer: _Answer, what: str) -> Any:
+        """The answer's JSON; one line when it is not JSON or nests too deep."""
+        try:
+            return parse_json(answer.body, f"the answer to {what}")
+        except WireError as exc:
+            raise BadServerAnswer(f"{self.base_url} sent a broken answer: {exc}") from None
 
     async def _read_server_info(self) -> dict[str, Any]:
-        response = await self._get("/server_info")
+        answer = await self._get("/server_info", SERVER_INFO_LIMIT)
         not_sglang = f"{self.base_url} is not an SGLang server: GET /server_info returned"
-        try:
-            info = response.json()
-        except ValueError:
-            kind = response.headers.get("content-type", "no content type").split(";")[0]
-            raise ServerError(f"{not_sglang} {kind}, not JSON") from None
+        if answer.content_type != "application/json" and not answer.body.lstrip().startswith(
+            (b"{", b"[")
+        ):
+            raise ServerError(f"{not_sglang} {answer.content_type}, not JSON")
+        info = self._parse(answer, "GET /server_info")
         if not (
             isinstance(info, dict) and isinstance(info.get("version"), str) and "model_path" in info
         ):
@@ -383,9 +442,17 @@ class RemoteBackend:
     def _url(self, path: str) -> str:
         return f"{self.base_url}{path}"
 
-    def _status_message(self, response: httpx.Response, what: str) -> str:
+    async def _error_answer(self, response: httpx.Response, what: str) -> _Answer:
+        """A non-200 answer; a body past `HEALTH_LIMIT` is left unread (no detail)."""
+        try:
+            body = await self._read_body(response, HEALTH_LIMIT, what)
+        except BadServerAnswer:
+            body = b""
+        return _Answer(response.status_code, body, "")
+
+    def _status_message(self, answer: _Answer, what: str) -> str:
         """One line for a non-200 answer (401/403 come from `utils/auth.py:192-204`)."""
-        code = response.status_code
+        code = answer.status
         if code == 401 and self._api_key_given:
             return f"{self.base_url} rejected the API key (HTTP 401 on {what}): check the key"
         if code == 401:
@@ -396,7 +463,7 @@ class RemoteBackend:
             return f"{self.base_url} is not an SGLang server ({what}: HTTP 404)"
         if code == 503 and what == "GET /health":
             return f"{self.base_url} is not ready (HTTP 503 on {what}): still loading or unhealthy"
-        return f"{what} to {self.base_url} failed: HTTP {code}{_error_detail(response)}"
+        return f"{what} to {self.base_url} failed: HTTP {code}{_error_detail(answer.body)}"
 
     def _transport_message(self, exc: httpx.HTTPError, what: str, timeout: httpx.Timeout) -> str:
         """One line for a failure below HTTP: refused, timed out, cut off."""
@@ -425,16 +492,21 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _error_detail(response: httpx.Response) -> str:
+def _error_detail(text: bytes) -> str:
     """`: message` from an SGLang error body (`serving_base.py:205-221`), else ''."""
     try:
-        body = response.json()
-    except ValueError:
+        body = parse_json(text, "an error")
+    except WireError:
         return ""
     message = (body.get("message") or body.get("error")) if isinstance(body, dict) else None
     if isinstance(message, dict):
         message = message.get("message")
     return f": {_one_line(str(message))}" if message else ""
+
+
+def _size(limit: int) -> str:
+    """A byte limit for people: 64 KiB, 4 MiB."""
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB"
 
 
 def _one_line(text: str, limit: int = 200) -> str:

@@ -26,7 +26,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -217,6 +217,17 @@ class ReplayBackend:
         """Nothing to stop."""
 
 
+def recorded_info(info: BackendInfo) -> dict[str, Any]:
+    """The backend's facts for a trace: a local model path as its folder's name only.
+
+    A trace is shared and replayed elsewhere, where the recording machine's folders mean
+    nothing (and may say too much).
+    """
+    model = Path(info.model)
+    local = model.is_absolute() or info.model.startswith((".", "~"))
+    return asdict(replace(info, model=model.name if local else info.model))
+
+
 class RecordingBackend:
     """Wraps any `ChatBackend` and records what passes through it to a trace file.
 
@@ -232,7 +243,7 @@ class RecordingBackend:
             "format": TRACE_FORMAT,
             "version": TRACE_VERSION,
             "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "info": asdict(inner.info),
+            "info": recorded_info(inner.info),
             "stages": [],
             "proof": None,
             "replies": [],
@@ -249,7 +260,7 @@ class RecordingBackend:
         async for stage in self._inner.start():
             self._trace["stages"].append(asdict(stage))
             yield stage
-        self._trace["info"] = asdict(self._inner.info)  # the SGLang version is known now
+        self._trace["info"] = recorded_info(self._inner.info)  # the SGLang version is known now
         self._save()
 
     async def proof(self) -> ProofReport:

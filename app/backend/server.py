@@ -9,6 +9,7 @@ client would, and shuts down if the proof fails.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import Callable
@@ -17,7 +18,9 @@ from app.backend.engine import (
     check_model_path,
     engine_missing,
     gpu_facts,
+    route_sglang_logging,
     set_engine_environment,
+    sglang_log,
 )
 from app.backend.engine_config import (
     REASONING_PARSER,
@@ -27,7 +30,9 @@ from app.backend.engine_config import (
 )
 from app.backend.patches import PLAN_ENV, PatchPlan
 from app.backend.protocol import ProofReport
+from app.backend.redact import protect
 from app.backend.remote import RemoteBackend
+from app.backend.to_log import output_to_log
 
 
 def serve(
@@ -38,6 +43,9 @@ def serve(
 ) -> bool:
     """Run the server until it stops; returns False when its proof refused it.
 
+    Everything SGLang and uvicorn write goes to SGLang's log, the API key masked; the
+    terminal gets only the proof report and the verdict.
+
     Args:
         config: what to serve (its overrides carry host, port, api_key, tp_size).
         report_out: receives the proof report once the server judged itself.
@@ -45,39 +53,47 @@ def serve(
     """
     check_model_path(config.model_path)
     set_engine_environment()  # before SGLang's modules read it at import
-    try:
-        from sglang.srt.entrypoints.http_server import launch_server
-        from sglang.srt.server_args import ServerArgs
+    log_file = sglang_log(config)
+    route_sglang_logging(log_file)
+    protect(config.overrides.get("api_key"))
+    os.environ[PLAN_ENV] = PatchPlan(
+        fp8_head=config.levers.fp8_head, log_file=str(log_file)
+    ).to_env()
+    with output_to_log(log_file) as terminal:
+        try:
+            from sglang.srt.entrypoints.http_server import launch_server
+            from sglang.srt.server_args import ServerArgs
 
-        from app.backend import patches
-    except ImportError as exc:
-        raise engine_missing(exc) from exc
+            from app.backend import patches
+        except ImportError as exc:
+            raise engine_missing(exc) from exc
 
-    os.environ[PLAN_ENV] = PatchPlan(fp8_head=config.levers.fp8_head).to_env()
-    # Ling-3.0-flash thinks by default and SGLang's template detection cannot tell: name
-    # its parser, so that clients get the thinking apart, as `reasoning_content`.
-    serving = {
-        REASONING_PARSER.name: REASONING_PARSER.value,
-        "default_chat_template_kwargs": chat_template_kwargs(),
-    }
-    args = ServerArgs(**{**serving, **server_args(config, gpu_facts())})
-    verdict: list[bool] = []
+        # Ling-3.0-flash thinks by default and SGLang's template detection cannot tell: name
+        # its parser, so that clients get the thinking apart, as `reasoning_content`.
+        serving = {
+            REASONING_PARSER.name: REASONING_PARSER.value,
+            "default_chat_template_kwargs": chat_template_kwargs(),
+        }
+        args = ServerArgs(**{**serving, **server_args(config, gpu_facts())})
+        verdict: list[bool] = []
 
-    def prove() -> ProofReport:
-        return asyncio.run(self_proof(args.host, args.port, args.api_key, config))
+        def prove() -> ProofReport:
+            return asyncio.run(self_proof(args.host, args.port, args.api_key, config))
 
-    def judge_self() -> None:
-        """Runs in SGLang's warm-up thread once the server is ready; unproven means stop."""
-        verdict.append(judge(prove, report_out))
-        if not verdict[-1]:
-            os.kill(os.getpid(), signal.SIGTERM)
+        def judge_self() -> None:
+            """Runs in SGLang's warm-up thread once the server is ready; unproven: stop."""
+            with contextlib.redirect_stdout(terminal):
+                verdict.append(judge(prove, report_out))
+            if not verdict[-1]:
+                os.kill(os.getpid(), signal.SIGTERM)
 
-    launch_server(
-        args,
-        run_scheduler_process_func=scheduler_entry or patches.run_scheduler_process,
-        run_detokenizer_process_func=patches.run_detokenizer_process,
-        launch_callback=judge_self,
-    )
+        print(f"ling-chat: starting SGLang's server; its log: {log_file}", file=terminal)
+        launch_server(
+            args,
+            run_scheduler_process_func=scheduler_entry or patches.run_scheduler_process,
+            run_detokenizer_process_func=patches.run_detokenizer_process,
+            launch_callback=judge_self,
+        )
     return bool(verdict) and all(verdict)
 
 

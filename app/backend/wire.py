@@ -49,10 +49,46 @@ _CONDITIONAL_SPEC_KEYS = frozenset(
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
+_JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+"""A JSON string (skipped whole) or a bracket."""
+
+MAX_JSON_DEPTH = 64
+"""The deepest JSON nesting any SGLang answer is read with (server info nests about 4 deep)."""
+MAX_EVENT_LINE = 1 << 20
+"""The longest event-stream line, in characters (a chunk of a few tokens is under 1 KB)."""
 
 
 class WireError(ValueError):
-    """A line that is not part of SGLang's chat event stream."""
+    """An answer that is not what SGLang sends: broken, too deep or too long."""
+
+
+class TooDeep(WireError):
+    """JSON nested past the limit: refused before parsing."""
+
+
+def parse_json(text: str | bytes, what: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """`text` parsed as JSON, refused past `max_depth` levels of nesting before parsing.
+
+    Raises:
+        TooDeep: `what` nests deeper than `max_depth`.
+        WireError: `what` is not JSON.
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    depth = 0
+    for match in _JSON_NESTING.finditer(text):
+        bracket = match.group()
+        if bracket in "[{":
+            depth += 1
+            if depth > max_depth:
+                raise TooDeep(f"{what} nests deeper than {max_depth} levels")
+        elif bracket in "]}":
+            depth -= 1
+    try:
+        return json.loads(text)
+    except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise WireError(f"invalid JSON in {what} ({reason}): {text[:80]!r}") from None
 
 
 class SSELines:
@@ -63,16 +99,23 @@ class SSELines:
     model text holding one would cut a `data:` line in two.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_line: int = MAX_EVENT_LINE) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""
+        self._max_line = max_line
 
     def feed(self, data: bytes) -> list[str]:
-        """The lines completed by `data`; a trailing CR waits for a possible LF."""
+        """The lines completed by `data`; a trailing CR waits for a possible LF.
+
+        Raises:
+            WireError: a line grew past `max_line` characters.
+        """
         text = self._pending + self._decoder.decode(data)
         held = "\r" if text.endswith("\r") else ""
         *lines, rest = _LINE_END.split(text[: len(text) - len(held)])
         self._pending = rest + held
+        if len(self._pending) > self._max_line or any(len(x) > self._max_line for x in lines):
+            raise WireError(f"an event line is longer than {self._max_line:,} characters")
         return lines
 
 
@@ -157,10 +200,7 @@ class ChatStream:
         payload = value.removeprefix(" ")
         if payload == "[DONE]":
             return [self._done(at)]
-        try:
-            chunk = json.loads(payload)
-        except json.JSONDecodeError as exc:
-            raise WireError(f"invalid JSON in an event ({exc.msg}): {payload[:80]!r}") from None
+        chunk = parse_json(payload, "an event")
         if not isinstance(chunk, dict):
             raise WireError(f"an event is not a JSON object: {payload[:80]!r}")
         return self._chunk(chunk, at)

@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import math
 import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.api_key import add_api_key_arguments, api_key
 from app.backend.protocol import ChatBackend
 from app.commands.common import add_data_arguments, add_model_arguments, settings_from
 from app.errors import ConfigError
-from app.settings import Settings
+from app.settings import Settings, source_of
 
 if TYPE_CHECKING:
     from app.ui import LingChatApp
@@ -42,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="play a replay X times faster (default: 1, as recorded)",
     )
     parser.add_argument("--record", metavar="TRACE", help="record this session to TRACE (JSON)")
-    parser.add_argument("--api-key", metavar="KEY", help="API key for --server")
+    add_api_key_arguments(parser, "API key for --server")
     parser.add_argument(
         "--allow-unoptimized",
         action="store_true",
@@ -55,16 +61,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the chat app; returns its exit status."""
     from app.backend.replay import RecordingBackend
-    from app.storage import ChatStore
-    from app.ui import LingChatApp
 
-    if args.replay_speed <= 0:
-        raise ConfigError(f"--replay-speed must be positive, got {args.replay_speed}")
+    if not (math.isfinite(args.replay_speed) and args.replay_speed > 0):
+        raise ConfigError(f"--replay-speed must be a positive number, got {args.replay_speed}")
     if args.allow_unoptimized and not args.server:
         raise ConfigError("--allow-unoptimized only applies to --server")
     settings = settings_from(args)
-    backend = _backend(args, settings)
-    with ChatStore.open(settings.db_path, busy_timeout_s=BUSY_TIMEOUT_S) as store:
+    if settings.keymap:
+        from app.ui.bindings import check_keymap
+
+        check_keymap(settings.keymap, source_of(["keymap"]))
+    backend = _backend(args, settings)  # refuses a missing GPU before Textual is imported
+    from app.storage import ChatStore
+    from app.ui import LingChatApp
+
+    with (
+        _history(args, settings) as db_path,
+        ChatStore.open(db_path, busy_timeout_s=BUSY_TIMEOUT_S) as store,
+    ):
         store.check_writable()  # before the model starts, which can take minutes
         app = LingChatApp(
             backend,
@@ -72,12 +86,29 @@ def run(args: argparse.Namespace) -> int:
             sampling=settings.sampling.to_sampling(),
             keymap=settings.keymap,
             allow_unoptimized=args.allow_unoptimized,
+            log_dir=settings.log_dir,
         )
         asyncio.run(_run_app(app))
+    if app.crash_message:
+        print(app.crash_message, file=sys.stderr)
     if isinstance(backend, RecordingBackend) and backend.save_error:
         print(f"ling-chat: the recording was not saved: {backend.save_error}", file=sys.stderr)
         return app.return_code or 1
     return app.return_code or 0
+
+
+@contextlib.contextmanager
+def _history(args: argparse.Namespace, settings: Settings) -> Iterator[Path]:
+    """The history database: the user's, or for a replay a throwaway one removed at exit.
+
+    A replay is a demonstration: its replies are not the user's and their speeds were
+    measured on another machine, so they stay out of the history and its statistics.
+    """
+    if not args.replay:
+        yield settings.db_path
+        return
+    with tempfile.TemporaryDirectory(prefix="ling-chat-replay-") as folder:
+        yield Path(folder) / "history.db"
 
 
 async def _run_app(app: LingChatApp) -> None:
@@ -96,18 +127,23 @@ def _backend(args: argparse.Namespace, settings: Settings) -> ChatBackend:
     if args.replay:
         backend = ReplayBackend(trace_path(args.replay), speed=args.replay_speed)
     elif args.server:
+        from app.backend.redact import protect
         from app.backend.remote import RemoteBackend
 
+        key = api_key(args)
+        protect(key)  # out of any log and of the error log's tracebacks
         backend = RemoteBackend(
             args.server,
-            api_key=args.api_key,
+            api_key=key,
             min_accept_length=settings.min_accept_length,
             allow_unoptimized=args.allow_unoptimized,
             profile=settings.profile.value,
         )
     else:
+        from app.commands.common import check_engine_can_start
         from app.commands.prepare import engine_backend
 
+        check_engine_can_start(settings)
         backend = engine_backend(settings, args)
     if args.record:
         backend = RecordingBackend(backend, args.record)

@@ -92,6 +92,24 @@ def engine_config(settings: Settings, overrides: dict[str, Any] | None = None) -
     )
 
 
+def check_engine_can_start(settings: Settings) -> None:
+    """The one-line refusals before SGLang is imported: model path, engine packages, GPU.
+
+    Raises:
+        BackendError: the first thing missing.
+    """
+    import importlib.util
+
+    from app.backend.engine import ENGINE_PACKAGES, check_model_path, engine_missing
+    from app.backend.gpu_probe import require_gpu
+
+    check_model_path(settings.model_path)
+    for package in ENGINE_PACKAGES[:2]:  # humming is checked by the proof
+        if importlib.util.find_spec(package) is None:
+            raise engine_missing(ImportError(name=package))
+    require_gpu()
+
+
 def make_engine_backend(settings: Settings, args: argparse.Namespace | None = None) -> ChatBackend:
     """The in-process SGLang engine for these settings (and any --sglang-arg flags)."""
     from app.backend.engine import EngineBackend

@@ -23,14 +23,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.backend.engine import route_sglang_logging
+    from app.backend.to_log import output_to_log
+    from app.commands.common import check_engine_can_start
     from app.commands.download import fetch_model
     from app.commands.prepare import engine_backend
 
     print(environment())
     settings = settings_from(args)
+    check_engine_can_start(settings)
     fetch_model(settings.model_path)  # a text bar here, not one line per progress stage
     backend = engine_backend(settings, args, show=_preflight_line)
-    report = asyncio.run(run_doctor(backend))
+    log_file = settings.log_dir / "sglang.log"
+    route_sglang_logging(log_file)
+    with output_to_log(log_file) as terminal:  # SGLang's import warnings, its logging
+        report = asyncio.run(run_doctor(backend, lambda line: print(line, file=terminal)))
     return 0 if report.ok else 2
 
 

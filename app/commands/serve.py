@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from app.api_key import add_api_key_arguments, api_key
 from app.backend.remote import is_loopback
 from app.commands.common import (
     add_data_arguments,
     add_model_arguments,
+    check_engine_can_start,
     engine_config,
     settings_from,
     sglang_overrides,
@@ -23,13 +25,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
     parser.add_argument("--port", type=int, default=30000)
-    parser.add_argument("--api-key", help="required when binding to a non-loopback address")
+    add_api_key_arguments(parser, "required when binding to a non-loopback address")
     parser.add_argument("--tp", type=int, default=1, help="tensor-parallel size (GPUs)")
 
 
 def run(args: argparse.Namespace) -> int:
     overrides = serve_overrides(args)
     settings = settings_from(args)
+    check_engine_can_start(settings)
     config = engine_config(settings, overrides)
     fetch_model(settings.model_path)
     prepare_engines(settings, args, [config])
@@ -41,8 +44,12 @@ def run(args: argparse.Namespace) -> int:
 
 def serve_overrides(args: argparse.Namespace) -> dict[str, object]:
     """SGLang server arguments for serving; refuses an open bind without an API key."""
-    if not is_loopback(args.host) and not args.api_key:
-        raise ConfigError(f"serving on {args.host} needs --api-key (or bind to 127.0.0.1)")
+    key = api_key(args)
+    if not is_loopback(args.host) and not key:
+        raise ConfigError(
+            f"serving on {args.host} needs an API key: LING_CHAT_API_KEY, --api-key-file "
+            "or --api-key (or bind to 127.0.0.1)"
+        )
     if args.tp < 1:
         raise ConfigError(f"--tp {args.tp}: must be at least 1")
     return {
@@ -53,6 +60,6 @@ def serve_overrides(args: argparse.Namespace) -> dict[str, object]:
         # Last: --sglang-arg cannot open the bind around the API-key rule above.
         "host": args.host,
         "port": args.port,
-        "api_key": args.api_key,
+        "api_key": key,
         "tp_size": args.tp,
     }

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -13,9 +14,11 @@ from textual import work
 from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
+from textual.worker import WorkerFailed
 
 from app.backend.protocol import ChatBackend, ProofReport
 from app.chat import Sampling
+from app.crash import crash_line
 from app.errors import BackendError, ExportError, LingChatError, ProofFailed, StorageError
 from app.files import write_atomic
 from app.storage import ChatStore
@@ -49,6 +52,7 @@ class LingChatApp(App[None], inherit_bindings=False):
         allow_unoptimized: bool = False,
         proof_hold_s: float = 5.0,
         refresh_hz: float = 15.0,
+        log_dir: Path | None = None,
     ) -> None:
         """Build the app; nothing starts before it runs.
 
@@ -62,6 +66,7 @@ class LingChatApp(App[None], inherit_bindings=False):
                 server); otherwise a failed proof shows its fixes and exits with 2.
             proof_hold_s: how long a passing proof report stays up before chatting.
             refresh_hz: how often streamed text and live numbers are drawn.
+            log_dir: where an unexpected error's traceback is written.
         """
         super().__init__()
         self.backend = backend
@@ -72,6 +77,9 @@ class LingChatApp(App[None], inherit_bindings=False):
         self._allow_unoptimized = allow_unoptimized
         self._proof_hold_s = proof_hold_s
         self._refresh_hz = refresh_hz
+        self._log_dir = log_dir
+        self.crash_message: str | None = None
+        """The one line for the user after an unexpected error ended the app."""
         self.proof: ProofReport | None = None
         """The start-up proof, once it ran."""
         self.engine_run_id: int | None = None
@@ -92,6 +100,17 @@ class LingChatApp(App[None], inherit_bindings=False):
         """Textual's notification, with its control characters made visible."""
         shown, heading = visible(message), visible(title)
         super().notify(shown, title=heading, severity=severity, timeout=timeout, markup=markup)
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An unexpected error ends the app; its traceback goes to the log, not the terminal.
+
+        Textual's own handler prints a traceback with the local variables of every frame,
+        which may hold prompts, replies or the API key. `crash_message` is the one line.
+        """
+        super()._handle_exception(error)
+        self._exit_renderables.clear()
+        cause = error.error if isinstance(error, WorkerFailed) else error
+        self.crash_message = crash_line(cause, self._log_dir)
 
     async def on_mount(self) -> None:
         self.set_keymap(self._user_keymap)

@@ -8,6 +8,8 @@ from typing import Final
 
 from textual.binding import Binding
 
+from app.errors import ConfigError
+
 
 @dataclass(frozen=True, slots=True)
 class Action:
@@ -87,3 +89,49 @@ def action_by_id(action_id: str) -> Action:
 def keys_for(action: Action, keymap: Mapping[str, str]) -> str:
     """The keys `action` is bound to once the user's keymap is applied, for display."""
     return pretty_keys(keymap.get(action.id, action.keys))
+
+
+_MODIFIERS: Final = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
+
+
+def _key_names() -> frozenset[str]:
+    """Every key name Textual can deliver: named keys, and printable ASCII by char or name."""
+    from textual.keys import Keys, _character_to_key
+
+    named = {key.value.split("+")[-1] for key in Keys if not key.value.startswith("<")}
+    printable = [chr(code) for code in range(33, 127)]
+    return frozenset(named | set(printable) | {_character_to_key(c) for c in printable})
+
+
+def _split(keys: str) -> list[str]:
+    return [key.strip() for key in keys.split(",")]
+
+
+def check_keymap(keymap: Mapping[str, str], where: str) -> None:
+    """Refuse a keymap entry with an empty or unknown key, or one that takes quit's key.
+
+    Raises:
+        ConfigError: one line naming `where` (the config file or variable), entry and key.
+    """
+    names = _key_names()
+    for action_id, keys in keymap.items():
+        entry = f"{where}: keymap.{action_id} = {keys!r} is invalid"
+        if not all(_split(keys)):
+            raise ConfigError(f"{entry}: an empty key (keys are comma-separated, e.g. 'f5,ctrl+r')")
+        for key in _split(keys):
+            *mods, name = key.split("+")
+            if name not in names or not set(mods) <= _MODIFIERS:
+                raise ConfigError(
+                    f"{entry}: unknown key {key!r} (keys look like ctrl+s, f5, escape, shift+up)"
+                )
+    quit_keys = set(_split(keymap.get("quit", action_by_id("quit").keys)))
+    for action in ALL_ACTIONS:
+        if action.id == "quit":
+            continue
+        taken = quit_keys & set(_split(keymap.get(action.id, action.keys)))
+        if taken and (action.id in keymap or "quit" in keymap):
+            named = action.id if action.id in keymap else "quit"
+            raise ConfigError(
+                f"{where}: keymap.{named} = {keymap[named]!r} is invalid: "
+                f"{', '.join(sorted(taken))} would be both quit and {action.id}"
+            )

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from app.backend.protocol import ProofLine, ProofReport, Verdict
@@ -30,3 +36,91 @@ def test_a_proof_that_cannot_run_refuses(capsys: pytest.CaptureFixture[str]) -> 
     assert "refused to serve: the proof could not run (warm-up failed: HTTP 500)" in (
         capsys.readouterr().out
     )
+
+
+# --- `ling-chat serve` in a fresh process, SGLang as the engine double --------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
+KEY = "sk-ling-chat-test-4f1c9a07"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def ling_chat_serve(
+    tmp_path: Path, *argv: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    model = tmp_path / "model"
+    model.mkdir(exist_ok=True)
+    (model / "config.json").write_text("{}")
+    return subprocess.run(
+        [
+            sys.executable,
+            str(DOUBLE / "cli_session.py"),
+            "serve",
+            "--model",
+            str(model),
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--port",
+            str(free_port()),
+            *argv,
+        ],
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)]),
+            **(env or {}),
+        },
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("given", ["env", "file", "flag"])
+def test_serve_keeps_the_api_key_out_of_every_log_and_sglang_off_the_terminal(
+    tmp_path: Path, given: str
+) -> None:
+    key_file = tmp_path / "key"
+    key_file.write_text(KEY + "\n")
+    key_file.chmod(0o600)
+    argv, env = {
+        "env": ((), {"LING_CHAT_API_KEY": KEY}),
+        "file": (("--api-key-file", str(key_file)), {}),
+        "flag": (("--api-key", KEY), {}),
+    }[given]
+
+    done = ling_chat_serve(tmp_path, *argv, env=env)
+
+    assert done.returncode == 2  # the double serves no HTTP: the self-proof cannot connect
+    assert "refused to serve: the proof could not run (cannot connect" in done.stdout
+    log = (tmp_path / "data" / "logs" / "sglang.log").read_text()
+    assert "server_args=ServerArgs(" in log and "api_key='***'" in log
+    assert "a failure that quotes the key: ***" in log
+    for noise in ("server_args", "Uvicorn running", "Started server", "a warning SGLang"):
+        assert noise in log
+        assert noise not in done.stdout + done.stderr
+    assert KEY not in done.stdout + done.stderr
+    for path in (tmp_path / "data").rglob("*"):
+        assert path.is_dir() or KEY not in path.read_text(), path
+    warned = "--api-key shows in `ps` to every user of this machine" in done.stderr
+    assert warned is (given == "flag")
+
+
+def test_a_key_file_others_can_read_is_refused_in_one_line(tmp_path: Path) -> None:
+    key_file = tmp_path / "key"
+    key_file.write_text(KEY)
+    key_file.chmod(0o644)
+
+    done = ling_chat_serve(tmp_path, "--api-key-file", str(key_file))
+
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"ling-chat: error: --api-key-file {key_file}: readable by others (mode 0644); "
+        f"chmod 600 {key_file}\n"
+    )
+    assert not (tmp_path / "data" / "logs" / "sglang.log").exists()

@@ -23,6 +23,8 @@ from tests.gpu import models
 known_answer = pytest.importorskip("tests.gpu.known_answer", reason="needs torch and SGLang")
 pytestmark = pytest.mark.gpu
 MIN_ACCEPT = 1.5
+MODEL_DIR = "ling-3.0-flash-shaped-known-answer"
+"""The model's folder: a recorded trace names the model by it (`assets/*.trace.json`)."""
 
 
 def make_backend(
@@ -34,7 +36,7 @@ def make_backend(
     breakage: str | None = None,
     overrides: dict[str, Any] | None = None,
 ) -> EngineBackend:
-    model = models.write_model_dir(tmp_path / "model", models.layers(), known_answer=known)
+    model = models.write_model_dir(tmp_path / MODEL_DIR, models.layers(), known_answer=known)
     monkeypatch.setenv(known_answer.KNOWN_ANSWER_ENV, "1" if known else "0")
     if breakage:
         monkeypatch.setenv(known_answer.BREAKAGE_ENV, breakage)

@@ -130,7 +130,7 @@ class ScriptedBackendDouble:
         clock: FakeClock | Callable[[], float] | None = None,
         stages: Sequence[LoadStage] = STAGES,
         report: ProofReport | None = None,
-        start_error: BackendError | None = None,
+        start_error: Exception | None = None,
         hold_start: bool = False,
         stop_error: BackendError | None = None,
         speculative: bool = True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,10 @@ def test_replay_and_server_exclude_each_other() -> None:
     ("argv", "message"),
     [
         (("--allow-unoptimized",), "only applies to --server"),
-        (("--replay", "t.json", "--replay-speed", "0"), "must be positive"),
+        (("--replay", "t.json", "--replay-speed", "0"), "must be a positive number, got 0.0"),
+        (("--replay", "t.json", "--replay-speed", "nan"), "must be a positive number, got nan"),
+        (("--replay", "t.json", "--replay-speed", "inf"), "must be a positive number, got inf"),
+        (("--replay", "t.json", "--replay-speed", "-2"), "must be a positive number, got -2.0"),
     ],
 )
 def test_bad_flag_combinations_are_config_errors(argv: tuple[str, ...], message: str) -> None:
@@ -85,3 +89,83 @@ def test_run_returns_the_app_status_and_always_shuts_the_backend_down(
     assert chat.run(args) == 2
     with ChatStore.open(settings_from(args).db_path) as store:
         assert store.list_conversations() == []
+
+
+@pytest.mark.parametrize(
+    ("keymap", "message"),
+    [
+        (
+            'send = "notakey+zz"',
+            "keymap.send = 'notakey+zz' is invalid: unknown key 'notakey+zz' (keys look like",
+        ),
+        ('send = "ctrl+s,"', "keymap.send = 'ctrl+s,' is invalid: an empty key"),
+        ('send = ""', "keymap.send = '' is invalid: an empty key"),
+        ('stop_reply = "hyperdrive+x"', "unknown key 'hyperdrive+x'"),
+        (
+            'send = "ctrl+q"',
+            "keymap.send = 'ctrl+q' is invalid: ctrl+q would be both quit and send",
+        ),
+        ('quit = "f5"', "keymap.quit = 'f5' is invalid: f5 would be both quit and copy_reply"),
+    ],
+)
+def test_a_keymap_entry_that_cannot_work_is_one_line_before_the_app_opens(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], keymap: str, message: str
+) -> None:
+    from app.cli import main
+
+    config = Path(os.environ["LING_CHAT_CONFIG"])
+    config.write_text(f"[keymap]\n{keymap}\n")
+    monkeypatch.setattr(LingChatApp, "run_async", _never_run)
+    assert main(["--replay", "demo"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"ling-chat: error: {config}: ") and err.count("\n") == 1
+    assert message in err
+
+
+def test_keys_textual_knows_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    Path(os.environ["LING_CHAT_CONFIG"]).write_text(
+        '[keymap]\nsend = "ctrl+enter,f10"\nsearch = "ctrl+slash"\n'
+        'copy_code = "shift+up,question_mark"\n'
+    )
+
+    async def quit_run(app: LingChatApp) -> None:
+        app.exit(return_code=0)
+
+    monkeypatch.setattr(LingChatApp, "run_async", quit_run)
+    assert chat.run(parse("--replay", "demo")) == 0
+
+
+async def _never_run(app: LingChatApp) -> None:
+    raise AssertionError("the app opened")
+
+
+def test_a_replay_keeps_its_replies_out_of_the_users_history(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shipped demo, played at speed through the real app, leaves the history as it was."""
+    from app.ui.screens.chat import ChatScreen
+    from tests.ui.conftest import chat_screen, reply_done, send
+
+    used: list[Path] = []
+
+    async def headless_run(app: LingChatApp) -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(100):  # any key ends the proof screen's pause
+                if isinstance(app.screen, ChatScreen):
+                    break
+                await pilot.press("space")
+                await pilot.pause(0.1)
+            await chat_screen(pilot)
+            await send(pilot, "What is 17 * 23?")
+            await reply_done(pilot)
+            used.append(app.store.path)
+            assert app.store.measured_replies()  # the replay did store its reply, there
+            await pilot.press("ctrl+q")
+
+    monkeypatch.setattr(LingChatApp, "run_async", headless_run)
+    args = parse("--replay", "demo", "--replay-speed", "1000")
+    assert chat.run(args) == 0
+
+    history = settings_from(args).db_path
+    assert used and used[0] != history and not used[0].exists()
+    assert not history.exists()

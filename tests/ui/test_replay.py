@@ -13,7 +13,13 @@ import pytest
 from textual.widgets import Static
 
 from app.backend.protocol import ChatBackend, ReplyDone, ReplyEvent, TextChunk
-from app.backend.replay import MAX_START_S, RecordingBackend, ReplayBackend, trace_path
+from app.backend.replay import (
+    MAX_START_S,
+    RecordingBackend,
+    ReplayBackend,
+    read_trace,
+    trace_path,
+)
 from app.chat import ChatMessage, Role, Sampling
 from app.errors import BackendError
 from app.storage import ChatStore, MessageStatus
@@ -233,3 +239,19 @@ async def test_a_recording_that_cannot_be_written_leaves_the_chat_going(tmp_path
     events = await collect(recorder)
     assert isinstance(events[-1], ReplyDone)
     assert "".join(e.answer for e in events if isinstance(e, TextChunk)) == "Hi"
+
+
+def test_the_shipped_demo_names_its_model_without_a_temp_path() -> None:
+    trace = read_trace(trace_path("demo"))
+    assert trace["info"]["model"] == "ling-3.0-flash-shaped-known-answer"
+    assert "pytest-of" not in json.dumps(trace)
+
+
+async def test_a_recording_names_a_local_model_by_its_folder_only(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    inner = ScriptedBackendDouble()
+    inner._info = replace(inner.info, model=str(tmp_path / "models" / "ling-flash"))
+    recorder = RecordingBackend(inner, path)
+    async for _stage in recorder.start():
+        pass
+    assert read_trace(path)["info"]["model"] == "ling-flash"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import ProgressBar, Static
+from textual.worker import WorkerFailed
 
 from app.backend.protocol import LoadStage, ProofReport
 from app.errors import BackendError, ProofFailed
@@ -144,6 +145,23 @@ async def test_backend_error_at_start_is_one_line_and_exit_1(
     assert backend.shutdown_calls == 1
     printed = capsys.readouterr().err.strip()
     assert printed == "ling-chat: error: model path /models/ling does not exist"
+
+
+async def test_an_unexpected_error_is_one_line_naming_its_log_not_a_traceback(
+    make_app: MakeApp, clock: FakeClock, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    backend = ScriptedBackendDouble(clock=clock, start_error=RecursionError("too deep"))
+    app = make_app(backend, log_dir=tmp_path / "logs")
+    with pytest.raises(WorkerFailed):  # Pilot re-raises it; `ling-chat` exits 1
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: not app.is_running)
+    assert app.return_code == 1
+    assert capsys.readouterr().err == ""  # Textual's traceback, with locals, is not printed
+    log = tmp_path / "logs" / "ling-chat-errors.log"
+    assert app.crash_message == (
+        f"ling-chat: unexpected error (RecursionError: too deep); the details are in {log}"
+    )
+    assert "RecursionError: too deep" in log.read_text()
 
 
 async def loading(pilot: Pilot[None]) -> None:

@@ -1,0 +1,203 @@
+"""RemoteBackend against hostile servers on real sockets: every answer has a size and a depth.
+
+Each server is a real HTTP server on 127.0.0.1 whose endless answers are bounded loops:
+they stop after `SENT_AT_MOST` bytes or once the client hung up.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import tracemalloc
+from collections.abc import AsyncIterator, Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from app.backend.protocol import ReplyError
+from app.backend.remote import RemoteBackend
+from app.chat import ChatMessage, Role, Sampling
+from app.errors import BadServerAnswer, LingChatError
+
+SENT_AT_MOST = 256 << 20
+"""An endless answer's bound: far past every limit, and what the old client read whole."""
+PIECE = 64 << 10
+HELLO = (ChatMessage(Role.USER, "Hi"),)
+SERVER_INFO = b'{"version": "0.5.23", "model_path": "m"}'
+
+Send = Callable[[BaseHTTPRequestHandler], None]
+
+
+def endless(first: bytes, piece: bytes) -> Send:
+    """Chunked: `first`, then `piece` again and again."""
+
+    def send(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        sent = 0
+        data = first
+        try:
+            while sent < SENT_AT_MOST:
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                sent += len(data)
+                data = piece
+        except OSError:  # the client hung up: what a bounded reader does
+            pass
+        handler.close_connection = True
+
+    return send
+
+
+def whole(body: bytes, content_type: str = "application/json") -> Send:
+    def send(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    return send
+
+
+def hostile_server(routes: dict[str, Send]) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self._answer()
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self._answer()
+
+        def _answer(self) -> None:
+            routes.get(self.path, whole(b'{"error": "not here"}'))(self)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[dict[str, Send]], str]]:
+    servers: list[tuple[ThreadingHTTPServer, threading.Thread]] = []
+
+    def start(routes: dict[str, Send]) -> str:
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), hostile_server(routes))
+        httpd.daemon_threads = True
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        servers.append((httpd, thread))
+        return f"http://127.0.0.1:{httpd.server_address[1]}"
+
+    yield start
+    for httpd, thread in servers:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+async def collect(events: AsyncIterator[Any]) -> list[Any]:
+    return [event async for event in events]
+
+
+async def start_fails(url: str) -> tuple[LingChatError, float, int]:
+    """The one error `start()` ends in, how long it took and the peak memory it used."""
+    backend = RemoteBackend(url)
+    tracemalloc.start()
+    began = time.perf_counter()
+    try:
+        with pytest.raises(LingChatError) as failed:
+            await collect(backend.start())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        await backend.shutdown()
+    return failed.value, time.perf_counter() - began, peak
+
+
+async def test_server_info_streaming_brackets_forever_ends_quickly_in_one_line(serve) -> None:
+    url = serve({"/health": whole(b""), "/server_info": endless(b"[", b"[" * PIECE)})
+
+    error, seconds, peak = await start_fails(url)
+
+    assert isinstance(error, BadServerAnswer)
+    assert str(error) == (f"{url} sent more than 4 MiB for GET /server_info: not an SGLang answer")
+    assert seconds < 10
+    assert peak < 64 << 20
+
+
+async def test_a_deeply_nested_server_info_is_one_line(serve) -> None:
+    url = serve({"/health": whole(b""), "/server_info": whole(b"[" * 100_000)})
+
+    error, _, _ = await start_fails(url)
+
+    assert isinstance(error, BadServerAnswer)
+    assert str(error) == (
+        f"{url} sent a broken answer: the answer to GET /server_info nests deeper than 64 levels"
+    )
+
+
+async def test_an_endless_health_answer_is_one_line(serve) -> None:
+    url = serve({"/health": endless(b"x", b"x" * PIECE)})
+
+    error, _, _ = await start_fails(url)
+
+    assert str(error) == f"{url} sent more than 64 KiB for GET /health: not an SGLang answer"
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (endless(b"data: ", b"x" * PIECE), "an event line is longer than 1,048,576 characters"),
+        (whole(b"data: " + b"[" * 100_000 + b"\n\n"), "an event nests deeper than 64 levels"),
+        (
+            whole(b'data: {"usage": ' + b"{" * 100 + b"\n\n"),
+            "an event nests deeper than 64 levels",
+        ),
+    ],
+)
+async def test_a_reply_stream_past_a_limit_ends_in_one_line(serve, answer, message) -> None:
+    url = serve({"/v1/chat/completions": answer})
+    backend = RemoteBackend(url)
+    tracemalloc.start()
+    try:
+        events = await collect(backend.stream_reply(HELLO, Sampling()))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        await backend.shutdown()
+
+    (error,) = events
+    assert isinstance(error, ReplyError)
+    assert error.message == f"{url} sent a broken reply stream: {message}"
+    assert peak < 64 << 20
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (endless(b"1", b"1" * PIECE), "sent more than 16 MiB for POST /v1/tokenize"),
+        (
+            whole(b"[" * 100_000),
+            "sent a broken answer: the answer to POST /v1/tokenize nests deeper than 64 levels",
+        ),
+    ],
+)
+async def test_a_tokenize_answer_past_a_limit_ends_the_reply_in_one_line(
+    serve, answer, message
+) -> None:
+    url = serve({"/v1/tokenize": answer})
+    backend = RemoteBackend(url)
+
+    events = await collect(backend.stream_reply(HELLO, Sampling()))
+    await backend.shutdown()
+
+    (error,) = events
+    assert isinstance(error, ReplyError)
+    assert error.message.startswith(f"{url} {message}")
+    assert "\n" not in error.message
