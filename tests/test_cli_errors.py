@@ -128,7 +128,9 @@ def test_a_locked_database_is_reported_before_the_model_starts(monkeypatch, caps
     db_path = load_settings(data_dir=str(tmp_path)).db_path
     ChatStore.open(db_path).close()  # an existing, migrated history: opening it writes nothing
     with write_locked(db_path):
-        assert main(["--replay", "demo", "--data-dir", str(tmp_path)]) == 1
+        # A remote chat: nothing is contacted before the app starts (a replay plays into a
+        # throwaway history, so it would not meet the lock).
+        assert main(["--server", "http://127.0.0.1:9", "--data-dir", str(tmp_path)]) == 1
     # The chat waits for a lock only briefly: its UI stands still while it waits.
     assert error_line(capsys).startswith(f"{db_path} is locked by another process (waited 0.5 s)")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from app.backend import preflight_probes
+from app.backend import gpu_probe, preflight_probes
 from app.cli import main
 from app.commands import prepare as prepare_cmd
 from tests.backend.test_preflight import HEALTHY_SPARK
@@ -38,6 +38,7 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     state: dict[str, Any] = {"probes": HEALTHY_SPARK, "loaded": []}
     monkeypatch.syspath_prepend(str(DOUBLE))  # SGLang "installed"
     monkeypatch.setattr(preflight_probes, "probe", lambda download_dir: state["probes"])
+    monkeypatch.setattr(gpu_probe, "probe_gpu", lambda: gpu_probe.GpuProbe(True, name="GB10"))
 
     async def prepared(spec: Any, out: Any = None) -> None:
         state["loaded"].append(("prepare", spec.config.profile))

@@ -92,8 +92,9 @@ def engine_config(settings: Settings, overrides: dict[str, Any] | None = None) -
     )
 
 
-def check_engine_can_start(settings: Settings) -> None:
-    """The one-line refusals before SGLang is imported: model path, engine packages, GPU.
+def check_engine_can_start(settings: Settings, *, gpu: bool = True) -> None:
+    """The one-line refusals before SGLang is imported: model path, engine packages, GPU
+    (`gpu=False`: the caller reports a missing GPU itself, as the doctor's preflight does).
 
     Raises:
         BackendError: the first thing missing.
@@ -107,7 +108,8 @@ def check_engine_can_start(settings: Settings) -> None:
     for package in ENGINE_PACKAGES[:2]:  # humming is checked by the proof
         if importlib.util.find_spec(package) is None:
             raise engine_missing(ImportError(name=package))
-    require_gpu()
+    if gpu:
+        require_gpu()
 
 
 def make_engine_backend(settings: Settings, args: argparse.Namespace | None = None) -> ChatBackend:

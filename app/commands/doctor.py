@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
     print(environment())
     settings = settings_from(args)
-    check_engine_can_start(settings)
+    check_engine_can_start(settings, gpu=False)  # the preflight below says what the GPU lacks
     fetch_model(settings.model_path)  # a text bar here, not one line per progress stage
     backend = engine_backend(settings, args, show=_preflight_line)
     log_file = settings.log_dir / "sglang.log"

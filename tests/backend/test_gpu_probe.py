@@ -93,15 +93,12 @@ SHOW_IMPORTS = (
 )
 
 
-@pytest.mark.parametrize("command", [[], ["doctor"], ["serve"]])
-def test_without_a_gpu_ling_chat_is_one_line_before_sglang_is_imported(
-    tmp_path: Path, command: list[str]
-) -> None:
+def _without_a_gpu(tmp_path: Path, command: list[str]) -> subprocess.CompletedProcess[str]:
     """SGLang is importable (the double), the driver finds no device (none visible)."""
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", SHOW_IMPORTS, *command, "--model", str(model)],
         capture_output=True,
         text=True,
@@ -112,9 +109,24 @@ def test_without_a_gpu_ling_chat_is_one_line_before_sglang_is_imported(
         },
         timeout=60,
     )
+
+
+@pytest.mark.parametrize("command", [[], ["serve"]])
+def test_without_a_gpu_ling_chat_is_one_line_before_sglang_is_imported(
+    tmp_path: Path, command: list[str]
+) -> None:
+    done = _without_a_gpu(tmp_path, command)
     assert done.returncode == 1
     assert done.stderr.startswith("ling-chat: error: no usable NVIDIA GPU: ")
     assert done.stderr.count("\n") == 1
+    assert done.stdout.splitlines()[-2:] == ["sglang not imported", "no app built"]
+
+
+def test_without_a_gpu_the_doctor_prints_its_preflight_before_sglang_is_imported(tmp_path: Path):
+    done = _without_a_gpu(tmp_path, ["doctor"])
+    assert done.returncode == 3
+    assert "preflight: FAIL" in done.stdout + done.stderr
+    assert done.stderr.splitlines()[-1].startswith("ling-chat: error: the preflight refused")
     assert done.stdout.splitlines()[-2:] == ["sglang not imported", "no app built"]
 
 
