@@ -13,17 +13,17 @@ import os
 import signal
 from collections.abc import Callable
 
-from app.backend.engine import (
-    check_model_path,
-    engine_missing,
-    gpu_facts,
-    set_engine_environment,
-)
 from app.backend.engine_config import (
     REASONING_PARSER,
     EngineConfig,
     chat_template_kwargs,
     server_args,
+)
+from app.backend.engine_setup import (
+    check_model_path,
+    engine_missing,
+    gpu_facts,
+    set_engine_environment,
 )
 from app.backend.patches import PLAN_ENV, PatchPlan
 from app.backend.protocol import ProofReport
