@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_stack_ab import boot  # noqa: E402
 
 from app.backend.engine import EngineBackend  # noqa: E402
+from app.bench.engine_calls import call_tokenizer_manager, generate  # noqa: E402
 from tests.gpu import known_answer, models  # noqa: E402
 
 SHORT, LONG = 8, 72
@@ -45,15 +46,17 @@ async def profiled_request(
 
     out.mkdir(parents=True, exist_ok=True)
     prompt = random.Random(seed).sample(range(1000, 150000), context)
-    await backend.call_tokenizer_manager(
+    await call_tokenizer_manager(
+        backend,
         "start_profile",
         ProfileReq(output_dir=str(out), activities=["GPU"], with_stack=False, profile_prefix="k"),
     )
-    sample = await backend.generate(
+    sample = await generate(
+        backend,
         input_ids=prompt,
         sampling_params={"max_new_tokens": tokens, "temperature": 0.0, "ignore_eos": True},
     )
-    await backend.call_tokenizer_manager("stop_profile")
+    await call_tokenizer_manager(backend, "stop_profile")
     meta = sample.meta_info
     rounds = int(meta.get("spec_verify_ct") or meta["completion_tokens"])
     traces = sorted(out.rglob("*.trace.json.gz"), key=os.path.getmtime)
@@ -77,7 +80,8 @@ async def profile_one(
     boot_s = time.perf_counter() - started
     try:
         for seed in range(2):  # warm-up: Triton's JIT and autotuning at this context
-            await backend.generate(
+            await generate(
+                backend,
                 input_ids=random.Random(100 + seed).sample(range(1000, 150000), args.context),
                 sampling_params={"max_new_tokens": LONG, "temperature": 0.0, "ignore_eos": True},
             )

@@ -36,6 +36,7 @@ import psutil  # noqa: E402
 
 from app.backend.engine import EngineBackend  # noqa: E402
 from app.backend.engine_config import EngineConfig  # noqa: E402
+from app.bench.engine_calls import call_tokenizer_manager, generate  # noqa: E402
 from tests.gpu import known_answer, models  # noqa: E402
 
 CONFIGS = {"bf16-head": "humming+nextn", "fp8-head": "stack"}
@@ -162,7 +163,8 @@ async def boot(
 
 async def one(backend: EngineBackend, tokens: int) -> tuple[float, float | None, int]:
     """Seconds for `tokens` greedy tokens, the accept length, and the decode rounds."""
-    sample = await backend.generate(
+    sample = await generate(
+        backend,
         input_ids=list(range(1000, 1200)),
         sampling_params={"max_new_tokens": tokens, "temperature": 0.0, "ignore_eos": True},
     )
@@ -190,9 +192,9 @@ async def profile(
         record_shapes=False,
         profile_prefix="ab",
     )
-    await backend.call_tokenizer_manager("start_profile", req)
+    await call_tokenizer_manager(backend, "start_profile", req)
     seconds, _accept, rounds = await one(backend, tokens)
-    await backend.call_tokenizer_manager("stop_profile")
+    await call_tokenizer_manager(backend, "stop_profile")
     traces = sorted(out.rglob("*.trace.json.gz"), key=os.path.getmtime)
     with gzip.open(traces[-1]) as trace:
         events = json.load(trace)["traceEvents"]

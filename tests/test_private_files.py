@@ -58,7 +58,7 @@ def test_a_history_that_exists_keeps_its_mode(tmp_path: Path) -> None:
 
 def test_the_log_folder_and_sglangs_log_are_private(tmp_path: Path) -> None:
     backend = EngineBackend(EngineConfig(str(tmp_path), log_dir=tmp_path / "data" / "logs"))
-    backend._prepare_environment()
+    backend.log.prepare()
     assert mode(tmp_path / "data") == mode(tmp_path / "data" / "logs") == 0o700
     logs = list((tmp_path / "data" / "logs").iterdir())
     assert {path.name for path in logs} == {"sglang.log", "sglang.logging.json"}

@@ -11,6 +11,7 @@ from typing import Any
 from app.backend.engine import EngineBackend
 from app.backend.engine_config import EngineConfig
 from app.backend.protocol import ProofReport
+from app.bench.engine_calls import generate
 from app.bench.protocol import BenchSample, EngineFactory
 from app.chat import ChatMessage, Role
 from app.errors import BackendError, ProofFailed
@@ -34,8 +35,8 @@ class EngineBench:
         if prompt is not None and chat_template is not None:
             prompt = self.backend.chat_prompt([ChatMessage(Role.USER, prompt)], **chat_template)
         try:
-            raw: BenchSample = await self.backend.generate(
-                input_ids=input_ids, prompt=prompt, sampling_params=sampling_params
+            raw: BenchSample = await generate(
+                self.backend, input_ids=input_ids, prompt=prompt, sampling_params=sampling_params
             )
         except BackendError:
             raise

@@ -14,24 +14,23 @@ import os
 import signal
 from collections.abc import Callable
 
-from app.backend.engine import (
-    check_model_path,
-    engine_missing,
-    gpu_facts,
-    route_sglang_logging,
-    set_engine_environment,
-    sglang_log,
-)
 from app.backend.engine_config import (
     REASONING_PARSER,
     EngineConfig,
     chat_template_kwargs,
     server_args,
 )
+from app.backend.engine_setup import (
+    check_model_path,
+    engine_missing,
+    gpu_facts,
+    set_engine_environment,
+)
 from app.backend.patches import PLAN_ENV, PatchPlan
 from app.backend.protocol import ProofReport
 from app.backend.redact import protect
 from app.backend.remote import RemoteBackend
+from app.backend.sglang_log import log_path, route_sglang_logging
 from app.backend.to_log import output_to_log
 
 
@@ -53,7 +52,7 @@ def serve(
     """
     check_model_path(config.model_path)
     set_engine_environment()  # before SGLang's modules read it at import
-    log_file = sglang_log(config)
+    log_file = log_path(config)
     route_sglang_logging(log_file)
     protect(config.overrides.get("api_key"))
     os.environ[PLAN_ENV] = PatchPlan(

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from app import __version__
-from app.backend.engine import check_model_path, engine_missing
 from app.backend.engine_config import PROFILES
+from app.backend.engine_setup import check_model_path, engine_missing
 from app.bench.bandwidth import roofline_columns
 from app.bench.compare import compare_runs, render_comparison
 from app.bench.gsm8k import load_gsm8k

@@ -101,7 +101,7 @@ def check_engine_can_start(settings: Settings, *, gpu: bool = True) -> None:
     """
     import importlib.util
 
-    from app.backend.engine import ENGINE_PACKAGES, check_model_path, engine_missing
+    from app.backend.engine_setup import ENGINE_PACKAGES, check_model_path, engine_missing
     from app.backend.gpu_probe import require_gpu
 
     check_model_path(settings.model_path)

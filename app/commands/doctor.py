@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.backend.engine import route_sglang_logging
+    from app.backend.sglang_log import route_sglang_logging
     from app.backend.to_log import output_to_log
     from app.commands.common import check_engine_can_start
     from app.commands.download import fetch_model

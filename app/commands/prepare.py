@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from app.backend import preflight_probes
-from app.backend.engine import check_model_path, engine_missing
 from app.backend.engine_config import EngineConfig
+from app.backend.engine_setup import check_model_path, engine_missing
 from app.backend.first_start import PreparedBackend
 from app.backend.preflight import Probes, is_unified, run_preflight
 from app.backend.prepare import PREPARE_MEM_FRACTION, PrepareSpec, build_env, build_jobs, prepare

@@ -10,8 +10,9 @@ import types
 from typing import Any
 
 from app.backend.bench_engine import EngineBench
-from app.backend.engine import EngineBackend, EngineThread
+from app.backend.engine import EngineBackend
 from app.backend.engine_config import EngineConfig
+from app.backend.engine_thread import EngineThread
 from app.backend.protocol import ProofReport
 
 

@@ -21,8 +21,7 @@ from app.backend.download import (
     bytes_missing,
     fetch_checkpoint,
 )
-from app.backend.engine import DOWNLOAD_STAGE, EngineBackend
-from app.backend.engine_config import EngineConfig
+from app.backend.engine_download import DOWNLOAD_STAGE, download_stages
 from app.cli import main
 from app.errors import ModelNotFound
 from tests.fixtures.hub_double import COMMIT, FakeHubDouble, blob_name, serving
@@ -161,8 +160,7 @@ async def test_the_engine_start_shows_the_download_with_its_bytes(hub, place, mo
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(download, "REPORT_EVERY_S", 0.0)
     hub.drop_at[SHARD] = 3000  # a retry after 1 s: the stage reports while bytes arrive
-    backend = EngineBackend(EngineConfig(REPO))
-    stages = [stage async for stage in backend._download(time.perf_counter())]
+    stages = [stage async for stage in download_stages(REPO, time.perf_counter())]
     assert {stage.name for stage in stages} == {DOWNLOAD_STAGE}
     assert not stages[0].done and stages[-1].done
     moving = [stage for stage in stages if stage.bytes_total]

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine import set_engine_environment
 from app.backend.engine_config import (
     CHAT_TEMPLATE,
     ENVIRONMENT,
@@ -22,6 +21,7 @@ from app.backend.engine_config import (
     engine_environment,
     server_args,
 )
+from app.backend.engine_setup import set_engine_environment
 from app.commands.common import sglang_overrides
 from tests.fixtures.engine_double.sglang.srt.entrypoints import engine as engine_double
 

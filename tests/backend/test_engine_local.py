@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.engine import EngineBackend, check_model_path, last_error, logging_config
+from app.backend.engine import EngineBackend
 from app.backend.engine_config import EngineConfig
+from app.backend.engine_setup import check_model_path
 from app.backend.patches import PLAN_ENV, PatchPlan, refusal
 from app.backend.protocol import Verdict
+from app.backend.sglang_log import SGLangLog, last_error, logging_config
 from app.errors import BackendError, ModelNotFound
 
 
@@ -91,15 +93,16 @@ async def test_start_without_the_engine_extra_is_one_line(tmp_path):
 def test_a_log_folder_that_cannot_be_written_is_one_line(tmp_path):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the log folder should be")
-    backend = EngineBackend(EngineConfig(str(tmp_path), log_dir=blocker / "logs"))
+    log = SGLangLog(blocker / "logs" / "sglang.log")
     with pytest.raises(BackendError, match="cannot write SGLang's log in .*not-a-folder"):
-        backend._prepare_environment()
+        log.prepare()
 
 
 SPAWN_UNDER_TEXTUAL = """
 import asyncio, multiprocessing, os, sys
 from textual.app import App
-from app.backend.engine import EngineThread, start_resource_tracker
+from app.backend.engine_thread import EngineThread
+from app.backend.sglang_processes import start_resource_tracker
 
 def spawn() -> int:  # what SGLang's Engine does from the engine thread
     child = multiprocessing.get_context("spawn").Process(target=os.getpid)

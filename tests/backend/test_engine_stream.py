@@ -15,9 +15,11 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine import ABORT_WAIT_S, EngineBackend, EngineThread
+from app.backend.engine import ABORT_WAIT_S, EngineBackend
 from app.backend.engine_config import EngineConfig
+from app.backend.engine_thread import EngineThread
 from app.backend.protocol import ReplyDone, ReplyError, TextChunk
+from app.bench.engine_calls import generate
 from app.chat import ChatMessage, Role, Sampling, fit_to_context
 from app.errors import EngineCrashed
 from tests.fixtures.engine_double.sglang.srt.parser import (
@@ -196,7 +198,7 @@ async def test_a_scheduler_that_dies_mid_reply_ends_it_in_an_error(parser_double
     async for event in backend.stream_reply([ChatMessage(Role.USER, "hi")], Sampling()):
         events.append(event)
         if len(events) == 2:
-            backend._crashed.set()  # what our SIGQUIT handler does
+            backend.processes.died.set()  # a SIGQUIT came and the scheduler is gone
     assert [type(e) for e in events] == [TextChunk, TextChunk, ReplyError]
     assert "scheduler died" in events[-1].message
     later = await collect(backend)
@@ -208,20 +210,20 @@ async def test_a_request_whose_scheduler_dies_raises_the_cause_from_this_boot_s_
     # The bench's requests: on the H200 a dead scheduler left one waiting for minutes.
     backend = running(SGLangEngineDouble(["a", "never"], {"type": "stop"}, stall_after=2), tmp_path)
     backend.log_file.write_text("RuntimeError: an earlier boot's error\n")
-    backend._log_start = backend.log_file.stat().st_size
+    backend.log.start = backend.log_file.stat().st_size
     with backend.log_file.open("a") as log:
         log.write("Traceback (most recent call last):\n")
         log.write("ModuleNotFoundError: No module named 'flashinfer'\n")
     params = {"max_new_tokens": 8, "temperature": 0.6}
-    request = asyncio.ensure_future(backend.generate(input_ids=[1, 2], sampling_params=params))
+    request = asyncio.ensure_future(generate(backend, input_ids=[1, 2], sampling_params=params))
     await asyncio.sleep(0.3)
     assert not request.done()  # stalled, as SGLang's stream is once its scheduler is dead
-    backend._crashed.set()  # what our SIGQUIT handler does
+    backend.processes.died.set()  # a SIGQUIT came and the scheduler is gone
     cause = r"\(ModuleNotFoundError: No module named 'flashinfer'\): restart ling-chat"
     with pytest.raises(EngineCrashed, match=rf"^SGLang's scheduler died {cause}"):
         await asyncio.wait_for(request, timeout=5)
     with pytest.raises(EngineCrashed):  # the next request fails at once
-        await asyncio.wait_for(backend.generate(input_ids=[1], sampling_params=params), 1)
+        await asyncio.wait_for(generate(backend, input_ids=[1], sampling_params=params), 1)
     await backend.shutdown()
 
 
@@ -229,7 +231,7 @@ async def test_cancelling_a_request_stops_it_on_the_engine_thread(tmp_path):
     engine = SGLangEngineDouble(["a", "never"], {"type": "stop"}, stall_after=2)
     backend = running(engine, tmp_path)
     params = {"max_new_tokens": 8}
-    request = asyncio.ensure_future(backend.generate(input_ids=[1, 2], sampling_params=params))
+    request = asyncio.ensure_future(generate(backend, input_ids=[1, 2], sampling_params=params))
     await asyncio.sleep(0.3)
     request.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -283,7 +285,7 @@ async def test_shutdown_stops_the_watchdog_even_when_the_engine_loop_hangs(tmp_p
 def test_a_crash_message_blames_nothing_from_an_earlier_boot(tmp_path):
     backend = EngineBackend(EngineConfig("/m", log_dir=tmp_path))
     backend.log_file.write_text("RuntimeError: an earlier boot's error\n")
-    backend._log_start = backend.log_file.stat().st_size
+    backend.log.start = backend.log_file.stat().st_size
     with backend.log_file.open("a") as log:
         log.write("this boot: killed without a traceback\n")
-    assert backend._crash_message().startswith("SGLang's scheduler died: restart ling-chat")
+    assert backend.log.crash_message().startswith("SGLang's scheduler died: restart ling-chat")
