@@ -26,8 +26,8 @@ from app.backend.engine_config import (
     server_args,
 )
 from app.backend.patches import PLAN_ENV, PatchPlan
-from app.backend.protocol import ProofReport
 from app.backend.remote import RemoteBackend
+from app.proof_report import ProofReport
 
 
 def serve(

@@ -12,7 +12,7 @@ from typing import Any
 from app.backend.bench_engine import EngineBench
 from app.backend.engine import EngineBackend, EngineThread
 from app.backend.engine_config import EngineConfig
-from app.backend.protocol import ProofReport
+from app.proof_report import ProofReport
 
 
 class TemplateTokenizerDouble:

@@ -14,8 +14,8 @@ import pytest
 from app.backend.engine import EngineBackend, check_model_path, last_error, logging_config
 from app.backend.engine_config import EngineConfig
 from app.backend.patches import PLAN_ENV, PatchPlan, refusal
-from app.backend.protocol import Verdict
 from app.errors import BackendError, ModelNotFound
+from app.proof_report import Verdict
 
 
 def test_missing_local_model_path_is_one_line(tmp_path):

@@ -9,8 +9,9 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import ProgressBar, Static
 
-from app.backend.protocol import LoadStage, ProofReport
+from app.backend.protocol import LoadStage
 from app.errors import BackendError, ProofFailed
+from app.proof_report import ProofReport
 from app.storage import ChatStore
 from app.ui import LingChatApp
 from app.ui.screens.startup import StartupScreen
