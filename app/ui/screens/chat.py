@@ -19,8 +19,8 @@ from app.backend.protocol import ChatBackend
 from app.chat import Role, Sampling
 from app.errors import StorageError
 from app.proof_report import ProofReport
+from app.render.speed import speed_by_context
 from app.storage import ChatStore, Conversation, MessageStatus
-from app.storage.speed import speed_by_context
 from app.telemetry import ReplyStats
 from app.telemetry.health import CollapseVerdict, SpecHealth, check_collapse, check_live_collapse
 from app.telemetry.session import summarize_session
