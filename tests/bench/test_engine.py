@@ -9,9 +9,9 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from app.backend.bench_engine import EngineBench
 from app.backend.engine import EngineBackend, EngineThread
 from app.backend.engine_config import EngineConfig
+from app.bench.engine import EngineBench
 from app.proof_report import ProofReport
 
 
