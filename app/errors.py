@@ -10,6 +10,7 @@ LingChatError                 str(error) is the one line the user sees
 │   ├── EngineCrashed         SGLang's scheduler died
 │   ├── ProofFailed           an optimization is not engaged: refuse to start
 │   └── ServerError           a remote server refused, timed out or broke a stream
+├── ContextFull               the conversation leaves no room in the model's context
 ├── PreflightFailed           the machine cannot start the engine safely (exit status 3)
 ├── ExportError               an export could not be written
 └── ImportFailed              an export file could not be read back (nothing was added)
@@ -54,6 +55,10 @@ class ProofFailed(BackendError):
 
 class ServerError(BackendError):
     """A remote SGLang server could not be used."""
+
+
+class ContextFull(LingChatError):
+    """The conversation fills the model's context: no token is left for a reply."""
 
 
 class ExportError(LingChatError):

@@ -49,7 +49,7 @@ from app.backend.protocol import (
 from app.backend.warmup import PLAN, warm_up
 from app.backend.wire import chat_messages
 from app.chat import ChatMessage, Sampling, fit_to_context
-from app.errors import BackendError, EngineCrashed, ModelNotFound
+from app.errors import BackendError, ContextFull, EngineCrashed, ModelNotFound
 from app.files import private_dir, private_file
 
 T = TypeVar("T")
@@ -349,9 +349,10 @@ class EngineBackend:
             return
         input_ids, context = await self._thread.call(lambda: self._prompt_ids(messages))
         used = len(input_ids) + self._engine.tokenizer_manager.num_reserved_tokens
-        fitted = fit_to_context(sampling, used, context)
-        if isinstance(fitted, str):
-            yield ReplyError(fitted, time.perf_counter())
+        try:
+            fitted = fit_to_context(sampling, used, context)
+        except ContextFull as exc:
+            yield ReplyError(str(exc), time.perf_counter())
             return
         queue: asyncio.Queue[ReplyEvent] = asyncio.Queue()
         loop = asyncio.get_running_loop()

@@ -43,7 +43,7 @@ from typing import Any
 
 import httpx
 
-from app.backend.engine_config import PROFILES
+from app.backend.engine_config import DEFAULT_MIN_ACCEPT_LENGTH, DEFAULT_PROFILE, PROFILES
 from app.backend.proof import build_report
 from app.backend.protocol import (
     BackendInfo,
@@ -63,7 +63,7 @@ from app.backend.wire import (
     tokenize_request,
 )
 from app.chat import ChatMessage, Sampling, fit_to_context
-from app.errors import BackendError, ConfigError, ProofFailed, ServerError
+from app.errors import BackendError, ConfigError, ContextFull, ProofFailed, ServerError
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,6 @@ STOP_GRACE_S = 2.0
 """How long `stop_reply` waits for the server to end an aborted stream itself."""
 PROOF_KEY = "ling_chat_proof"
 """Where ling-chat's patched scheduler publishes its evidence in `/server_info`."""
-"""Greedy and predictable, so a working draft head shows a clear accept length."""
 
 
 @dataclass(slots=True, eq=False)
@@ -107,9 +106,9 @@ class RemoteBackend:
         *,
         api_key: str | None = None,
         client: httpx.AsyncClient | None = None,
-        min_accept_length: float = 1.5,
+        min_accept_length: float = DEFAULT_MIN_ACCEPT_LENGTH,
         allow_unoptimized: bool = False,
-        profile: str = "stack",
+        profile: str = DEFAULT_PROFILE,
     ) -> None:
         url = httpx.URL(base_url)
         if url.scheme not in ("http", "https") or not url.host:
@@ -214,11 +213,11 @@ class RemoteBackend:
     ) -> AsyncIterator[ReplyEvent]:
         """Stream one reply; the last event is a `ReplyDone` or a `ReplyError`."""
         if (room := await self._room(messages)) is not None:
-            fitted = fit_to_context(sampling, *room)
-            if isinstance(fitted, str):
-                yield ReplyError(fitted, time.perf_counter())
+            try:
+                sampling = fit_to_context(sampling, *room)
+            except ContextFull as exc:
+                yield ReplyError(str(exc), time.perf_counter())
                 return
-            sampling = fitted
         reply = _Reply(rid=f"ling-chat-{uuid.uuid4().hex}")
         model = str(self._server_info.get("served_model_name") or "default")
         body = chat_request(messages, sampling, model=model, rid=reply.rid)
