@@ -91,8 +91,9 @@ class Settings(BaseSettings):
     @classmethod
     def _known_profile(cls, value: str) -> str:
         if value not in PROFILES:
-            names = ", ".join(repr(name) for name in PROFILES)
-            raise PydanticCustomError("profile", "Input should be one of {names}", {"names": names})
+            *rest, last = (repr(name) for name in PROFILES)
+            names = f"{', '.join(rest)} or {last}"
+            raise PydanticCustomError("profile", "Input should be {names}", {"names": names})
         return value
 
     @field_validator("data_dir")
