@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from app.errors import ContextFull
+
 
 class Role(StrEnum):
     """Who wrote a message."""
@@ -41,15 +43,18 @@ class Sampling:
         }
 
 
-def fit_to_context(sampling: Sampling, used: int, context: int) -> Sampling | str:
-    """`sampling` with its reply cut to the room left in the context, or a one-line error.
+def fit_to_context(sampling: Sampling, used: int, context: int) -> Sampling:
+    """`sampling` with its reply cut to the room left in the context.
 
     SGLang rejects a request whose prompt plus `max_new_tokens` exceeds the context, so a
     long conversation would otherwise fail outright instead of getting a shorter reply.
+
+    Raises:
+        ContextFull: `used` leaves no token for the reply.
     """
     room = context - used
     if room < 1:
-        return (
+        raise ContextFull(
             f"the conversation ({used} tokens) fills the model's context ({context} tokens): "
             "start a new conversation or shorten the system prompt"
         )

@@ -11,6 +11,7 @@ LingChatError                 str(error) is the one line the user sees
 │   ├── ProofFailed           an optimization is not engaged: refuse to start
 │   └── ServerError           a remote server refused, timed out or broke a stream
 │       └── BadServerAnswer   an answer past a size or nesting limit, or not JSON
+├── ContextFull               the conversation leaves no room in the model's context
 ├── PreflightFailed           the machine cannot start the engine safely (exit status 3)
 ├── ExportError               an export could not be written
 └── ImportFailed              an export file could not be read back (nothing was added)
@@ -59,6 +60,10 @@ class ServerError(BackendError):
 
 class BadServerAnswer(ServerError):
     """A server's answer is too long, nests too deep or is not JSON."""
+
+
+class ContextFull(LingChatError):
+    """The conversation fills the model's context: no token is left for a reply."""
 
 
 class ExportError(LingChatError):

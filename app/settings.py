@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import os
 import tomllib
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from platformdirs import user_config_path, user_data_path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -24,6 +24,12 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from app.backend.engine_config import (
+    DEFAULT_MEM_FRACTION,
+    DEFAULT_MIN_ACCEPT_LENGTH,
+    DEFAULT_PROFILE,
+    PROFILES,
+)
 from app.chat import Sampling
 from app.errors import ConfigError
 
@@ -35,19 +41,6 @@ def config_file() -> Path:
     """Where the TOML config lives (`LING_CHAT_CONFIG` overrides)."""
     override = os.environ.get("LING_CHAT_CONFIG")
     return Path(override).expanduser() if override else user_config_path(APP_NAME) / "config.toml"
-
-
-class Profile(StrEnum):
-    """Which optimizations the engine turns on (the other profiles exist for A/B runs)."""
-
-    STACK = "stack"
-    """Humming MoE + FP8 LM head + NEXTN MTP with a shared head: the product."""
-    BASELINE = "baseline"
-    """The official recipe: FlashInfer MXFP4 MoE, BF16 head with FP32 logits, no MTP."""
-    HUMMING = "humming"
-    HUMMING_FP8 = "humming+fp8"
-    HUMMING_NEXTN = "humming+nextn"
-    """Humming + NEXTN with the BF16 head: isolates what the FP8 head adds to the stack."""
 
 
 _SAMPLING = Sampling()
@@ -82,16 +75,26 @@ class Settings(BaseSettings):
 
     model_path: str = DEFAULT_MODEL
     """Local checkpoint directory or Hugging Face id of the MXFP4 checkpoint."""
-    profile: Profile = Profile.STACK
+    profile: str = DEFAULT_PROFILE
+    """Which optimizations the engine turns on: a name in `PROFILES`."""
     sampling: SamplingSettings = SamplingSettings()
-    mem_fraction: float = Field(default=0.65, gt=0.05, lt=0.98)
+    mem_fraction: float = Field(default=DEFAULT_MEM_FRACTION, gt=0.05, lt=0.98)
     """Share of GPU memory SGLang may take; 0.65 leaves room on the Spark's unified memory."""
     data_dir: Path = Field(default_factory=lambda: user_data_path(APP_NAME))
     """Where history.db, logs and traces live."""
-    min_accept_length: float = Field(default=1.5, ge=1.0, le=4.0)
+    min_accept_length: float = Field(default=DEFAULT_MIN_ACCEPT_LENGTH, ge=1.0, le=4.0)
     """The warm-up accept length below which the proof refuses to start."""
     keymap: dict[str, str] = Field(default_factory=dict)
     """Binding id -> keys, e.g. {"stop_reply" = "ctrl+x"}; ids are listed in the help screen."""
+
+    @field_validator("profile")
+    @classmethod
+    def _known_profile(cls, value: str) -> str:
+        if value not in PROFILES:
+            *rest, last = (repr(name) for name in PROFILES)
+            names = f"{', '.join(rest)} or {last}"
+            raise PydanticCustomError("profile", "Input should be {names}", {"names": names})
+        return value
 
     @field_validator("data_dir")
     @classmethod

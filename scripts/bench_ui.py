@@ -27,9 +27,10 @@ from typing import Any
 from textual.await_complete import AwaitComplete
 from textual.widgets import Markdown, TextArea
 
-from app.backend.protocol import ProofLine, ProofReport, ReplyEvent, TextChunk, Verdict
+from app.backend.protocol import ReplyEvent, TextChunk
 from app.backend.replay import TRACE_FORMAT, TRACE_VERSION, ReplayBackend, write_trace
 from app.chat import ChatMessage, Sampling
+from app.proof_report import ProofLine, ProofReport, Verdict
 from app.storage import ChatStore
 from app.ui import LingChatApp
 from app.ui.screens.chat import ChatScreen

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from app.backend.engine_config import PROFILES, EngineConfig
+from app.backend.remote import RemoteBackend
 from app.errors import ConfigError
-from app.settings import Profile, load_settings
+from app.settings import load_settings
 
 
 def config_file() -> Path:
@@ -18,10 +20,26 @@ def config_file() -> Path:
 def test_defaults_are_ling_3_flash_recommended_values():
     settings = load_settings()
     assert settings.model_path == "inclusionAI/Ling-3.0-flash-fp4"
-    assert settings.profile is Profile.STACK
+    assert settings.profile == "stack"
     sampling = settings.sampling.to_sampling()
     assert (sampling.temperature, sampling.top_p, sampling.top_k) == (0.6, 0.95, 29)
     assert settings.mem_fraction == 0.65
+
+
+def test_the_settings_engine_and_remote_client_share_each_default():
+    settings, engine = load_settings(), EngineConfig(model_path="m")
+    remote = RemoteBackend("http://127.0.0.1:1")
+    assert (settings.profile, settings.mem_fraction, settings.min_accept_length) == (
+        engine.profile,
+        engine.mem_fraction,
+        engine.min_accept_length,
+    )
+    assert (remote.profile, remote.min_accept_length) == (engine.profile, engine.min_accept_length)
+
+
+@pytest.mark.parametrize("profile", list(PROFILES))
+def test_every_engine_profile_is_a_setting(profile):
+    assert load_settings(profile=profile).profile == profile
 
 
 def test_flags_beat_environment_beat_file(monkeypatch):
@@ -32,7 +50,7 @@ def test_flags_beat_environment_beat_file(monkeypatch):
     monkeypatch.setenv("LING_CHAT_SAMPLING__TOP_K", "5")
     settings = load_settings(model_path="/from/flag", profile=None)
     assert settings.model_path == "/from/flag"
-    assert settings.profile is Profile.BASELINE
+    assert settings.profile == "baseline"
     assert (settings.sampling.temperature, settings.sampling.top_k) == (0.3, 5)
 
 

@@ -45,7 +45,7 @@ from app.backend.sglang_log import SGLangLog, last_error
 from app.backend.sglang_processes import EngineProcesses, close_ipc, start_resource_tracker
 from app.backend.warmup import PLAN, warm_up
 from app.chat import ChatMessage, Sampling, fit_to_context
-from app.errors import BackendError, EngineCrashed
+from app.errors import BackendError, ContextFull, EngineCrashed
 
 T = TypeVar("T")
 ABORT_WAIT_S = 2.0
@@ -185,9 +185,10 @@ class EngineBackend:
         manager = self._engine.tokenizer_manager
         input_ids, context = await self._thread.call(lambda: prompt_ids(manager, messages))
         used = len(input_ids) + manager.num_reserved_tokens
-        fitted = fit_to_context(sampling, used, context)
-        if isinstance(fitted, str):
-            yield ReplyError(fitted, time.perf_counter())
+        try:
+            fitted = fit_to_context(sampling, used, context)
+        except ContextFull as exc:
+            yield ReplyError(str(exc), time.perf_counter())
             return
         queue: asyncio.Queue[ReplyEvent] = asyncio.Queue()
         loop = asyncio.get_running_loop()

@@ -29,12 +29,17 @@ class Levers:
 
 
 PROFILES: dict[str, Levers] = {
+    # Humming MoE + FP8 LM head + NEXTN MTP with a shared head: the product.
     "stack": Levers(humming=True, fp8_head=True, nextn=True),
+    # The official recipe: FlashInfer MXFP4 MoE, BF16 head with FP32 logits, no MTP.
     "baseline": Levers(humming=False, fp8_head=False, nextn=False, fp32_logits=True),
     "humming": Levers(humming=True, fp8_head=False, nextn=False, fp32_logits=True),
     "humming+fp8": Levers(humming=True, fp8_head=True, nextn=False),
+    # Humming + NEXTN with the BF16 head: isolates what the FP8 head adds to the stack.
     "humming+nextn": Levers(humming=True, fp8_head=False, nextn=True),
 }
+"""Every profile by name: which optimizations it turns on (the others exist for A/B runs)."""
+DEFAULT_PROFILE = "stack"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +61,8 @@ class GpuFacts:
 RECIPE = "the official Spark recipe"
 """inclusionAI's ling-cookbook DGX Spark notebook (../shared/research/spark-recipes.md)."""
 DEFAULT_MEM_FRACTION = 0.65
+DEFAULT_MIN_ACCEPT_LENGTH = 1.5
+"""The warm-up accept length below which the proof refuses to start."""
 
 
 def _fp8_gemm(gpu: GpuFacts) -> str | None:
@@ -218,10 +225,10 @@ class EngineConfig:
     """Everything the in-process engine needs; built by the CLI from Settings."""
 
     model_path: str
-    profile: str = "stack"
+    profile: str = DEFAULT_PROFILE
     mem_fraction: float = DEFAULT_MEM_FRACTION
     log_dir: Path | None = None
-    min_accept_length: float = 1.5
+    min_accept_length: float = DEFAULT_MIN_ACCEPT_LENGTH
     context_length: int | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
     """Extra SGLang server arguments (tests: load_format="dummy"; serve: host, port, tp).

@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from app.backend.engine_config import EngineConfig
 from app.backend.prepare import PrepareSpec, prepare
-from app.backend.protocol import BackendInfo, ChatBackend, LoadStage, ProofReport, ReplyEvent
+from app.backend.protocol import BackendInfo, ChatBackend, LoadStage, ReplyEvent
 from app.chat import ChatMessage, Sampling
+from app.proof_report import ProofReport
 
 
 class PreparedBackend:

@@ -17,7 +17,7 @@ from app.backend.engine_config import (
     PROFILES,
     Levers,
 )
-from app.backend.protocol import ProofLine, ProofReport, Verdict
+from app.proof_report import ProofLine, ProofReport, Verdict
 
 HUMMING_METHOD = "Mxfp4HummingMoEMethod"
 HUMMING_CORE = "HummingRunnerCore"

@@ -43,7 +43,7 @@ from typing import Any
 
 import httpx
 
-from app.backend.engine_config import PROFILES
+from app.backend.engine_config import DEFAULT_MIN_ACCEPT_LENGTH, DEFAULT_PROFILE, PROFILES
 from app.backend.proof import build_report
 from app.backend.protocol import (
     BackendInfo,
@@ -65,7 +65,14 @@ from app.backend.wire import (
     tokenize_request,
 )
 from app.chat import ChatMessage, Sampling, fit_to_context
-from app.errors import BackendError, BadServerAnswer, ConfigError, ProofFailed, ServerError
+from app.errors import (
+    BackendError,
+    BadServerAnswer,
+    ConfigError,
+    ContextFull,
+    ProofFailed,
+    ServerError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -123,9 +130,9 @@ class RemoteBackend:
         *,
         api_key: str | None = None,
         client: httpx.AsyncClient | None = None,
-        min_accept_length: float = 1.5,
+        min_accept_length: float = DEFAULT_MIN_ACCEPT_LENGTH,
         allow_unoptimized: bool = False,
-        profile: str = "stack",
+        profile: str = DEFAULT_PROFILE,
     ) -> None:
         url = httpx.URL(base_url)
         if url.scheme not in ("http", "https") or not url.host:
@@ -235,11 +242,11 @@ class RemoteBackend:
             yield ReplyError(str(exc), time.perf_counter())
             return
         if room is not None:
-            fitted = fit_to_context(sampling, *room)
-            if isinstance(fitted, str):
-                yield ReplyError(fitted, time.perf_counter())
+            try:
+                sampling = fit_to_context(sampling, *room)
+            except ContextFull as exc:
+                yield ReplyError(str(exc), time.perf_counter())
                 return
-            sampling = fitted
         reply = _Reply(rid=f"ling-chat-{uuid.uuid4().hex}")
         model = str(self._server_info.get("served_model_name") or "default")
         body = chat_request(messages, sampling, model=model, rid=reply.rid)

@@ -35,7 +35,6 @@ from app.backend.protocol import (
     BackendInfo,
     ChatBackend,
     LoadStage,
-    ProofReport,
     ReplyDone,
     ReplyError,
     ReplyEvent,
@@ -45,6 +44,7 @@ from app.backend.wire import chat_messages
 from app.chat import ChatMessage, Sampling
 from app.errors import BackendError, ExportError
 from app.files import private_dir, write_atomic
+from app.proof_report import ProofReport
 
 TRACE_FORMAT: Final = "ling-chat-trace"
 TRACE_VERSION: Final = 1

@@ -27,11 +27,11 @@ from app.backend.engine_setup import (
     set_engine_environment,
 )
 from app.backend.patches import PLAN_ENV, PatchPlan
-from app.backend.protocol import ProofReport
 from app.backend.redact import protect
 from app.backend.remote import RemoteBackend
 from app.backend.sglang_log import log_path, route_sglang_logging
 from app.backend.to_log import output_to_log
+from app.proof_report import ProofReport
 
 
 def serve(

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.backend.engine_config import PROFILES
-from app.bench.plot import CEILING, bars
 from app.bench.results import BenchRun, ProfileResult, RooflineColumns, WorkloadSummary
+from app.render.bars import CEILING, bars
 
 BASELINE = "baseline"
 _LEVERS = {"humming": "Humming", "fp8_head": "FP8 head", "nextn": "NEXTN"}

@@ -29,7 +29,6 @@ from app.errors import ConfigError
 
 SUITES = ("nvidia", "recipes")
 SYNTHETIC_IN, SYNTHETIC_OUT = 32_768, 2_048
-GSM8K_QUESTIONS = 1_319
 GSM8K_SAMPLING = {
     "temperature": 0.6,
     "top_p": 0.95,

@@ -209,7 +209,7 @@ def _bench(args: argparse.Namespace) -> int:
     fetch_model(settings.model_path)
     overrides = sglang_overrides(args)
     try:
-        from app.backend.bench_engine import bench_engine_factory
+        from app.bench.engine import bench_engine_factory
     except ModuleNotFoundError as exc:
         raise engine_missing(exc) from exc
     config = engine_config(settings, overrides)

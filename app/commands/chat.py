@@ -137,7 +137,7 @@ def _backend(args: argparse.Namespace, settings: Settings) -> ChatBackend:
             api_key=key,
             min_accept_length=settings.min_accept_length,
             allow_unoptimized=args.allow_unoptimized,
-            profile=settings.profile.value,
+            profile=settings.profile,
         )
     else:
         from app.commands.common import check_engine_can_start

@@ -6,10 +6,10 @@ import argparse
 import json
 from typing import Any
 
-from app.backend.engine_config import EngineConfig
+from app.backend.engine_config import DEFAULT_PROFILE, PROFILES, EngineConfig
 from app.backend.protocol import ChatBackend
 from app.errors import ConfigError
-from app.settings import Profile, Settings, load_settings
+from app.settings import Settings, load_settings
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,9 +23,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--profile",
-        choices=[p.value for p in Profile],
+        choices=list(PROFILES),
         default=argparse.SUPPRESS,
-        help="optimizations to engage (default: stack; the others are for A/B runs)",
+        help=f"optimizations to engage (default: {DEFAULT_PROFILE}; the others are for A/B runs)",
     )
     parser.add_argument(
         "--mem-fraction",
@@ -84,7 +84,7 @@ def engine_config(settings: Settings, overrides: dict[str, Any] | None = None) -
     """The engine's configuration from Settings (the backend never sees Settings)."""
     return EngineConfig(
         model_path=settings.model_path,
-        profile=settings.profile.value,
+        profile=settings.profile,
         mem_fraction=settings.mem_fraction,
         log_dir=settings.log_dir,
         min_accept_length=settings.min_accept_length,

@@ -9,8 +9,9 @@ import shutil
 from collections.abc import Callable
 from importlib import metadata
 
-from app.backend.protocol import ChatBackend, ProofReport, Verdict
+from app.backend.protocol import ChatBackend
 from app.commands.common import add_data_arguments, add_model_arguments, settings_from
+from app.proof_report import ProofReport, Verdict
 
 MARKS = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.OFF: "off "}
 PACKAGES = ("sglang", "sglang-kernel", "torch", "humming-kernels", "flashinfer-python")

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from app.commands.common import add_data_arguments, settings_from
 from app.files import write_atomic
+from app.render.formats import FORMATS
 from app.storage import ChatStore
-from app.storage.export import FORMATS, collect
+from app.storage.export import collect
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from app.chat import Role
 from app.commands.common import add_data_arguments, settings_from
+from app.render.chats import SPEAKERS, local_time, settings_line, speed_line, status_note
+from app.render.speed import speed_by_context
 from app.storage import ChatStore, Conversation, StoredMessage
-from app.storage.render import SPEAKERS, local_time, settings_line, speed_line, status_note
-from app.storage.speed import speed_by_context
 
 SEARCH_LIMIT = 50
 """Search hits shown when `--limit` is not given."""

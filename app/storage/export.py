@@ -1,4 +1,4 @@
-"""Exporting conversations as Markdown, JSON, JSONL, HTML or CSV text (the caller writes the file).
+"""Exporting conversations as JSON, JSONL or CSV text (the caller writes the file).
 
 JSON (schema version 1) is one document:
     {"schema_version": 1, "exported_at": ISO, "engine_runs": [run, ...],
@@ -17,13 +17,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from app.storage import render
 from app.storage.database import utc_now
-from app.storage.models import Conversation, EngineRun, StoredMessage
+from app.storage.models import EngineRun, StoredMessage, Thread
 from app.storage.store import ChatStore
 
 SCHEMA_VERSION = 1
@@ -50,14 +49,6 @@ CSV_COLUMNS = (
     *_RUN_COLUMNS,
     *_STATS_COLUMNS,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Thread:
-    """A conversation with its messages, oldest first."""
-
-    conversation: Conversation
-    messages: list[StoredMessage]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,16 +126,6 @@ def as_csv(export: Export) -> Iterator[str]:
         buffer.seek(0)
         buffer.truncate()
     yield buffer.getvalue()  # the header of an empty history
-
-
-FORMATS: dict[str, Callable[[Export], Iterable[str]]] = {
-    "md": lambda export: render.markdown(export.threads),
-    "json": as_json,
-    "jsonl": as_jsonl,
-    "html": lambda export: render.html_page(export.threads),
-    "csv": as_csv,
-}
-"""Export format name (also the file extension) -> renderer."""
 
 
 def _blank_if_none(value: Any) -> Any:

@@ -95,3 +95,11 @@ class MeasuredReply:
     stats: ReplyStats
     run: EngineRun | None
     """The engine run that measured it, when recorded with one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    """A conversation with its messages, oldest first."""
+
+    conversation: Conversation
+    messages: list[StoredMessage]

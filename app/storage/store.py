@@ -15,10 +15,10 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from app.backend.protocol import ProofReport
 from app.chat import Role, Sampling
 from app.errors import StorageError
 from app.files import private_file
+from app.proof_report import ProofReport
 from app.storage import rows
 from app.storage.database import Connection, utc_now
 from app.storage.models import (

@@ -15,9 +15,9 @@ from app.backend.engine import EngineBackend
 from app.backend.engine_config import EngineConfig
 from app.backend.engine_setup import check_model_path
 from app.backend.patches import PLAN_ENV, PatchPlan, refusal
-from app.backend.protocol import Verdict
 from app.backend.sglang_log import SGLangLog, last_error, logging_config
 from app.errors import BackendError, ModelNotFound
+from app.proof_report import Verdict
 
 
 def test_missing_local_model_path_is_one_line(tmp_path):

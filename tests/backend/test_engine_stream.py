@@ -21,7 +21,7 @@ from app.backend.engine_thread import EngineThread
 from app.backend.protocol import ReplyDone, ReplyError, TextChunk
 from app.bench.engine_calls import generate
 from app.chat import ChatMessage, Role, Sampling, fit_to_context
-from app.errors import EngineCrashed
+from app.errors import ContextFull, EngineCrashed
 from tests.fixtures.engine_double.sglang.srt.parser import (
     reasoning_parser as reasoning_parser_double,
 )
@@ -187,7 +187,8 @@ def test_the_reply_budget_is_what_was_asked_or_the_room_left():
     asked = Sampling(max_new_tokens=4096)
     assert fit_to_context(asked, used=12, context=32768) == asked
     assert fit_to_context(asked, used=12, context=4096) == Sampling(max_new_tokens=4084)
-    assert isinstance(fit_to_context(asked, used=5000, context=4096), str)
+    with pytest.raises(ContextFull, match=r"fills the model's context \(4096 tokens\)"):
+        fit_to_context(asked, used=5000, context=4096)
 
 
 async def test_a_scheduler_that_dies_mid_reply_ends_it_in_an_error(parser_double, tmp_path):

@@ -23,9 +23,10 @@ from app.backend.prepare import (
     prepare,
     write_dummy_model,
 )
-from app.backend.protocol import BackendInfo, LoadStage, ProofReport, ReplyEvent
+from app.backend.protocol import BackendInfo, LoadStage, ReplyEvent
 from app.chat import ChatMessage, Sampling
 from app.errors import BackendError
+from app.proof_report import ProofReport
 from tests.telemetry.conftest import LING_3_FLASH_CONFIG
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from app.backend.proof import build_report, refusal_report
-from app.backend.protocol import ProofReport, Verdict
+from app.proof_report import ProofReport, Verdict
 
 
 def moe(n: int, method: str = "Mxfp4HummingMoEMethod") -> list[dict[str, Any]]:

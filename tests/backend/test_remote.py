@@ -24,21 +24,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.backend import remote
-from app.backend.protocol import (
-    BackendInfo,
-    ProofLine,
-    ProofReport,
-    ReplyDone,
-    ReplyError,
-    ReplyEvent,
-    TextChunk,
-    Verdict,
-)
+from app.backend.protocol import BackendInfo, ReplyDone, ReplyError, ReplyEvent, TextChunk
 from app.backend.remote import RemoteBackend, is_loopback
 from app.backend.warmup import SAMPLED_WARMUP, WARMUP_SAMPLING
 from app.backend.wire import ChatStream, SSELines, WireError
 from app.chat import ChatMessage, Role, Sampling
 from app.errors import BackendError, ConfigError, ProofFailed, ServerError
+from app.proof_report import ProofLine, ProofReport, Verdict
 from app.telemetry.metrics import reply_stats
 
 URL = "http://127.0.0.1:30000"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.protocol import ProofLine, ProofReport, Verdict
 from app.backend.server import judge
 from app.errors import BackendError
+from app.proof_report import ProofLine, ProofReport, Verdict
 
 
 def report(verdict: Verdict) -> ProofReport:

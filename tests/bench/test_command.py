@@ -29,10 +29,10 @@ def _main(argv: list[str]) -> int:
 
 
 class _EngineModule(types.ModuleType):
-    """Stands in for app.backend.bench_engine: its factory starts scripted engine doubles."""
+    """Stands in for app.bench.engine: its factory starts scripted engine doubles."""
 
     def __init__(self, script: list[Any]) -> None:
-        super().__init__("app.backend.bench_engine")
+        super().__init__("app.bench.engine")
         self.script = script
         self.journal: list[str] = []
         self.calls: list[tuple[Any, Any]] = []
@@ -56,7 +56,7 @@ def _checkpoint_at_hand(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _engine(monkeypatch: pytest.MonkeyPatch, script: list[Any]) -> _EngineModule:
     module = _EngineModule(script)
-    monkeypatch.setitem(sys.modules, "app.backend.bench_engine", module)
+    monkeypatch.setitem(sys.modules, "app.bench.engine", module)
     monkeypatch.setattr(bench, "prepare_engines", lambda settings, args, configs: None)
     return module
 
@@ -174,13 +174,13 @@ def test_bad_flags_are_usage_errors(argv: list[str]) -> None:
 
 
 def test_missing_engine_extra_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = types.ModuleType("app.backend.bench_engine")
+    module = types.ModuleType("app.bench.engine")
 
     def missing(name: str) -> Any:
         raise ModuleNotFoundError("No module named 'sglang'", name="sglang")
 
     module.__getattr__ = missing  # type: ignore[method-assign]
-    monkeypatch.setitem(sys.modules, "app.backend.bench_engine", module)
+    monkeypatch.setitem(sys.modules, "app.bench.engine", module)
     with pytest.raises(BackendError, match=r"pip install 'ling-chat\[engine\]'"):
         _main(SMALL)
 

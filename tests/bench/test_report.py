@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from app.bench.plot import CEILING, bar, bars
 from app.bench.report import lever_gains, lever_label, render_run, table_rows, tables_json
 from app.bench.results import SCHEMA, BenchRun, ProfileResult, RooflineColumns
 from app.commands.bench import read_json, write_json
 from app.errors import ConfigError
+from app.render.bars import CEILING, bar, bars
 from tests.bench.builders import SYNTHETIC_PLAN, profile, run
 
 NVIDIA = (("baseline", 36.09), ("humming", 39.45), ("humming+fp8", 43.94), ("stack", 102.88))

@@ -20,10 +20,10 @@ from tests.telemetry.conftest import LING_3_FLASH_CONFIG
 
 
 class _PerProfileEngines(types.ModuleType):
-    """Stands in for app.backend.bench_engine: each profile's engine double has its own script."""
+    """Stands in for app.bench.engine: each profile's engine double has its own script."""
 
     def __init__(self, scripts: dict[str, list[Any]]) -> None:
-        super().__init__("app.backend.bench_engine")
+        super().__init__("app.bench.engine")
         self.scripts = scripts
         self.journal: list[str] = []
         self.engines: dict[str, ScriptedEngineDouble] = {}
@@ -40,7 +40,7 @@ class _PerProfileEngines(types.ModuleType):
 
 def _engines(monkeypatch: pytest.MonkeyPatch, scripts: dict[str, list[Any]]) -> _PerProfileEngines:
     module = _PerProfileEngines(scripts)
-    monkeypatch.setitem(sys.modules, "app.backend.bench_engine", module)
+    monkeypatch.setitem(sys.modules, "app.bench.engine", module)
     monkeypatch.setattr(bench, "prepare_engines", lambda settings, args, configs: None)
     return module
 

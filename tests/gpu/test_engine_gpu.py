@@ -14,10 +14,11 @@ import pytest
 
 from app.backend.engine import EngineBackend
 from app.backend.engine_config import EngineConfig
-from app.backend.protocol import ProofReport, ReplyDone, TextChunk, Verdict
+from app.backend.protocol import ReplyDone, TextChunk
 from app.chat import ChatMessage, Role, Sampling
 from app.commands.doctor import format_report, run_doctor
 from app.errors import EngineCrashed
+from app.proof_report import ProofReport, Verdict
 from tests.gpu import models
 
 known_answer = pytest.importorskip("tests.gpu.known_answer", reason="needs torch and SGLang")

@@ -16,9 +16,10 @@ import pytest
 from app.chat import Sampling
 from app.errors import ExportError, StorageError
 from app.files import write_atomic
+from app.render.chats import speed_line
+from app.render.formats import FORMATS
 from app.storage import ChatStore, MessageStatus, StoredMessage
-from app.storage.export import CSV_COLUMNS, FORMATS, SCHEMA_VERSION, Export, collect
-from app.storage.render import speed_line
+from app.storage.export import CSV_COLUMNS, SCHEMA_VERSION, Export, collect
 from app.telemetry import ReplyStats
 from tests.storage.conftest import STATS
 

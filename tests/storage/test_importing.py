@@ -13,8 +13,9 @@ import pytest
 from app.chat import Sampling
 from app.errors import ImportFailed
 from app.files import write_atomic
+from app.render.formats import FORMATS
 from app.storage import ChatStore, MessageStatus
-from app.storage.export import FORMATS, collect
+from app.storage.export import collect
 from app.storage.importing import import_export
 from tests.storage.conftest import STATS
 

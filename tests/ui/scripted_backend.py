@@ -14,16 +14,14 @@ from typing import Any
 from app.backend.protocol import (
     BackendInfo,
     LoadStage,
-    ProofLine,
-    ProofReport,
     ReplyDone,
     ReplyError,
     ReplyEvent,
     TextChunk,
-    Verdict,
 )
 from app.chat import ChatMessage, Sampling
 from app.errors import BackendError
+from app.proof_report import ProofLine, ProofReport, Verdict
 
 
 class FakeClock:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from app.backend.protocol import ProofLine, ProofReport, Verdict
+from app.proof_report import ProofLine, ProofReport, Verdict
 from app.storage import ChatStore, MessageStatus
 from app.telemetry import ReplyStats
 from app.ui import LingChatApp

@@ -15,11 +15,12 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TextArea
 
-from app.backend.protocol import ChatBackend, ProofReport
+from app.backend.protocol import ChatBackend
 from app.chat import Role, Sampling
 from app.errors import StorageError
+from app.proof_report import ProofReport
+from app.render.speed import speed_by_context
 from app.storage import ChatStore, Conversation, MessageStatus
-from app.storage.speed import speed_by_context
 from app.telemetry import ReplyStats
 from app.telemetry.health import CollapseVerdict, SpecHealth, check_collapse, check_live_collapse
 from app.telemetry.session import summarize_session

@@ -5,7 +5,7 @@ Shown by `ling-chat history stats` and by the chat's speed-by-context view.
 
 from __future__ import annotations
 
-from app.bench.plot import bar
+from app.render.bars import bar
 from app.storage.models import MessageStatus
 from app.storage.store import ChatStore
 from app.telemetry import ReplyStats

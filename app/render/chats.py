@@ -5,14 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from html import escape
-from typing import TYPE_CHECKING
 
 from app.chat import Role
-from app.storage.models import Conversation, MessageStatus, StoredMessage
+from app.storage.models import Conversation, MessageStatus, StoredMessage, Thread
 from app.telemetry import ReplyStats, speed_parts
-
-if TYPE_CHECKING:
-    from app.storage.export import Thread
 
 SPEAKERS = {Role.USER: "You", Role.ASSISTANT: "Ling", Role.SYSTEM: "System"}
 """How each role is labelled for people."""

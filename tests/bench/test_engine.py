@@ -9,11 +9,11 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from app.backend.bench_engine import EngineBench
 from app.backend.engine import EngineBackend
 from app.backend.engine_config import EngineConfig
 from app.backend.engine_thread import EngineThread
-from app.backend.protocol import ProofReport
+from app.bench.engine import EngineBench
+from app.proof_report import ProofReport
 
 
 class TemplateTokenizerDouble:

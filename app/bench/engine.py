@@ -10,11 +10,11 @@ from typing import Any
 
 from app.backend.engine import EngineBackend
 from app.backend.engine_config import EngineConfig
-from app.backend.protocol import ProofReport
 from app.bench.engine_calls import generate
 from app.bench.protocol import BenchSample, EngineFactory
 from app.chat import ChatMessage, Role
 from app.errors import BackendError, ProofFailed
+from app.proof_report import ProofReport
 
 
 class EngineBench:

@@ -1,0 +1,87 @@
+"""The app's parts import only downward, and no modules import each other in a circle.
+
+Read from the source with `ast`, so an import inside a function or under TYPE_CHECKING counts.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+APP = Path(__file__).resolve().parents[1] / "app"
+
+LAYERS = (
+    ("app.cli",),
+    ("app.commands",),
+    ("app.ui", "app.bench"),
+    ("app.crash", "app.render", "app.settings"),
+    ("app.storage", "app.backend"),
+    ("app.api_key", "app.chat", "app.files", "app.proof_report", "app.telemetry", "app.textsafe"),
+    ("app.errors",),
+)
+"""Top to bottom. A part imports only from itself and from the layers below its own; the
+parts of one layer do not import each other."""
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(APP.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set[str]:
+    """The `app` modules that `path` imports (absolute imports: `app` uses no others)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found & MODULES
+
+
+MODULES = {module_name(path) for path in APP.rglob("*.py")}
+GRAPH = {module_name(path): imports(path) for path in sorted(APP.rglob("*.py"))}
+
+
+def part_of(module: str) -> tuple[int, str] | None:
+    for level, parts in enumerate(LAYERS):
+        for part in parts:
+            if module == part or module.startswith(part + "."):
+                return level, part
+    return None
+
+
+def test_every_module_belongs_to_a_layer():
+    assert [m for m in GRAPH if m not in ("app", "app.__main__") and part_of(m) is None] == []
+
+
+def test_imports_run_only_downward():
+    wrong = []
+    for module, targets in GRAPH.items():
+        if (here := part_of(module)) is None:
+            continue
+        for target in sorted(targets):
+            there = part_of(target)
+            if there is not None and there[1] != here[1] and there[0] <= here[0]:
+                wrong.append(f"{module} -> {target}")
+    assert wrong == []
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        if module in path:
+            pytest.fail("import circle: " + " -> ".join([*path[path.index(module) :], module]))
+        if module in done:
+            return
+        for target in sorted(GRAPH.get(module, ())):
+            if target != module and not module.startswith(target + "."):
+                visit(target, (*path, module))
+        done.add(module)
+
+    for module in GRAPH:
+        visit(module, ())
