@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
 from app.backend.proof import build_report, refusal_report
 from app.backend.protocol import ProofReport, Verdict
+from app.backend.replay import trace_path
 
 
 def moe(n: int, method: str = "Mxfp4HummingMoEMethod") -> list[dict[str, Any]]:
@@ -231,8 +233,6 @@ def test_refusal_report_fails_with_the_engine_message():
 
 
 def test_report_round_trips_through_json():
-    import json
-
     report = judge(stack_facts())
     again = ProofReport.from_dict(json.loads(json.dumps(report.to_dict())))
     assert again == report
@@ -247,3 +247,43 @@ def test_the_speed_line_names_the_chosen_kernel_its_floor_share_and_the_losers()
     assert "scaled-mm failed (RuntimeError: no rowwise scaling)" in speed
     head = next(line.evidence for line in report.lines if line.key == "fp8_head")
     assert "kernel triton-gemv[128x256w4s3] ran 4x in graph capture" in head
+
+
+OLD_FP8_FACTS = ("kernel", "captured_by_kernel", "fallback_cosine_min", "candidates_us")
+
+
+def test_fp8_facts_recorded_before_the_kernel_choice_fail_both_lines_naming_what_they_lack():
+    facts = stack_facts()
+    facts["fp8_head"] = {
+        k: v for k, v in facts["fp8_head"].items() if k not in OLD_FP8_FACTS + ("floor_share",)
+    }
+    lines = {line.key: line for line in judge(facts).lines}
+    head, speed = lines["fp8_head"], lines["fp8_head_speed"]
+    assert head.verdict is Verdict.FAIL and speed.verdict is Verdict.FAIL
+    assert head.evidence == (
+        "the fp8_head facts lack kernel, captured_by_kernel, fallback_cosine_min"
+    )
+    assert speed.evidence == "the fp8_head facts lack kernel, floor_share, candidates_us"
+    assert head.fix and speed.fix and "older" in speed.fix
+
+
+def test_the_shipped_h200_trace_is_judged_today_as_it_was_recorded():
+    """Every line keeps its recorded verdict and evidence, except the FP8 head's two lines:
+    their facts predate the per-kernel ones (kernel, capture by kernel, byte floor)."""
+    trace = json.loads(trace_path("demo").read_text(encoding="utf-8"))
+    facts = dict(trace["proof"]["facts"])
+    accept = facts.pop("warmup_accept_length")
+    report = judge(facts, accept=accept, profile=trace["proof"]["profile"])
+    recorded = {line["key"]: line for line in trace["proof"]["lines"]}
+    assert [line.key for line in report.lines] == list(recorded)
+    fp8_lines = {"fp8_head", "fp8_head_speed"}
+    for line in report.lines:
+        if line.key in fp8_lines:
+            assert recorded[line.key]["verdict"] == "pass"
+            assert line.verdict is Verdict.FAIL
+            assert line.evidence.startswith("the fp8_head facts lack kernel, ")
+        else:
+            assert (line.verdict.value, line.evidence) == (
+                recorded[line.key]["verdict"],
+                recorded[line.key]["evidence"],
+            )
