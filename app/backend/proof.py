@@ -17,11 +17,12 @@ from app.backend.engine_config import (
     PROFILES,
     Levers,
 )
+from app.backend.patches import FP8_HEAD_METHOD
 from app.backend.protocol import ProofLine, ProofReport, Verdict
 
 HUMMING_METHOD = "Mxfp4HummingMoEMethod"
 HUMMING_CORE = "HummingRunnerCore"
-FP8_METHOD = "LingFp8LMHeadMethod"
+FP8_METHOD = FP8_HEAD_METHOD
 FP8_DTYPE = "float8_e4m3fn"
 MIN_COSINE = 0.99
 """Least cosine similarity of FP8 vs BF16 logits over the self-test's random hidden states."""
