@@ -56,8 +56,7 @@ FP8_SPEED_FACTS = (
 )
 """What the FP8 head speed line reads from an installed head's facts."""
 LACKING_FIX = (
-    "these facts were recorded by an older ling-chat engine: start the engine again to "
-    "record them"
+    "these facts were recorded by an older ling-chat engine: start the engine again to record them"
 )
 
 Facts = Mapping[str, Any]
