@@ -33,19 +33,13 @@ from app.backend.engine_setup import (
 from app.backend.engine_thread import EngineThread, until_crashed
 from app.backend.patches import PLAN_ENV, REFUSAL, PatchPlan
 from app.backend.proof import build_report, refusal_report
-from app.backend.protocol import (
-    BackendInfo,
-    LoadStage,
-    ProofReport,
-    ReplyDone,
-    ReplyError,
-    ReplyEvent,
-)
+from app.backend.protocol import BackendInfo, LoadStage, ReplyDone, ReplyError, ReplyEvent
 from app.backend.sglang_log import SGLangLog, last_error
 from app.backend.sglang_processes import EngineProcesses, close_ipc, start_resource_tracker
 from app.backend.warmup import PLAN, warm_up
 from app.chat import ChatMessage, Sampling, fit_to_context
 from app.errors import BackendError, ContextFull, EngineCrashed
+from app.proof_report import ProofReport
 
 T = TypeVar("T")
 ABORT_WAIT_S = 2.0

@@ -17,11 +17,12 @@ from app.backend.engine_config import (
     PROFILES,
     Levers,
 )
+from app.backend.patches import FP8_HEAD_METHOD
 from app.proof_report import ProofLine, ProofReport, Verdict
 
 HUMMING_METHOD = "Mxfp4HummingMoEMethod"
 HUMMING_CORE = "HummingRunnerCore"
-FP8_METHOD = "LingFp8LMHeadMethod"
+FP8_METHOD = FP8_HEAD_METHOD
 FP8_DTYPE = "float8_e4m3fn"
 MIN_COSINE = 0.99
 """Least cosine similarity of FP8 vs BF16 logits over the self-test's random hidden states."""
@@ -30,6 +31,33 @@ MIN_TOP1 = 0.95
 winner each); random states are near-ties, so their agreement (87-89% on H200) is only shown."""
 GRAPH_PHASES_NEXTN = ("target_verify", "draft_decode", "draft_extend")
 GRAPH_PHASES_PLAIN = ("decode",)
+FP8_HEAD_FACTS = (
+    "kernel",
+    "captured_by_kernel",
+    "captured_calls",
+    "cosine_min",
+    "fallback_cosine_min",
+    "top1_agreement",
+    "selftest_rows",
+    "scale_shape",
+    "bytes_bf16",
+    "bytes_fp8",
+)
+"""What the FP8 head line reads from an installed head's facts."""
+FP8_SPEED_FACTS = (
+    "kernel",
+    "speedup",
+    "timing_us",
+    "min_speedup",
+    "floor_share",
+    "floor_us",
+    "copy_gbps",
+    "candidates_us",
+)
+"""What the FP8 head speed line reads from an installed head's facts."""
+LACKING_FIX = (
+    "these facts were recorded by an older ling-chat engine: start the engine again to record them"
+)
 
 Facts = Mapping[str, Any]
 Rule = Callable[[Facts, Levers], ProofLine]
@@ -105,6 +133,15 @@ def _off(key: str, really_off: bool, evidence: str) -> ProofLine:
     )
 
 
+def _lacking(key: str, facts: Mapping[str, Any], needed: tuple[str, ...]) -> ProofLine | None:
+    """A failed line naming the `needed` facts that `facts` lack, if any."""
+    missing = [name for name in needed if name not in facts]
+    if not missing:
+        return None
+    evidence = f"the fp8_head facts lack {', '.join(missing)}"
+    return ProofLine(key, TITLES[key], Verdict.FAIL, evidence, LACKING_FIX)
+
+
 def _error(facts: Facts, *keys: str) -> str | None:
     """The collection error of any of `keys`, if one could not be read."""
     for key in keys:
@@ -171,6 +208,8 @@ def _fp8_head(facts: Facts, levers: Levers) -> ProofLine:
         return _line(
             "fp8_head", False, f"head is {head['weight_dtype']} via {head['quant_method']}"
         )
+    if lacking := _lacking("fp8_head", fp8, FP8_HEAD_FACTS):
+        return lacking
     kernel = fp8["kernel"]
     in_capture = fp8["captured_by_kernel"].get(kernel, 0)
     ok = (
@@ -207,6 +246,8 @@ def _fp8_speed(facts: Facts, levers: Levers) -> ProofLine:
             "no FP8 head was timed",
             "see the FP8 LM head line: there is no FP8 head to time",
         )
+    if lacking := _lacking("fp8_head_speed", fp8, FP8_SPEED_FACTS):
+        return lacking
     speedup = {str(m): float(s) for m, s in fp8["speedup"].items()}
     timing = fp8["timing_us"]
     need = float(fp8["min_speedup"])

@@ -45,14 +45,7 @@ import httpx
 
 from app.backend.engine_config import DEFAULT_MIN_ACCEPT_LENGTH, DEFAULT_PROFILE, PROFILES
 from app.backend.proof import build_report
-from app.backend.protocol import (
-    BackendInfo,
-    LoadStage,
-    ProofReport,
-    ReplyError,
-    ReplyEvent,
-    TextChunk,
-)
+from app.backend.protocol import BackendInfo, LoadStage, ReplyError, ReplyEvent, TextChunk
 from app.backend.warmup import PLAN, warm_up
 from app.backend.wire import (
     ChatStream,
@@ -73,6 +66,7 @@ from app.errors import (
     ProofFailed,
     ServerError,
 )
+from app.proof_report import ProofReport
 
 logger = logging.getLogger(__name__)
 

@@ -3,93 +3,15 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
 from app.backend.proof import build_report, refusal_report
+from app.backend.replay import trace_path
 from app.proof_report import ProofReport, Verdict
-
-
-def moe(n: int, method: str = "Mxfp4HummingMoEMethod") -> list[dict[str, Any]]:
-    return [
-        {
-            "name": f"model.layers.{i}.mlp.experts",
-            "quant_method": method,
-            "runner_backend": "MoeRunnerBackend.HUMMING",
-            "runner_core": "HummingRunnerCore" if "Humming" in method else "TritonRunnerCore",
-            "mxfp4_backend": "humming" if "Humming" in method else None,
-            "weight_dtype": "float4e2m1",
-            "activation_dtype": "bfloat16",
-        }
-        for i in range(n)
-    ]
-
-
-def stack_facts() -> dict[str, Any]:
-    """What the scheduler reports for a healthy stack (shapes of a 6-layer model)."""
-    head = {
-        "module": "ParallelLMHead",
-        "quant_method": "LingFp8LMHeadMethod",
-        "weight_dtype": "float8_e4m3fn",
-        "weight_shape": [2560, 157184],
-        "fp32_logits": False,
-        "config_fp32_logits": False,
-    }
-    return {
-        "moe_target": moe(5),
-        "moe_draft": moe(1),
-        "humming": {
-            "runner_cores": 6,
-            "kernels_compiled": 4,
-            "kernels_captured": 2,
-            "captured_cubins_in_cache": 2,
-            "cache_dir": "/root/.humming/cache",
-            "compiler": "NVRTCCompiler",
-        },
-        "head_target": head,
-        "head_draft": dict(head),
-        "fp8_head": {
-            "installed": True,
-            "method": "LingFp8LMHeadMethod",
-            "weight_dtype": "float8_e4m3fn",
-            "weight_shape": [2560, 157184],
-            "scale_shape": [1, 157184],
-            "bytes_bf16": 804782080,
-            "bytes_fp8": 403019776,
-            "selftest_rows": 64,
-            "cosine_min": 0.9991,
-            "top1_agreement": 0.97,
-            "fallback_cosine_min": 0.9985,
-            "kernel": "triton-fp8dot[128x128w4s4]",
-            "kernel_max_m": 8,
-            "candidates_us": {
-                "cutlass": {"1": 150.0, "4": 152.0},
-                "scaled-mm": {"1": "RuntimeError: no rowwise scaling", "4": "RuntimeError"},
-                "triton-fp8dot[128x128w4s4]": {"1": 100.0, "4": 102.0},
-            },
-            "copy_gbps": 4300.0,
-            "floor_us": 93.7,
-            "floor_share": {"1": 0.937, "4": 0.919},
-            "timing_us": {"bf16": {"1": 190.0, "4": 192.0}, "fp8": {"1": 100.0, "4": 102.0}},
-            "speedup": {"1": 1.9, "4": 1.88},
-            "min_speedup": 1.2,
-            "captured_calls": 5,
-            "captured_by_kernel": {"triton-fp8dot[128x128w4s4]": 4, "cutlass": 1},
-            "eager_calls": 0,
-        },
-        "sharing": {"head_module_shared": True, "head_weight_shared": True, "embed_shared": True},
-        "speculative": {
-            "worker": "EAGLEWorkerV2",
-            "draft_worker": "EagleDraftWorker",
-            "num_steps": 3,
-            "topk": 1,
-            "num_draft_tokens": 4,
-        },
-        "cuda_graphs": {"phases": ["draft_decode", "draft_extend", "target_verify"]},
-        "env": {"SGLANG_SIMULATE_ACC_LEN": None},
-        "capture_calls": {"humming_runner": 12},
-    }
+from tests.fixtures.sglang_objects import stack_facts
 
 
 def judge(facts: dict[str, Any], accept: float | None = 3.2, profile: str = "stack") -> ProofReport:
@@ -108,7 +30,18 @@ def test_healthy_stack_passes_every_line():
 
 
 BREAKS = {
-    "draft MoE on Triton": ("moe_draft", moe(1, "UnquantizedFusedMoEMethod"), "humming"),
+    "draft MoE on Triton": (
+        "moe_draft",
+        [
+            {
+                **layer,
+                "quant_method": "UnquantizedFusedMoEMethod",
+                "runner_core": "TritonRunnerCore",
+            }
+            for layer in stack_facts()["moe_draft"]
+        ],
+        "humming",
+    ),
     "Humming never ran in capture": ("capture_calls", {}, "humming"),
     "head left BF16": (
         "head_target",
@@ -231,8 +164,6 @@ def test_refusal_report_fails_with_the_engine_message():
 
 
 def test_report_round_trips_through_json():
-    import json
-
     report = judge(stack_facts())
     again = ProofReport.from_dict(json.loads(json.dumps(report.to_dict())))
     assert again == report
@@ -247,3 +178,43 @@ def test_the_speed_line_names_the_chosen_kernel_its_floor_share_and_the_losers()
     assert "scaled-mm failed (RuntimeError: no rowwise scaling)" in speed
     head = next(line.evidence for line in report.lines if line.key == "fp8_head")
     assert "kernel triton-fp8dot[128x128w4s4] ran 4x in graph capture" in head
+
+
+OLD_FP8_FACTS = ("kernel", "captured_by_kernel", "fallback_cosine_min", "candidates_us")
+
+
+def test_fp8_facts_recorded_before_the_kernel_choice_fail_both_lines_naming_what_they_lack():
+    facts = stack_facts()
+    facts["fp8_head"] = {
+        k: v for k, v in facts["fp8_head"].items() if k not in OLD_FP8_FACTS + ("floor_share",)
+    }
+    lines = {line.key: line for line in judge(facts).lines}
+    head, speed = lines["fp8_head"], lines["fp8_head_speed"]
+    assert head.verdict is Verdict.FAIL and speed.verdict is Verdict.FAIL
+    assert head.evidence == (
+        "the fp8_head facts lack kernel, captured_by_kernel, fallback_cosine_min"
+    )
+    assert speed.evidence == "the fp8_head facts lack kernel, floor_share, candidates_us"
+    assert head.fix and speed.fix and "older" in speed.fix
+
+
+def test_the_shipped_h200_trace_is_judged_today_as_it_was_recorded():
+    """Every line keeps its recorded verdict and evidence, except the FP8 head's two lines:
+    their facts predate the per-kernel ones (kernel, capture by kernel, byte floor)."""
+    trace = json.loads(trace_path("demo").read_text(encoding="utf-8"))
+    facts = dict(trace["proof"]["facts"])
+    accept = facts.pop("warmup_accept_length")
+    report = judge(facts, accept=accept, profile=trace["proof"]["profile"])
+    recorded = {line["key"]: line for line in trace["proof"]["lines"]}
+    assert [line.key for line in report.lines] == list(recorded)
+    fp8_lines = {"fp8_head", "fp8_head_speed"}
+    for line in report.lines:
+        if line.key in fp8_lines:
+            assert recorded[line.key]["verdict"] == "pass"
+            assert line.verdict is Verdict.FAIL
+            assert line.evidence.startswith("the fp8_head facts lack kernel, ")
+        else:
+            assert (line.verdict.value, line.evidence) == (
+                recorded[line.key]["verdict"],
+                recorded[line.key]["evidence"],
+            )

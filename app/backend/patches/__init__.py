@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 PLAN_ENV = "LING_CHAT_PATCH_PLAN"
+FP8_HEAD_METHOD = "LingFp8LMHeadMethod"
+"""The class name of ling-chat's FP8 head method, as the evidence reports the head's method."""
 REFUSAL = re.compile(r"LING_CHAT_REFUSED\[(\w+)\] (.+?) LING_CHAT_END")
 """Finds a refusal raised in the scheduler, in the engine's error or in the log."""
 

@@ -6,6 +6,9 @@ kernel preparation and the FP8 head record which of them ran while a graph was b
 captured, the only time Python sees a replayed kernel. Once the target (and draft)
 model is found, no fact raises: one that cannot be read is reported with its error, and
 the proof fails on it.
+
+`collect` reads the scheduler's objects and, through `Sources`, the live state of
+SGLang, Humming and the FP8 head; `LiveSources` is that state in the scheduler process.
 """
 
 from __future__ import annotations
@@ -13,9 +16,9 @@ from __future__ import annotations
 import os
 import traceback
 from collections import Counter
-from typing import Any
-
-import torch
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 FAKING_ENV = (
     "SGLANG_SIMULATE_ACC_LEN",
@@ -31,6 +34,7 @@ HUMMING_KERNELS_CAPTURED: set[int] = set()
 
 def _counting(name: str, fn: Any) -> Any:
     """Wrap `fn` so that calls made during graph capture are counted under `name`."""
+    import torch
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if torch.cuda.is_current_stream_capturing():
@@ -43,6 +47,7 @@ def _counting(name: str, fn: Any) -> Any:
 
 def install() -> None:
     """Install the capture counters and the init-info hook."""
+    import torch
     from humming.kernel.humming import HummingKernel
     from sglang.srt.layers.moe.moe_runner.humming import HummingRunnerCore
     from sglang.srt.managers.scheduler import Scheduler
@@ -61,13 +66,45 @@ def install() -> None:
 
     def get_init_info(self: Any) -> dict[str, Any]:
         info = stock_info(self)
-        info["ling_chat_proof"] = collect(self)
+        info["ling_chat_proof"] = collect(self, LiveSources())
         return info
 
     Scheduler.get_init_info = get_init_info
 
 
-def collect(scheduler: Any) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class HummingState:
+    """Humming's kernels in this process, and the ones prepared during graph capture."""
+
+    runner_cores: int
+    kernel_files: Mapping[int, str]
+    """Every compiled kernel alive, by id: its cubin file."""
+    captured: frozenset[int]
+    compiler: str
+    cache_dir: str
+
+
+class Sources(Protocol):
+    """What `collect` reads besides the scheduler's objects."""
+
+    def versions(self) -> dict[str, Any]: ...
+
+    def moe_class(self) -> type[Any]:
+        """SGLang's FusedMoE layer class."""
+
+    def humming(self) -> HummingState: ...
+
+    def capture_calls(self) -> Mapping[str, int]:
+        """Calls seen while a CUDA graph was being captured, by what was called."""
+
+    def fp8_head_facts(self) -> Mapping[str, Any]:
+        """What quantizing the head found (`installed` False when it was not)."""
+
+    def fp8_head_method(self) -> Any:
+        """The installed head method's class, with its call counters."""
+
+
+def collect(scheduler: Any, sources: Sources) -> dict[str, Any]:
     """Every fact the proof rules read, as JSON-ready values."""
     facts: dict[str, Any] = {}
     target = scheduler.tp_worker.model_runner.model
@@ -75,18 +112,18 @@ def collect(scheduler: Any) -> dict[str, Any]:
     draft_worker = getattr(spec, "draft_worker", None)
     draft = draft_worker.draft_runner.model if draft_worker is not None else None
     parts = {
-        "versions": lambda: _versions(),
-        "moe_target": lambda: _moe_layers(target),
-        "moe_draft": lambda: _moe_layers(draft) if draft is not None else None,
-        "humming": lambda: _humming(),
+        "versions": sources.versions,
+        "moe_target": lambda: _moe_layers(target, sources.moe_class()),
+        "moe_draft": lambda: _moe_layers(draft, sources.moe_class()) if draft is not None else None,
+        "humming": lambda: _humming(sources.humming()),
         "head_target": lambda: _head(target),
         "head_draft": lambda: _head(draft) if draft is not None else None,
-        "fp8_head": lambda: _fp8_head(),
+        "fp8_head": lambda: _fp8_head(sources),
         "sharing": lambda: _sharing(target, draft) if draft is not None else None,
         "speculative": lambda: _speculative(spec, draft_worker),
         "cuda_graphs": lambda: _graphs(scheduler),
         "env": lambda: {name: os.environ.get(name) for name in FAKING_ENV},
-        "capture_calls": lambda: dict(CAPTURE),
+        "capture_calls": lambda: dict(sources.capture_calls()),
     }
     for key, read in parts.items():
         try:
@@ -96,25 +133,62 @@ def collect(scheduler: Any) -> dict[str, Any]:
     return facts
 
 
-def _versions() -> dict[str, Any]:
-    import sglang
+class LiveSources:
+    """The sources in SGLang's scheduler process, with ling-chat's patches installed."""
 
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    return {
-        "sglang": sglang.__version__,
-        "torch": torch.__version__,
-        "gpu": props.name,
-        "sm": props.major * 10 + props.minor,
-    }
+    def versions(self) -> dict[str, Any]:
+        import sglang
+        import torch
+
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        return {
+            "sglang": sglang.__version__,
+            "torch": torch.__version__,
+            "gpu": props.name,
+            "sm": props.major * 10 + props.minor,
+        }
+
+    def moe_class(self) -> type[Any]:
+        from sglang.srt.layers.moe.fused_moe_triton.layer import FusedMoE
+
+        return FusedMoE
+
+    def humming(self) -> HummingState:
+        from humming.jit.runtime import KernelRuntime
+        from humming.kernel.humming import HummingKernel
+        from sglang.srt.layers.moe.moe_runner.humming import HummingRunnerCore
+
+        return HummingState(
+            runner_cores=len(HummingRunnerCore.runner_cores),
+            kernel_files={
+                k.kernel_id: k.kernel_filename
+                for k in KernelRuntime._instances.values()
+                if isinstance(k, HummingKernel) and getattr(k, "inited", False)
+            },
+            captured=frozenset(HUMMING_KERNELS_CAPTURED),
+            compiler=KernelRuntime._get_compiler().__name__,
+            cache_dir=os.environ.get("HUMMING_CACHE_DIR") or os.path.expanduser("~/.humming/cache"),
+        )
+
+    def capture_calls(self) -> Mapping[str, int]:
+        return CAPTURE
+
+    def fp8_head_facts(self) -> Mapping[str, Any]:
+        from app.backend.patches import fp8_head
+
+        return fp8_head.FACTS
+
+    def fp8_head_method(self) -> Any:
+        from app.backend.patches import fp8_head
+
+        return fp8_head.method_class()
 
 
-def _moe_layers(model: Any) -> list[dict[str, Any]]:
+def _moe_layers(model: Any, moe_class: type[Any]) -> list[dict[str, Any]]:
     """One entry per FusedMoE layer: its quant method, runner and Humming dtypes."""
-    from sglang.srt.layers.moe.fused_moe_triton.layer import FusedMoE
-
     layers = []
     for name, module in model.named_modules():
-        if not isinstance(module, FusedMoE):
+        if not isinstance(module, moe_class):
             continue
         runner = getattr(module, "runner", None)
         core = getattr(runner, "runner_core", None)
@@ -134,32 +208,20 @@ def _moe_layers(model: Any) -> list[dict[str, Any]]:
     return layers
 
 
-def _humming() -> dict[str, Any]:
+def _humming(state: HummingState) -> dict[str, Any]:
     """Runner cores alive, kernels compiled here, and the ones used during capture."""
-    from humming.jit.runtime import KernelRuntime
-    from humming.kernel.humming import HummingKernel
-    from sglang.srt.layers.moe.moe_runner.humming import HummingRunnerCore
-
-    kernels = {
-        k.kernel_id: k.kernel_filename
-        for k in KernelRuntime._instances.values()
-        if isinstance(k, HummingKernel) and getattr(k, "inited", False)
-    }
-    captured = sorted(HUMMING_KERNELS_CAPTURED)
-    cache_dir = os.environ.get("HUMMING_CACHE_DIR") or os.path.expanduser("~/.humming/cache")
-    captured_files = [f for f in (kernels.get(k) for k in captured) if f]
+    captured = sorted(state.captured)
+    cache = os.path.realpath(state.cache_dir)
+    captured_files = [f for f in (state.kernel_files.get(k) for k in captured) if f]
     return {
-        "runner_cores": len(HummingRunnerCore.runner_cores),
-        "kernels_compiled": len(kernels),
+        "runner_cores": state.runner_cores,
+        "kernels_compiled": len(state.kernel_files),
         "kernels_captured": len(captured),
         "captured_cubins_in_cache": sum(
-            bool(f)
-            and os.path.realpath(f).startswith(os.path.realpath(cache_dir))
-            and os.path.isfile(f)
-            for f in captured_files
+            os.path.realpath(f).startswith(cache) and os.path.isfile(f) for f in captured_files
         ),
-        "cache_dir": cache_dir,
-        "compiler": KernelRuntime._get_compiler().__name__,
+        "cache_dir": state.cache_dir,
+        "compiler": state.compiler,
     }
 
 
@@ -177,12 +239,10 @@ def _head(model: Any) -> dict[str, Any]:
     }
 
 
-def _fp8_head() -> dict[str, Any]:
-    from app.backend.patches import fp8_head
-
-    facts = dict(fp8_head.FACTS)
+def _fp8_head(sources: Sources) -> dict[str, Any]:
+    facts = dict(sources.fp8_head_facts())
     if facts.get("installed"):
-        cls: Any = fp8_head.method_class()
+        cls = sources.fp8_head_method()
         facts.update(
             captured_calls=cls.captured_calls,
             captured_by_kernel=dict(cls.captured_by_kernel),

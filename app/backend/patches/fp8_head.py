@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from app.backend.patches import head_choice, refusal
+from app.backend.patches import FP8_HEAD_METHOD, head_choice, refusal
 
 FACTS: dict[str, Any] = {"installed": False}
 """What quantizing the head found; read by evidence.collect()."""
@@ -51,7 +51,7 @@ def method_class() -> Any:
         return _method_cls
     from sglang.srt.layers.quantization.fp8 import Fp8LinearMethod
 
-    class LingFp8LMHeadMethod(Fp8LinearMethod):
+    class HeadMethod(Fp8LinearMethod):
         """Per-channel FP8 e4m3 weight; the kernel picked at load for few tokens, CUTLASS else."""
 
         captured_calls = 0
@@ -78,7 +78,8 @@ def method_class() -> Any:
                 out = out + bias
             return out.view(*x.shape[:-1], out.shape[-1])
 
-    _method_cls = LingFp8LMHeadMethod
+    HeadMethod.__name__ = HeadMethod.__qualname__ = FP8_HEAD_METHOD
+    _method_cls = HeadMethod
     return _method_cls
 
 
