@@ -48,6 +48,8 @@ class Profile(StrEnum):
     HUMMING_FP8 = "humming+fp8"
     HUMMING_NEXTN = "humming+nextn"
     """Humming + NEXTN with the BF16 head: isolates what the FP8 head adds to the stack."""
+    DSPARK = "dspark"
+    """Humming + FP8 LM head + the DSpark draft model with ReplaySSM verify, instead of NEXTN."""
 
 
 _SAMPLING = Sampling()
