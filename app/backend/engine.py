@@ -551,7 +551,11 @@ class EngineBackend:
             folder = self.log_file.parent
             raise BackendError(f"cannot write SGLang's log in {folder}: {exc}") from exc
         os.environ["SGLANG_LOGGING_CONFIG_PATH"] = str(config_path)
-        plan = PatchPlan(fp8_head=self.config.levers.fp8_head, log_file=str(self.log_file))
+        plan = PatchPlan(
+            fp8_head=self.config.levers.fp8_head,
+            dspark=self.config.levers.dspark,
+            log_file=str(self.log_file),
+        )
         os.environ[PLAN_ENV] = plan.to_env()
 
     def _install_sigquit_handler(self) -> None:

@@ -53,7 +53,9 @@ def serve(
     except ImportError as exc:
         raise engine_missing(exc) from exc
 
-    os.environ[PLAN_ENV] = PatchPlan(fp8_head=config.levers.fp8_head).to_env()
+    os.environ[PLAN_ENV] = PatchPlan(
+        fp8_head=config.levers.fp8_head, dspark=config.levers.dspark
+    ).to_env()
     # Ling-3.0-flash thinks by default and SGLang's template detection cannot tell: name
     # its parser, so that clients get the thinking apart, as `reasoning_content`.
     serving = {

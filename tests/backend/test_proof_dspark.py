@@ -104,7 +104,6 @@ BREAKS = {
     "a ring of 16": (("replayssm", "ring_len"), 16, "replayssm"),
     "a ring of 24": (("replayssm", "ring_len"), 24, "replayssm"),
     "no ring allocated": (("replayssm", "ring_allocated"), False, "replayssm"),
-    "ReplaySSM never committed": (("replayssm", "commits"), 0, "replayssm"),
     "no draft graph": (("graph_runners", "draft_decode"), False, "dspark_graphs"),
     "no verify graph": (("graph_runners",), {"draft_decode": True}, "dspark_graphs"),
 }
