@@ -9,11 +9,11 @@ What is recorded here proves it on the live model.
 
 SGLang attributes read: `scheduler.draft_worker` (`DSparkWorkerV2`): `.draft_model`
 (`embed_tokens`, `lm_head`, `layers`, `markov_head`, `block_size`), `.gamma`,
-`.verify_num_draft_tokens`, `.draft_model_runner.decode_cuda_graph_runner`; the target
-runner's `decode_cuda_graph_runner` and `req_to_token_pool.mamba_pool`
-(`_resolve_target_embed_tokens`, the embedding SGLang shares); `req_to_token_pool.mamba_pool` of the target runner
-(`enable_linear_replayssm_spec`, `replayssm_spec_fold`, `linear_replayssm_cache_len`,
-`mamba_cache.replayssm_rawv`). Wrapped: `models.dspark.project_through_lm_head` and
+`.verify_num_draft_tokens`, `._resolve_target_embed_tokens` (the embedding SGLang
+shares), `.draft_model_runner.decode_cuda_graph_runner`; the target runner's
+`decode_cuda_graph_runner` and `req_to_token_pool.mamba_pool` (`enable_linear_replayssm_spec`,
+`replayssm_spec_fold`, `linear_replayssm_cache_len`, `mamba_cache.replayssm_rawv`).
+Wrapped: `models.dspark.project_through_lm_head` and
 `kda_replayssm_spec_decode.commit_kda_replayssm_after_verify`.
 """
 
