@@ -23,6 +23,11 @@
 #              restores them before its first step
 #   breakages  random weights, no FP8 hook, BF16-view sharing with and without the guard,
 #              FP32 head, speculation off: each refused (7)
+#   dspark     the dspark profile (DSpark draft of tests/gpu/dspark_models.py, ReplaySSM 32)
+#              passes every line and streams the known answer; a bad ring refused (written,
+#              never run: minutes unknown); dspark42 the same at 42 layers
+#   dspark-breakages  a BF16 view of the head given to the DSpark draft, ReplaySSM off: each
+#              refused (written, never run)
 #   auto       `auto` MoE refused (1.5; with no FlashInfer, SGLang fails to load it; with the
 #              `flashinfer` extras it would start the baseline's long MoE build: EXTRA=/root/none)
 #   marlin     Marlin MoE refused (over 4: cut at 200 and 240 s while capturing graphs)
@@ -153,6 +158,10 @@ for step in "$@"; do
       split -b 15m -d -a 2 /root/cache.tgz "$OUT/cache.tgz.part-"
       ls -la "$OUT"/cache.tgz.part-* ;;
     breakages) gpu_tests breakages 560 tests/gpu/test_engine_gpu.py -k "random or no_fp8_hook or bf16_view or fp32 or speculation" ;;
+    dspark) gpu_tests dspark 520 tests/gpu/test_dspark_gpu.py -k "passes or ring" ;;
+    dspark42) LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
+        gpu_tests dspark42 560 tests/gpu/test_dspark_gpu.py -k passes ;;
+    dspark-breakages) gpu_tests dspark-breakages 560 tests/gpu/test_dspark_gpu.py -k breakage ;;
     auto) gpu_tests auto 200 tests/gpu/test_engine_gpu.py -k auto ;;
     marlin) gpu_tests marlin 500 tests/gpu/test_engine_gpu.py -k marlin ;;
     ui) gpu_tests ui 240 tests/gpu/test_ui_gpu.py ;;

@@ -13,9 +13,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.errors import ConfigError
+
 NEXTN_STEPS = 3
 NEXTN_TOPK = 1
 NEXTN_DRAFT_TOKENS = 4
+DSPARK_DRAFT = "inclusionAI/Ling-3.0-flash-dspark"
+"""inclusionAI's DSpark draft for Ling-3.0-flash: 5 dense layers, 1.36B parameters, BF16."""
+DSPARK_BLOCK = 8
+"""Draft tokens per DSpark block; the verify window is one more (the anchor token)."""
+DSPARK_WINDOW = DSPARK_BLOCK + 1
+REPLAYSSM_CACHE_LEN = 32
+"""The KDA ReplaySSM verify ring: a power of two >= 2x the verify window (SGLang's rule)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +35,8 @@ class Levers:
     fp8_head: bool
     nextn: bool
     fp32_logits: bool = False
+    dspark: bool = False
+    """DSpark draft model (block 8) with KDA ReplaySSM verify, instead of NEXTN."""
 
 
 PROFILES: dict[str, Levers] = {
@@ -37,6 +48,7 @@ PROFILES: dict[str, Levers] = {
     "humming+fp8": Levers(humming=True, fp8_head=True, nextn=False),
     # Humming + NEXTN with the BF16 head: isolates what the FP8 head adds to the stack.
     "humming+nextn": Levers(humming=True, fp8_head=False, nextn=True),
+    "dspark": Levers(humming=True, fp8_head=True, nextn=False, dspark=True),
 }
 """Every profile by name: which optimizations it turns on (the others exist for A/B runs)."""
 DEFAULT_PROFILE = "stack"
@@ -235,6 +247,10 @@ class EngineConfig:
 
     A None value removes ling-chat's setting, so that SGLang's own default applies."""
 
+    def __post_init__(self) -> None:
+        if problem := replayssm_problem({**speculative_args(self.levers), **self.overrides}):
+            raise ConfigError(problem)
+
     @property
     def levers(self) -> Levers:
         """The levers of this profile; unknown profiles are a programming error."""
@@ -254,13 +270,52 @@ def server_args(config: EngineConfig, gpu: GpuFacts) -> dict[str, Any]:
         # The FP8 head replaces the BF16 matmul that FP32 logits would upcast: exclusive.
         enable_fp32_lm_head=levers.fp32_logits and not levers.fp8_head,
     )
-    if levers.nextn:
-        args.update(
-            speculative_algorithm="NEXTN",
-            speculative_draft_model_path=config.model_path,
-            speculative_num_steps=NEXTN_STEPS,
-            speculative_eagle_topk=NEXTN_TOPK,
-            speculative_num_draft_tokens=NEXTN_DRAFT_TOKENS,
-        )
+    if levers.nextn:  # the model is its own NEXTN draft
+        args["speculative_draft_model_path"] = config.model_path
+    args.update(speculative_args(levers))
     args.update(config.overrides)
     return {name: value for name, value in args.items() if value is not None}
+
+
+def speculative_args(levers: Levers) -> dict[str, Any]:
+    """The server arguments of a profile's draft model and verify."""
+    if levers.nextn:
+        return {
+            "speculative_algorithm": "NEXTN",
+            "speculative_num_steps": NEXTN_STEPS,
+            "speculative_eagle_topk": NEXTN_TOPK,
+            "speculative_num_draft_tokens": NEXTN_DRAFT_TOKENS,
+        }
+    if levers.dspark:
+        return {
+            "speculative_algorithm": "DSPARK",
+            "speculative_draft_model_path": DSPARK_DRAFT,
+            "speculative_dspark_block_size": DSPARK_BLOCK,
+            "speculative_num_steps": 1,
+            "speculative_eagle_topk": 1,
+            "speculative_num_draft_tokens": DSPARK_WINDOW,
+            "enable_linear_replayssm_spec": True,
+            "linear_replayssm_cache_len": REPLAYSSM_CACHE_LEN,
+        }
+    return {}
+
+
+def replayssm_problem(args: dict[str, Any]) -> str | None:
+    """Why these server arguments' ReplaySSM verify ring cannot work, or None.
+
+    SGLang 0.5.23 sizes the KDA ring at `linear_replayssm_cache_len` and refuses, only
+    while allocating the cache, a length that is not a power of two or is under twice
+    the verify window (`speculative_num_draft_tokens`).
+    """
+    if not args.get("enable_linear_replayssm_spec"):
+        return None
+    ring = args.get("linear_replayssm_cache_len", 16)
+    window = int(args.get("speculative_num_draft_tokens") or 0)
+    if not isinstance(ring, int) or ring < 1 or ring & (ring - 1):
+        return f"linear_replayssm_cache_len={ring!r}: the ReplaySSM ring must be a power of two"
+    if ring < 2 * window:
+        return (
+            f"linear_replayssm_cache_len={ring}: the ReplaySSM ring must be >= 2 x the "
+            f"verify window of {window} tokens ({2 * window})"
+        )
+    return None

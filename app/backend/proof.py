@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from app.backend import proof_dspark
 from app.backend.engine_config import (
     NEXTN_DRAFT_TOKENS,
     NEXTN_STEPS,
@@ -72,7 +73,7 @@ def build_report(
 ) -> ProofReport:
     """Judge every lever of `profile` from the facts; see the module docstring."""
     levers = PROFILES[profile]
-    lines = [rule(facts, levers) for rule in RULES]
+    lines = [rule(facts, levers) for rule in (DSPARK_RULES if levers.dspark else RULES)]
     lines.append(_accept(levers, min_accept_length, warmup_accept_length))
     return ProofReport(
         profile=profile,
@@ -98,6 +99,7 @@ TITLES = {
     "cuda_graphs": "CUDA graphs captured",
     "no_faking": "No result-faking variables",
     "accept_length": "Warm-up accept length",
+    **proof_dspark.TITLES,
 }
 FIXES = {
     "humming": "install humming-kernels==0.1.12 with cuda-python (NVRTC), use the mixed "
@@ -116,6 +118,7 @@ FIXES = {
     "no_faking": "unset the listed variables",
     "accept_length": "check the draft (MTP) weights and the shared head; a collapsed "
     "accept length makes NEXTN slower than no speculation",
+    **proof_dspark.FIXES,
 }
 
 
@@ -355,7 +358,7 @@ def _no_faking(facts: Facts, levers: Levers) -> ProofLine:
 
 
 def _accept(levers: Levers, minimum: float, measured: float | None) -> ProofLine:
-    if not levers.nextn:
+    if not (levers.nextn or levers.dspark):
         return ProofLine("accept_length", TITLES["accept_length"], Verdict.OFF, "no speculation")
     if measured is None:
         return _line("accept_length", False, "no accept length was measured in the warm-up")
@@ -376,3 +379,12 @@ RULES: tuple[Rule, ...] = (
     _graphs,
     _no_faking,
 )
+DSPARK_RULES: tuple[Rule, ...] = (
+    _humming,
+    _fp8_head,
+    _fp8_speed,
+    _fp32_head,
+    *proof_dspark.RULES,
+    _no_faking,
+)
+"""The rules of a DSpark profile: its draft replaces the NEXTN lines."""

@@ -56,7 +56,7 @@ def serve(
     route_sglang_logging(log_file)
     protect(config.overrides.get("api_key"))
     os.environ[PLAN_ENV] = PatchPlan(
-        fp8_head=config.levers.fp8_head, log_file=str(log_file)
+        fp8_head=config.levers.fp8_head, dspark=config.levers.dspark, log_file=str(log_file)
     ).to_env()
     with output_to_log(log_file) as terminal:
         try:

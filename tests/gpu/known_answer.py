@@ -25,6 +25,7 @@ BREAKAGES = (
     "weight_only_share",  # stock SGLang: the draft gets the head weight tensor only
     "bf16_view_share",  # the draft reads the FP8 bytes as a BF16 [V, H] matrix
     "bf16_view_share_unguarded",  # the same, with ling-chat's sharing guard removed too
+    "dspark_bf16_view",  # the DSpark draft gets a copy of the head reading FP8 bytes as BF16
 )
 
 
@@ -109,16 +110,43 @@ def break_it(breakage: str) -> None:
         else:
             del BailingMoeV3ForCausalLM.precompile_kernels_after_loading
         return
+    if breakage == "dspark_bf16_view":
+        _dspark_bf16_view()
+        return
     del BailingMoeForCausalLMNextN.set_lm_head_from_target
     if breakage.startswith("bf16_view_share"):
         stock = BailingMoeForCausalLMNextN.set_embed_and_head
 
         def set_embed_and_head(self: Any, embed: Any, head: Any) -> None:
-            fp8_rows = head.t().contiguous().view(torch.uint8)  # [V, H] bytes, row-major
-            misread = torch.zeros(fp8_rows.shape, dtype=torch.bfloat16, device=head.device)
-            misread.view(torch.uint8)[:, : fp8_rows.shape[1]].copy_(fp8_rows)
-            stock(self, embed, torch.nn.Parameter(misread, requires_grad=False))
+            stock(self, embed, torch.nn.Parameter(_misread(head), requires_grad=False))
 
         BailingMoeForCausalLMNextN.set_embed_and_head = set_embed_and_head
     if breakage == "bf16_view_share_unguarded":
         EagleDraftWorker.init_lm_head = EagleDraftWorker.init_lm_head.__wrapped__
+
+
+def _misread(head: Any) -> Any:
+    """The FP8 head's bytes read as a BF16 [V, H] matrix."""
+    fp8_rows = head.t().contiguous().view(torch.uint8)  # [V, H] bytes, row-major
+    misread = torch.zeros(fp8_rows.shape, dtype=torch.bfloat16, device=head.device)
+    misread.view(torch.uint8)[:, : fp8_rows.shape[1]].copy_(fp8_rows)
+    return misread
+
+
+def _dspark_bf16_view() -> None:
+    """The DSpark draft gets its own head module: the FP8 bytes as BF16, an unquantized method."""
+    import copy
+
+    from sglang.srt.layers.vocab_parallel_embedding import UnquantizedEmbeddingMethod
+    from sglang.srt.models.dspark import DSparkDraftMixin
+
+    stock = DSparkDraftMixin.attach_shared_modules
+
+    def attach_shared_modules(self: Any, *, embed_tokens: Any, lm_head: Any) -> None:
+        view = copy.copy(lm_head)
+        view._parameters = dict(lm_head._parameters)
+        view.weight = torch.nn.Parameter(_misread(lm_head.weight), requires_grad=False)
+        view.quant_method = UnquantizedEmbeddingMethod()
+        stock(self, embed_tokens=embed_tokens, lm_head=view)
+
+    DSparkDraftMixin.attach_shared_modules = attach_shared_modules

@@ -7,7 +7,8 @@ ling-chat's model changes in the child, then call SGLang's stock entry:
 
 - fp8_head: quantize the target's BF16 LM head to FP8 after loading, before capture;
 - sharing: the NEXTN draft takes the target's whole LM-head module;
-- evidence: record what the running model really is, sent back with the init info.
+- evidence: record what the running model really is, sent back with the init info
+  (dspark: the DSpark draft's part of it).
 
 The plan (which changes to make) travels in the `LING_CHAT_PATCH_PLAN` environment
 variable, which spawned children inherit.
@@ -42,6 +43,8 @@ class PatchPlan:
     """Child stdout/stderr go here (None: leave them alone)."""
     min_head_speedup: float = 1.2
     """The FP8 head must beat the BF16 head by this factor in the load-time timing."""
+    dspark: bool = False
+    """Record the DSpark draft's evidence (app/backend/patches/dspark.py)."""
 
     def to_env(self) -> str:
         """The JSON value of LING_CHAT_PATCH_PLAN."""
@@ -56,10 +59,12 @@ class PatchPlan:
 
 def install(plan: PatchPlan) -> None:
     """Install every model change of the plan into this (child) process."""
-    from app.backend.patches import evidence, fp8_head, sharing
+    from app.backend.patches import dspark, evidence, fp8_head, sharing
 
     evidence.install()
     sharing.install()
+    if plan.dspark:
+        dspark.install()
     if plan.fp8_head:
         fp8_head.install(plan.min_head_speedup)
 

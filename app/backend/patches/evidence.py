@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from app.backend.patches import dspark
+
 FAKING_ENV = (
     "SGLANG_SIMULATE_ACC_LEN",
     "SGLANG_KILLPG_ON_SCHEDULER_EXCEPTION",
@@ -110,7 +112,8 @@ def collect(scheduler: Any, sources: Sources) -> dict[str, Any]:
     target = scheduler.tp_worker.model_runner.model
     spec = scheduler.draft_worker
     draft_worker = getattr(spec, "draft_worker", None)
-    draft = draft_worker.draft_runner.model if draft_worker is not None else None
+    dspark_spec = dspark.is_dspark(spec)  # its draft is dense and judged by its own fact
+    draft = draft_worker.draft_runner.model if draft_worker and not dspark_spec else None
     parts = {
         "versions": sources.versions,
         "moe_target": lambda: _moe_layers(target, sources.moe_class()),
@@ -124,6 +127,7 @@ def collect(scheduler: Any, sources: Sources) -> dict[str, Any]:
         "cuda_graphs": lambda: _graphs(scheduler),
         "env": lambda: {name: os.environ.get(name) for name in FAKING_ENV},
         "capture_calls": lambda: dict(sources.capture_calls()),
+        "dspark": lambda: dspark.collect(scheduler) if dspark_spec else None,
     }
     for key, read in parts.items():
         try:

@@ -1,0 +1,155 @@
+"""The DSpark proof rules: the `dspark` facts in, one verdict per DSpark lever out.
+
+Pure functions over the `dspark` fact that app/backend/patches/dspark.py collects in
+SGLang's scheduler; app/backend/proof.py runs them in place of the NEXTN rules when a
+profile's levers ask for DSpark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from app.backend.engine_config import DSPARK_BLOCK, DSPARK_WINDOW, Levers
+from app.proof_report import ProofLine, Verdict
+
+WORKER = "DSparkWorkerV2"
+DRAFT_CLASS = "LingDSparkModel"
+FP8_METHOD = "LingFp8LMHeadMethod"
+FP8_DTYPE = "float8_e4m3fn"
+GRAPH_RUNNERS = ("target_verify", "draft_decode")
+
+TITLES = {
+    "dspark": f"DSpark draft ({DRAFT_CLASS} in {WORKER})",
+    "dspark_head": "DSpark draft projects through the target's FP8 head",
+    "dspark_block": f"DSpark block {DSPARK_BLOCK} / verify window {DSPARK_WINDOW}",
+    "replayssm": "KDA ReplaySSM verify ring",
+    "dspark_graphs": "DSpark draft and verify graphs captured",
+}
+FIXES = {
+    "dspark": "run the dspark profile with inclusionAI/Ling-3.0-flash-dspark as the draft "
+    "(speculative_algorithm DSPARK)",
+    "dspark_head": "run ling-chat's engine with the FP8 head: the draft must hold the "
+    "target's own head module, whose FP8 method projects its hidden states",
+    "dspark_block": f"use the draft's block size {DSPARK_BLOCK} "
+    f"(speculative_num_draft_tokens {DSPARK_WINDOW})",
+    "replayssm": "keep enable_linear_replayssm_spec on with linear_replayssm_cache_len a "
+    "power of two >= 2x the verify window (32)",
+    "dspark_graphs": "do not disable CUDA graphs; keep >= 1 GB free after the target's "
+    "graphs (SGLang drops the draft's graph below that)",
+}
+
+
+def _line(key: str, ok: bool, evidence: str) -> ProofLine:
+    verdict = Verdict.PASS if ok else Verdict.FAIL
+    return ProofLine(key, TITLES[key], verdict, evidence, "" if ok else FIXES[key])
+
+
+def _dspark(facts: Mapping[str, Any]) -> Mapping[str, Any] | str:
+    """The `dspark` fact, or why it cannot be judged."""
+    value = facts.get("dspark")
+    if value is None:
+        return "dspark: not reported by the engine (no DSpark worker)"
+    if "error" in value:
+        return f"dspark: {value['error']}"
+    return value
+
+
+def engaged(facts: Mapping[str, Any], levers: Levers) -> ProofLine:
+    """The DSpark worker runs the Ling DSpark draft class."""
+    d = _dspark(facts)
+    if isinstance(d, str):
+        return _line("dspark", False, d)
+    ok = d["worker"] == WORKER and d["draft_class"] == DRAFT_CLASS
+    return _line(
+        "dspark",
+        ok,
+        f"{d['worker']} with {d['draft_class']} ({d['draft_layers']} layers, markov head "
+        f"{d['markov_head']})",
+    )
+
+
+def head(facts: Mapping[str, Any], levers: Levers) -> ProofLine:
+    """The draft's head is the target's module, FP8 through ling-chat's method in capture."""
+    d = _dspark(facts)
+    if isinstance(d, str):
+        return _line("dspark_head", False, d)
+    h = d["head"]
+    captured = d["projections_captured"]
+    fp8_calls = d["fp8_calls_in_draft_capture"]
+    ok = (
+        h["is_target_head"]
+        and h["embed_is_target_embed"]
+        and h["weight_dtype"] == FP8_DTYPE
+        and h["quant_method"] == FP8_METHOD
+        and h["applies_quant_method"]
+        and captured.get(FP8_METHOD, 0) > 0
+        and set(captured) == {FP8_METHOD}
+        and fp8_calls > 0
+    )
+    methods = ", ".join(f"{m} {n}x" for m, n in sorted(captured.items())) or "none"
+    return _line(
+        "dspark_head",
+        ok,
+        f"draft.lm_head is target.lm_head: {h['is_target_head']}; embeddings shared: "
+        f"{h['embed_is_target_embed']}; head {h['weight_dtype']} via {h['quant_method']} "
+        f"(SGLang applies it: {h['applies_quant_method']}); draft projections in graph "
+        f"capture: {methods}; {FP8_METHOD}.apply ran {fp8_calls}x inside them",
+    )
+
+
+def block(facts: Mapping[str, Any], levers: Levers) -> ProofLine:
+    """The worker's block size (gamma) and verify window."""
+    d = _dspark(facts)
+    if isinstance(d, str):
+        return _line("dspark_block", False, d)
+    ok = (d["gamma"], d["verify_window"]) == (DSPARK_BLOCK, DSPARK_WINDOW)
+    return _line(
+        "dspark_block",
+        ok,
+        f"gamma {d['gamma']}, verify window {d['verify_window']} tokens "
+        f"(draft config block_size {d['config_block_size']})",
+    )
+
+
+def replayssm(facts: Mapping[str, Any], levers: Levers) -> ProofLine:
+    """The KDA pool folds verify windows through a ring that is a power of two >= 2x window."""
+    d = _dspark(facts)
+    if isinstance(d, str):
+        return _line("replayssm", False, d)
+    r = d["replayssm"]
+    ring = r["ring_len"] or 0
+    window = d["verify_window"] or 0
+    ok = (
+        r["spec_enabled"]
+        and r["kda_fold"]
+        and r["ring_allocated"]
+        and ring > 0
+        and ring & (ring - 1) == 0
+        and ring >= 2 * window
+    )
+    return _line(
+        "replayssm",
+        ok,
+        f"spec verify on: {r['spec_enabled']}, KDA fold-every-commit: {r['kda_fold']}; "
+        f"ring {ring} allocated: {r['ring_allocated']} (needs a power of two >= "
+        f"{2 * window}); {r['commits']} ReplaySSM commits before the warm-up",
+    )
+
+
+def graphs(facts: Mapping[str, Any], levers: Levers) -> ProofLine:
+    """The target's verify graph and the draft's decode graph were captured."""
+    d = _dspark(facts)
+    if isinstance(d, str):
+        return _line("dspark_graphs", False, d)
+    runners = d["graph_runners"]
+    missing = [name for name in GRAPH_RUNNERS if not runners.get(name)]
+    evidence = f"captured: {', '.join(n for n in GRAPH_RUNNERS if runners.get(n)) or 'none'}"
+    return _line(
+        "dspark_graphs",
+        not missing,
+        evidence + (f"; missing: {', '.join(missing)}" if missing else ""),
+    )
+
+
+RULES = (engaged, head, block, replayssm, graphs)

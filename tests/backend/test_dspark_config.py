@@ -1,0 +1,81 @@
+"""The `dspark` profile: what it asks SGLang for, and the ReplaySSM ring it refuses early."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.backend.engine_config import (
+    DSPARK_DRAFT,
+    PROFILES,
+    EngineConfig,
+    GpuFacts,
+    replayssm_problem,
+    server_args,
+)
+from app.cli import main
+from app.errors import ConfigError
+from app.settings import Settings
+
+H200 = GpuFacts(sm=90, has_fa3=True, has_flashinfer=True, has_xgrammar=True)
+
+
+def test_dspark_is_humming_the_fp8_head_and_dspark_block_8_with_replayssm_32():
+    args = server_args(EngineConfig("/m", profile="dspark"), H200)
+    assert args["moe_runner_backend"] == "humming"
+    assert args["enable_fp32_lm_head"] is False
+    assert PROFILES["dspark"].fp8_head and not PROFILES["dspark"].nextn
+    assert {k: args[k] for k in args if "specul" in k or "replayssm" in k} == {
+        "speculative_algorithm": "DSPARK",
+        "speculative_draft_model_path": DSPARK_DRAFT,
+        "speculative_dspark_block_size": 8,
+        "speculative_num_steps": 1,
+        "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 9,
+        "enable_linear_replayssm_spec": True,
+        "linear_replayssm_cache_len": 32,
+    }
+
+
+def test_stack_stays_the_default_and_keeps_nextn_without_replayssm():
+    assert Settings().profile == "stack"
+    args = server_args(EngineConfig("/m"), H200)
+    assert (args["speculative_algorithm"], args["speculative_draft_model_path"]) == ("NEXTN", "/m")
+    assert "enable_linear_replayssm_spec" not in args
+
+
+def test_a_local_draft_folder_replaces_the_hub_draft():
+    config = EngineConfig("/m", profile="dspark", overrides={"speculative_draft_model_path": "/d"})
+    assert server_args(config, H200)["speculative_draft_model_path"] == "/d"
+
+
+@pytest.mark.parametrize(
+    ("ring", "why"),
+    [
+        (16, "must be >= 2 x the verify window of 9 tokens (18)"),
+        (24, "a power of two"),
+        (0, "a power of two"),
+    ],
+)
+def test_a_bad_replayssm_ring_is_refused_at_config_time_in_one_line(ring, why):
+    with pytest.raises(ConfigError, match=why.replace("(", r"\(").replace(")", r"\)")):
+        EngineConfig("/m", profile="dspark", overrides={"linear_replayssm_cache_len": ring})
+
+
+def test_the_ring_rule_follows_the_verify_window_and_sglang_s_default_length():
+    assert (
+        replayssm_problem({"enable_linear_replayssm_spec": True, "speculative_num_draft_tokens": 4})
+        is None
+    )
+    assert "(18)" in str(
+        replayssm_problem({"enable_linear_replayssm_spec": True, "speculative_num_draft_tokens": 9})
+    )  # SGLang's default ring, 16, under a DSpark window
+    assert replayssm_problem({"linear_replayssm_cache_len": 3}) is None  # ReplaySSM off
+    ring_64 = {"enable_linear_replayssm_spec": True, "linear_replayssm_cache_len": 64}
+    assert replayssm_problem({**ring_64, "speculative_num_draft_tokens": 9}) is None
+
+
+def test_the_cli_refuses_a_bad_ring_with_one_line_before_anything_starts(capsys):
+    code = main(["prepare", "--profile", "dspark", "--sglang-arg", "linear_replayssm_cache_len=16"])
+    err = capsys.readouterr().err.strip()
+    assert code == 1
+    assert err.count("\n") == 0 and "linear_replayssm_cache_len=16" in err

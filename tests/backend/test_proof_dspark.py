@@ -1,0 +1,141 @@
+"""The DSpark proof rules judge the `dspark` facts: each DSpark breakage fails its line."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from app.proof_report import Verdict
+from tests.backend.test_proof import judge, stack_facts, verdict
+
+
+def dspark_facts() -> dict[str, Any]:
+    """What the scheduler reports for a healthy `dspark` profile (6-layer target, 5-layer draft)."""
+    facts = stack_facts()
+    facts.update(moe_draft=None, head_draft=None, sharing=None)
+    facts["speculative"] = {
+        "worker": "DSparkWorkerV2",
+        "draft_worker": "TpModelWorker",
+        "num_steps": None,
+        "topk": None,
+        "num_draft_tokens": None,
+    }
+    facts["dspark"] = {
+        "worker": "DSparkWorkerV2",
+        "draft_class": "LingDSparkModel",
+        "draft_layers": 5,
+        "markov_head": "VanillaMarkov",
+        "gamma": 8,
+        "verify_window": 9,
+        "config_block_size": 8,
+        "head": {
+            "is_target_head": True,
+            "embed_is_target_embed": True,
+            "weight_dtype": "float8_e4m3fn",
+            "quant_method": "LingFp8LMHeadMethod",
+            "applies_quant_method": True,
+        },
+        "projections_captured": {"LingFp8LMHeadMethod": 1},
+        "fp8_calls_in_draft_capture": 1,
+        "replayssm": {
+            "spec_enabled": True,
+            "kda_fold": True,
+            "ring_len": 32,
+            "ring_allocated": True,
+            "commits": 6,
+        },
+        "graph_runners": {"target_verify": True, "draft_decode": True},
+    }
+    return facts
+
+
+DSPARK_KEYS = ("dspark", "dspark_head", "dspark_block", "replayssm", "dspark_graphs")
+
+
+def test_healthy_dspark_passes_every_line_with_the_dspark_lines_in_place_of_nextn():
+    report = judge(dspark_facts(), accept=5.1, profile="dspark")
+    assert report.ok, [line for line in report.lines if line.verdict is not Verdict.PASS]
+    keys = [line.key for line in report.lines]
+    assert set(DSPARK_KEYS) <= set(keys)
+    assert not {"nextn", "shared_head", "cuda_graphs"} & set(keys)
+    assert "gamma 8, verify window 9" in next(
+        line.evidence for line in report.lines if line.key == "dspark_block"
+    )
+
+
+def _with(path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    facts = copy.deepcopy(dspark_facts())
+    node = facts["dspark"]
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return facts
+
+
+BREAKS = {
+    "NEXTN's worker instead": (("worker",), "EAGLEWorkerV2", "dspark"),
+    "another draft class": (("draft_class",), "Qwen3DSparkModel", "dspark"),
+    "a private copy of the head": (("head", "is_target_head"), False, "dspark_head"),
+    "own embeddings": (("head", "embed_is_target_embed"), False, "dspark_head"),
+    "a BF16 view of the FP8 head": (
+        ("head", "quant_method"),
+        "UnquantizedEmbeddingMethod",
+        "dspark_head",
+    ),
+    "the head left BF16": (("head", "weight_dtype"), "bfloat16", "dspark_head"),
+    "SGLang skips the head's method": (("head", "applies_quant_method"), False, "dspark_head"),
+    "a BF16 matmul in the draft's capture": (
+        ("projections_captured",),
+        {"LingFp8LMHeadMethod": 1, "UnquantizedEmbeddingMethod": 1},
+        "dspark_head",
+    ),
+    "no draft projection captured": (("projections_captured",), {}, "dspark_head"),
+    "the FP8 method never ran in the draft's capture": (
+        ("fp8_calls_in_draft_capture",),
+        0,
+        "dspark_head",
+    ),
+    "block 7": (("gamma",), 7, "dspark_block"),
+    "window 8": (("verify_window",), 8, "dspark_block"),
+    "ReplaySSM off": (("replayssm", "spec_enabled"), False, "replayssm"),
+    "ReplaySSM without the KDA fold": (("replayssm", "kda_fold"), False, "replayssm"),
+    "a ring of 16": (("replayssm", "ring_len"), 16, "replayssm"),
+    "a ring of 24": (("replayssm", "ring_len"), 24, "replayssm"),
+    "no ring allocated": (("replayssm", "ring_allocated"), False, "replayssm"),
+    "no draft graph": (("graph_runners", "draft_decode"), False, "dspark_graphs"),
+    "no verify graph": (("graph_runners",), {"draft_decode": True}, "dspark_graphs"),
+}
+
+
+@pytest.mark.parametrize("name", list(BREAKS))
+def test_each_dspark_breakage_fails_its_line(name):
+    path, value, key = BREAKS[name]
+    report = judge(_with(path, value), accept=5.1, profile="dspark")
+    assert verdict(report, key) is Verdict.FAIL
+    assert not report.ok
+    failed = next(line for line in report.lines if line.key == key)
+    assert failed.fix
+
+
+def test_no_dspark_worker_or_an_unreadable_fact_fails_every_dspark_line():
+    for value in (None, {"error": "AttributeError: no draft_model"}):
+        facts = dspark_facts()
+        facts["dspark"] = value
+        report = judge(facts, accept=5.1, profile="dspark")
+        assert all(verdict(report, key) is Verdict.FAIL for key in DSPARK_KEYS)
+
+
+def test_the_warm_up_accept_length_floor_holds_for_dspark():
+    assert verdict(judge(dspark_facts(), accept=1.1, profile="dspark"), "accept_length") is (
+        Verdict.FAIL
+    )
+    assert verdict(judge(dspark_facts(), accept=None, profile="dspark"), "accept_length") is (
+        Verdict.FAIL
+    )
+
+
+def test_the_stack_is_judged_as_before():
+    report = judge(stack_facts())
+    assert report.ok and not {line.key for line in report.lines} & set(DSPARK_KEYS)
