@@ -55,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the chat app; returns its exit status."""
     from app.backend.replay import RecordingBackend
+    from app.logfile import logging_to
     from app.storage import ChatStore
     from app.ui import LingChatApp
 
@@ -64,7 +65,10 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--allow-unoptimized only applies to --server")
     settings = settings_from(args)
     backend = _backend(args, settings)
-    with ChatStore.open(settings.db_path, busy_timeout_s=BUSY_TIMEOUT_S) as store:
+    with (
+        logging_to(settings.log_dir),
+        ChatStore.open(settings.db_path, busy_timeout_s=BUSY_TIMEOUT_S) as store,
+    ):
         store.check_writable()  # before the model starts, which can take minutes
         app = LingChatApp(
             backend,
