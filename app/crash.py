@@ -9,12 +9,11 @@ from datetime import datetime
 from pathlib import Path
 
 from app.backend.redact import redact
-
-CRASH_LOG = "ling-chat-errors.log"
+from app.logfile import LOG_NAME
 
 
 def crash_line(error: BaseException, log_dir: Path | None) -> str:
-    """Append `error`'s traceback to the crash log; the one line that names it and the log."""
+    """Append `error`'s traceback to ling-chat's log; the one line that names it and the log."""
     what = redact(f"{type(error).__name__}: {' '.join(str(error).split())}")[:300]
     path = _write(error, log_dir)
     where = f"the details are in {path}" if path else "its details could not be written"
@@ -29,7 +28,7 @@ def _write(error: BaseException, log_dir: Path | None) -> Path | None:
     for folder in (log_dir, Path(tempfile.gettempdir())):
         if folder is None:
             continue
-        path = folder / CRASH_LOG
+        path = folder / LOG_NAME
         try:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

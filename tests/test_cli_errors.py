@@ -146,7 +146,7 @@ def test_an_unexpected_error_is_one_line_naming_the_log_with_its_traceback(
 
     monkeypatch.setattr(history, "run", broken_run)
     assert main(["history"]) == 1
-    log = isolated_dirs / "data" / "logs" / "ling-chat-errors.log"
+    log = isolated_dirs / "data" / "logs" / "ling-chat.log"
     assert capsys.readouterr().err == (
         "ling-chat: unexpected error (RuntimeError: a bug on two lines (49)); "
         f"the details are in {log}\n"

@@ -18,7 +18,15 @@ LAYERS = (
     ("app.ui", "app.bench"),
     ("app.crash", "app.render", "app.settings"),
     ("app.storage", "app.backend"),
-    ("app.api_key", "app.chat", "app.files", "app.proof_report", "app.telemetry", "app.textsafe"),
+    (
+        "app.api_key",
+        "app.chat",
+        "app.logfile",
+        "app.files",
+        "app.proof_report",
+        "app.telemetry",
+        "app.textsafe",
+    ),
     ("app.errors",),
 )
 """Top to bottom. A part imports only from itself and from the layers below its own; the

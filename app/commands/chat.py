@@ -61,6 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the chat app; returns its exit status."""
     from app.backend.replay import RecordingBackend
+    from app.logfile import logging_to
 
     if not (math.isfinite(args.replay_speed) and args.replay_speed > 0):
         raise ConfigError(f"--replay-speed must be a positive number, got {args.replay_speed}")
@@ -76,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from app.ui import LingChatApp
 
     with (
+        logging_to(settings.log_dir),
         _history(args, settings) as db_path,
         ChatStore.open(db_path, busy_timeout_s=BUSY_TIMEOUT_S) as store,
     ):

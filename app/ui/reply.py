@@ -1,7 +1,7 @@
 """`ReplyRun`: one reply in flight, from the backend's events to the store and the screen.
 
 The run is fed every event the moment it arrives (cheap bookkeeping only, so the backend's
-stream is always drained promptly) and the transcript takes the text that has not been
+stream is always drained promptly) and `ReplyController` takes the text that has not been
 drawn yet on its own, paced schedule.
 """
 
@@ -49,6 +49,8 @@ class ReplyRun:
         """Set once the reply has ended and been stored."""
         self.stats: ReplyStats | None = None
         self.error: str | None = None
+        self.bug: str | None = None
+        """A bug that ended the reply (`Type: message`): shown and logged, never stored."""
         self.stop_requested = False
         self._ending: tuple[MessageStatus, Mapping[str, Any], float, str | None] | None = None
         """The last ending tried, kept for `close` to retry when it could not be stored."""

@@ -1,4 +1,5 @@
-"""The bench's engine adapter: a chat-template request is rendered with its template arguments.
+"""The bench's engine adapter: a chat-template request is rendered with its template arguments;
+a request SGLang refuses is a failed request, and a bug stays a bug.
 
 SGLang is replaced by `TemplateEngineDouble` (the user never sees it); the engine thread and
 EngineBackend's template rendering are the real ones.
@@ -9,10 +10,13 @@ from __future__ import annotations
 import types
 from typing import Any
 
+import pytest
+
 from app.backend.engine import EngineBackend
 from app.backend.engine_config import EngineConfig
 from app.backend.engine_thread import EngineThread
 from app.bench.engine import EngineBench
+from app.errors import BackendError
 from app.proof_report import ProofReport
 
 
@@ -64,3 +68,41 @@ async def test_chat_template_arguments_reach_the_template(tmp_path: Any) -> None
     )
     await backend.shutdown()
     assert engine.prompts == ["2+5?", "<user>2+5?<assistant><think>", "<user>2+5?<assistant>"]
+
+
+class RefusingEngineDouble(TemplateEngineDouble):
+    """Raises `error` from `async_generate`, as SGLang's validation does."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+    async def async_generate(self, *, prompt: str | None, **_: Any) -> Any:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "raised"),
+    [
+        (
+            ValueError("The input (40000 tokens) is longer than the model's context length"),
+            BackendError,
+        ),
+        (KeyError("meta_info"), KeyError),
+    ],
+)
+async def test_only_a_refused_request_becomes_a_failed_request(
+    tmp_path: Any, error: Exception, raised: type[Exception]
+) -> None:
+    backend = EngineBackend(EngineConfig("/m", log_dir=tmp_path))
+    backend._engine, backend._thread = RefusingEngineDouble(error), EngineThread()
+    bench = EngineBench(backend, ProofReport("stack", ()))
+    try:
+        with pytest.raises(raised) as caught:
+            await bench.generate(input_ids=[1, 2], prompt=None, sampling_params={})
+    finally:
+        await backend.shutdown()
+    if raised is BackendError:
+        assert str(caught.value) == f"request failed: ValueError: {error}"
+    else:
+        assert caught.value is error

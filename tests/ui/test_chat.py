@@ -12,11 +12,11 @@ from textual.pilot import Pilot
 from textual.widgets import Collapsible, Label, Markdown, Static, TextArea
 
 from app.chat import Role, Sampling
-from app.errors import BackendError
+from app.errors import BackendError, ConfigError
+from app.logfile import logging_to
 from app.storage import ChatStore, MessageStatus, StoredMessage
-from app.ui import LingChatApp
+from app.ui import LingChatApp, reply_controller
 from app.ui.screens.chat import ChatScreen
-from app.ui.widgets import transcript
 from app.ui.widgets.messages import ReplyView, UserMessage
 from tests.storage.conftest import write_locked
 from tests.ui.conftest import (
@@ -158,13 +158,10 @@ async def test_escape_stops_the_reply_and_keeps_what_arrived(
 async def test_reply_error_is_stored_as_error_with_the_text_so_far(
     chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
 ) -> None:
-    # What httpx raised for a NaN in the request: a bug, not a BackendError; the reply fails
-    # and the app goes on.
-    unforeseen = ValueError("Out of range float values are not JSON compliant")
     backend.enqueue(
         answer_reply("Half", error="scheduler died"),
         answer_reply("x", raise_error="server closed the stream"),
-        answer_reply("y", raise_error=unforeseen),
+        answer_reply("y", raise_error=ConfigError("unknown profile 'fast'")),
         answer_reply("z"),
     )
     async with chat_app.run_test(size=SIZE) as pilot:
@@ -180,11 +177,41 @@ async def test_reply_error_is_stored_as_error_with_the_text_so_far(
     assert [(m.status, m.content, m.error) for m in replies] == [
         (MessageStatus.ERROR, "Half", "scheduler died"),
         (MessageStatus.ERROR, "x", "server closed the stream"),
-        (MessageStatus.ERROR, "y", f"ValueError: {unforeseen}"),
+        (MessageStatus.ERROR, "y", "unknown profile 'fast'"),
         (MessageStatus.COMPLETE, "z", None),
     ]
     # A failed reply is not sent back to the model as context.
     assert [m.content for m in backend.requests[1][0]] == ["one", "two"]
+
+
+async def test_a_bug_in_a_reply_is_logged_with_its_traceback_and_not_stored_as_an_error(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore, tmp_path: Path
+) -> None:
+    # What httpx raised for a NaN in the request: a bug, not a LingChatError. The reply
+    # stops with what arrived, the traceback goes to the log, and the app goes on.
+    unforeseen = ValueError("Out of range float values are not JSON compliant")
+    backend.enqueue(answer_reply("Half", raise_error=unforeseen), answer_reply("next"))
+    with logging_to(tmp_path / "logs") as log:
+        async with chat_app.run_test(size=SIZE) as pilot:
+            screen = await chat_screen(pilot)
+            await send(pilot, "one")
+            await reply_done(pilot)
+            footer = text_of(last_reply(screen).query_one(".reply-footer", Label))
+            assert footer.startswith(f"■ stopped: ValueError: {unforeseen}")
+            (notice,) = notices(chat_app)
+            assert notice.startswith(f"ValueError: {unforeseen}. What arrived is kept")
+            assert notice.endswith(f"the traceback is in {log}")
+            await send(pilot, "two")
+            await reply_done(pilot)
+    logged = log.read_text(encoding="utf-8")
+    assert "a bug ended the reply in conversation 1" in logged
+    assert "Traceback (most recent call last)" in logged
+    assert "raise reply.raise_error" in logged  # the frame that raised it
+    replies = [m for m in only_chat(store) if m.role is Role.ASSISTANT]
+    assert [(m.status, m.content, m.error) for m in replies] == [
+        (MessageStatus.STOPPED, "Half", None),
+        (MessageStatus.COMPLETE, "next", None),
+    ]
 
 
 async def test_regenerate_replaces_the_last_reply(
@@ -374,7 +401,7 @@ async def test_no_collapse_banner_without_speculative_decoding(
 async def test_escape_stops_the_reply_even_when_the_backend_cannot_stop_it(
     make_app: MakeApp, clock: FakeClock, store: ChatStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(transcript, "STOP_GRACE_S", 0.2)
+    monkeypatch.setattr(reply_controller, "STOP_GRACE_S", 0.2)
     backend = ScriptedBackendDouble(clock=clock, stop_error=BackendError("server went away"))
     backend.enqueue(answer_reply("Kept", " never sent", hold_after=1))
     app = make_app(backend)

@@ -13,6 +13,7 @@ from app.backend.replay import RecordingBackend, ReplayBackend
 from app.commands import chat
 from app.commands.common import settings_from
 from app.errors import ConfigError
+from app.logfile import log_file
 from app.storage import ChatStore
 from app.ui import LingChatApp
 from tests.ui.scripted_backend import ScriptedBackendDouble
@@ -83,10 +84,12 @@ def test_run_returns_the_app_status_and_always_shuts_the_backend_down(
     assert backend.shutdown_calls == 1
 
     async def quit_run(app: LingChatApp) -> None:
+        assert log_file() == settings_from(args).log_dir / "ling-chat.log"
         app.exit(return_code=2)
 
     monkeypatch.setattr(LingChatApp, "run_async", quit_run)
     assert chat.run(args) == 2
+    assert log_file() is None
     with ChatStore.open(settings_from(args).db_path) as store:
         assert store.list_conversations() == []
 

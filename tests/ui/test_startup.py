@@ -158,7 +158,7 @@ async def test_an_unexpected_error_is_one_line_naming_its_log_not_a_traceback(
             await wait_until(pilot, lambda: not app.is_running)
     assert app.return_code == 1
     assert capsys.readouterr().err == ""  # Textual's traceback, with locals, is not printed
-    log = tmp_path / "logs" / "ling-chat-errors.log"
+    log = tmp_path / "logs" / "ling-chat.log"
     assert app.crash_message == (
         f"ling-chat: unexpected error (RecursionError: too deep); the details are in {log}"
     )

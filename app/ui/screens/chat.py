@@ -28,6 +28,7 @@ from app.textsafe import visible
 from app.ui.bindings import CHAT_ACTIONS, action_by_id, keys_for
 from app.ui.format import proof_text
 from app.ui.reply import ReplyRequest, ReplyRun, request_messages
+from app.ui.reply_controller import ReplyController
 from app.ui.screens.dialogs import (
     ChatSettings,
     ConfirmDialog,
@@ -92,6 +93,7 @@ class ChatScreen(Screen[None]):
         self.session_stats: list[ReplyStats] = []
         """Measurements of this session's completed replies, oldest first."""
         self._code_cursor: tuple[ReplyView, int] | None = None
+        self._replies = ReplyController(context.backend, self, refresh_s=1 / context.refresh_hz)
 
     def validate_sub_title(self, sub_title: object) -> str | None:
         """The header shows a chat's title with its control characters made visible."""
@@ -103,9 +105,7 @@ class ChatScreen(Screen[None]):
             yield Sidebar(id="sidebar")
             with Vertical(id="chat"):
                 yield Static("", id="banner")
-                yield Transcript(
-                    self._ctx.backend, refresh_hz=self._ctx.refresh_hz, id="transcript"
-                )
+                yield Transcript(id="transcript")
                 yield TextArea(id="prompt", placeholder="Ask Ling anything…")
             yield SpeedPanel(id="speed")
         yield Footer()
@@ -222,20 +222,20 @@ class ChatScreen(Screen[None]):
         writer = ctx.store.start_reply(
             conversation.id, engine_run_id=ctx.engine_run_id, clock=ctx.clock
         )
-        await self.query_one(Transcript).start_reply(ReplyRun(request, writer, ctx.clock))
+        view = await self.query_one(Transcript).add_reply()
+        self._replies.start(ReplyRun(request, writer, ctx.clock), view)
         self._refresh_sidebar()
 
-    @on(Transcript.ReplyProgressed)
-    def _show_progress(self, event: Transcript.ReplyProgressed) -> None:
-        live = event.run.live_snapshot()
-        self.query_one(SpeedPanel).show_live(live, event.run.ttft_s)
+    def reply_progressed(self, run: ReplyRun) -> None:
+        """Show the live numbers of the reply in flight."""
+        live = run.live_snapshot()
+        self.query_one(SpeedPanel).show_live(live, run.ttft_s)
         verdict = check_live_collapse(live, speculative=self._ctx.backend.info.speculative)
         if verdict.status is SpecHealth.COLLAPSED:
             self._show_verdict(verdict)
 
-    @on(Transcript.ReplyEnded)
-    def _show_end(self, event: Transcript.ReplyEnded) -> None:
-        run = event.run
+    def reply_ended(self, run: ReplyRun) -> None:
+        """Show how the reply ended, and the session's numbers."""
         status = run.shown_status
         speed = self.query_one(SpeedPanel)
         speed.show_last(status, run.stats, self._ctx.backend.info.context_length)
@@ -267,7 +267,7 @@ class ChatScreen(Screen[None]):
     @property
     def run(self) -> ReplyRun | None:
         """The reply streaming now."""
-        return self.query_one(Transcript).run
+        return self._replies.run
 
     def _busy(self) -> bool:
         if self.run is None:
@@ -279,15 +279,16 @@ class ChatScreen(Screen[None]):
 
     async def action_stop_reply(self) -> None:
         """Stop the reply; what arrived is kept and marked stopped."""
-        if not await self.query_one(Transcript).stop_reply():
+        if not await self._replies.stop():
             self.query_one("#prompt").focus()
 
     async def stop_for_quit(self) -> list[ReplyRun]:
         """Stop the reply in flight (if any), store what arrived, and try once more to
         store the replies that could not be; the ones still unsaved."""
-        transcript = self.query_one(Transcript)
-        await transcript.stop_for_quit()
-        return transcript.save_unsaved()
+        return await self._replies.stop_for_quit()
+
+    async def on_unmount(self) -> None:
+        await self._replies.aclose()
 
     # Editing the conversation
 

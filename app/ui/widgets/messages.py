@@ -42,7 +42,7 @@ class UserMessage(Static):
 class ReplyView(Vertical, can_focus=True):
     """One assistant reply: thinking in a collapsible block, the answer as Markdown, stats.
 
-    A streaming reply grows through `write` (fed by the transcript's timer at a paced rate)
+    A streaming reply grows through `write` (fed by `ReplyController` at a paced rate)
     and ends with `finish`; a stored one is built complete by `from_stored`.
     """
 
