@@ -3,7 +3,7 @@
 Plain rows: bytes per decode step at the row's mean context, achieved GB/s = bytes /
 median TPOT. Speculative rows: bytes per emitted token = one draft+verify cycle's bytes /
 the aggregate accept length a, and the ceiling a / r, r taken with independently routed
-verify tokens (the conservative bound; perf-anchors.md §1.5).
+verify tokens (the conservative bound; docs/byte-model.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The config.json fields of inclusionAI/Ling-3.0-flash-fp4 that the byte model reads.
 
-As listed in the team's research notes (perf-anchors.md §1.1-1.2): 42 layers, 2 dense and
+As docs/byte-model.md derives them: 42 layers, 2 dense and
 40 MoE, MXFP4 routed experts and FP8 block-128 linears.
 """
 

@@ -1,6 +1,6 @@
 """The ceiling of MTP (NEXTN) speculative decoding, from accept length and cycle cost.
 
-Notation of the team's research notes (perf-anchors.md §1.5, not in this repository):
+Notation (docs/byte-model.md derives the round):
 a = accept length (tokens per verify, bonus included), k = draft steps, r = cost of one
 draft+verify cycle relative to one plain decode step.
 Speedup over plain decode is a / r and TPOT_mtp = TPOT_decode * r / a. `mtp_cycle`
