@@ -17,7 +17,7 @@ LAYERS = (
     ("app.commands",),
     ("app.ui", "app.bench"),
     ("app.crash", "app.render", "app.settings"),
-    ("app.storage", "app.backend"),
+    ("app.storage", "app.backend", "app.logfile"),
     (
         "app.api_key",
         "app.chat",
