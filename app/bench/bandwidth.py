@@ -13,15 +13,9 @@ from typing import Any
 
 from app.backend.engine_config import NEXTN_STEPS, PROFILES
 from app.bench.results import RooflineColumns, WorkloadSummary
+from app.telemetry.checkpoint import LmHead, ModelShape, Precision
 from app.telemetry.mtp import mtp_cycle
-from app.telemetry.roofline import (
-    LmHead,
-    ModelShape,
-    Precision,
-    achieved_gbps,
-    roofline,
-    share_of_peak,
-)
+from app.telemetry.roofline import achieved_gbps, roofline, share_of_peak
 
 
 def lm_head(profile: str) -> LmHead:

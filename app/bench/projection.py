@@ -23,19 +23,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from app.backend.engine_config import NEXTN_STEPS
-from app.bench.bandwidth import lm_head
 from app.bench.kernels import Category, KernelMap, KernelProfile, KernelRecord, Phase, map_kernels
+from app.bench.spark_fit import Fit, FitPoint, fit_spark
+from app.bench.unit_bytes import unit_bytes
 from app.telemetry.ling_config import LING_3_FLASH_CONFIG
-from app.telemetry.mtp import DraftBytes, mtp_cycle
-from app.telemetry.roofline import (
-    LmHead,
-    ModelShape,
-    Precision,
-    StepBytes,
-    WeightFormat,
-    decode_step_bytes,
-)
 
 PUBLISHED_TPOT_MS: Final = {"baseline": 27.71, "humming": 25.35, "humming+fp8": 22.76}
 """NVIDIA's measured Spark TPOTs, 32K in / 2K out, no speculation (perf-anchors.md §1.4)."""
@@ -70,127 +61,6 @@ class UnitLoad:
     def total_calls(self) -> float:
         """All kernel calls of the unit."""
         return math.fsum(self.calls.values())
-
-
-@dataclass(frozen=True, slots=True)
-class Fit:
-    """The fitted Spark: one sustained bandwidth and one fixed cost per kernel call."""
-
-    bandwidth_gbps: float
-    fixed_us: float
-    constrained: bool
-    """True when the best fit had a negative fixed cost and c was held at 0."""
-
-    def bandwidth_ms(self, nbytes: float) -> float:
-        """Time `nbytes` take at the fitted bandwidth, ms."""
-        return nbytes / (self.bandwidth_gbps * 1e9) * 1e3
-
-    def fixed_ms(self, calls: float) -> float:
-        """Fixed cost of `calls` kernel calls, ms."""
-        return calls * self.fixed_us / 1e3
-
-
-@dataclass(frozen=True, slots=True)
-class FitPoint:
-    """One published TPOT and the load it is fitted against."""
-
-    profile: str
-    bytes: float
-    calls: float
-    published_ms: float
-
-
-def fit_spark(points: Sequence[FitPoint]) -> Fit:
-    """Least squares of published_ms = bytes / BW + calls x c over `points`.
-
-    Raises:
-        ValueError: With fewer than two points, or when no positive bandwidth fits.
-    """
-    if len(points) < 2:
-        raise ValueError("the fit needs at least two published TPOTs with a kernel profile")
-    sbb = math.fsum(p.bytes**2 for p in points)
-    sbn = math.fsum(p.bytes * p.calls for p in points)
-    snn = math.fsum(p.calls**2 for p in points)
-    sbt = math.fsum(p.bytes * p.published_ms for p in points)
-    snt = math.fsum(p.calls * p.published_ms for p in points)
-    det = sbb * snn - sbn**2
-    per_byte, per_call = math.nan, math.nan
-    if det > 1e-12 * sbb * snn:
-        per_byte = (sbt * snn - snt * sbn) / det
-        per_call = (sbb * snt - sbn * sbt) / det
-    constrained = not per_call >= 0.0 or not per_byte > 0.0
-    if constrained:
-        per_byte, per_call = sbt / sbb, 0.0
-    if not per_byte > 0.0:
-        raise ValueError("no positive bandwidth fits the published TPOTs")
-    return Fit(bandwidth_gbps=1e-6 / per_byte, fixed_us=per_call * 1e3, constrained=constrained)
-
-
-def _small_gemm_bytes(shape: ModelShape, precision: Precision, kda: int, mla: int) -> float:
-    """The BF16 GEMMs: KDA beta, and the MLA output gate and w_kc/w_vc, of these layers."""
-    h, p = shape.hidden_size, precision
-    kv_b = p.matrix(
-        shape.num_heads * (shape.qk_nope_head_dim + shape.v_head_dim),
-        shape.kv_lora_rank,
-        p.mla_absorbed,
-    )
-    gate = p.matrix(shape.mla_gate_width, h, WeightFormat.BF16)
-    return kda * p.matrix(shape.num_heads, h, WeightFormat.BF16) + mla * (gate + kv_b)
-
-
-def _step_parts(shape: ModelShape, precision: Precision, step: StepBytes) -> dict[Category, float]:
-    small = _small_gemm_bytes(shape, precision, len(shape.kda_layers), len(shape.mla_layers))
-    linears = step.kda_projections + step.mla_projections + step.dense_mlp + step.shared_experts
-    return {
-        Category.ROUTED_EXPERTS: step.routed_experts,
-        Category.FP8_LINEAR: linears - small,
-        Category.BF16_LINEAR: small,
-        Category.LM_HEAD: step.lm_head,
-        Category.KDA_STATE: step.kda_state,
-        Category.MLA_KV: step.mla_kv,
-        Category.ROUTER: step.router,
-        Category.FIXED: step.norms + step.embedding,
-    }
-
-
-def _draft_parts(shape: ModelShape, precision: Precision, d: DraftBytes) -> dict[Category, float]:
-    small = _small_gemm_bytes(shape, precision, 0, 1)
-    return {
-        Category.ROUTED_EXPERTS: d.routed_experts,
-        Category.FP8_LINEAR: d.mla_projections - small + d.eh_proj + d.shared_experts,
-        Category.BF16_LINEAR: small,
-        Category.LM_HEAD: d.lm_head,
-        Category.MLA_KV: d.mla_kv,
-        Category.ROUTER: d.router,
-        Category.FIXED: d.norms + d.embedding,
-    }
-
-
-def unit_bytes(
-    profile: str, phase: Phase, *, context_tokens: int, config: Mapping[str, Any]
-) -> dict[Category, float]:
-    """The byte model's bytes of one step or round of `profile`, by category.
-
-    The head's category also holds the logits it writes: FP32 for the FP32-logits head,
-    BF16 otherwise, one row a token.
-    """
-    head = lm_head(profile)
-    shape, precision = ModelShape.from_config(config), Precision.from_config(config, head)
-    row = shape.vocab_size * (4 if head is LmHead.FP32_LOGITS else 2)
-    if phase is Phase.DECODE:
-        parts = _step_parts(
-            shape, precision, decode_step_bytes(shape, precision, context_tokens=context_tokens)
-        )
-        parts[Category.LM_HEAD] += row
-        return parts
-    cycle = mtp_cycle(shape, precision, context_tokens=context_tokens, draft_steps=NEXTN_STEPS)
-    parts = defaultdict(float, _step_parts(shape, precision, cycle.verify))
-    draft = [cycle.draft_extend] + [cycle.draft_step] * (NEXTN_STEPS - 1)
-    for forward in draft:
-        for category, nbytes in _draft_parts(shape, precision, forward).items():
-            parts[category] += nbytes
-    parts[Category.LM_HEAD] += row * (2 * NEXTN_STEPS + 1)  # verify k + 1 rows, k drafts
-    return dict(parts)
 
 
 def unit_load(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +20,7 @@ from app.files import private_file
 from app.proof_report import ProofReport
 from app.storage import rows
 from app.storage.database import Connection, utc_now
+from app.storage.matching import match_filter, snippet
 from app.storage.models import (
     Conversation,
     EngineRun,
@@ -30,9 +30,6 @@ from app.storage.models import (
     StoredMessage,
 )
 from app.storage.writer import ReplyWriter
-
-_SNIPPET_BEFORE = 30
-_SNIPPET_AFTER = 60
 
 
 class ChatStore:
@@ -300,7 +297,7 @@ class ChatStore:
         terms = text.split()
         if not terms:
             return []
-        where, params = _search_filter(terms)
+        where, params = match_filter(terms)
         sql = (
             "SELECT m.id, m.conversation_id, m.role, c.title, m.content, m.reasoning"
             " FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id"
@@ -313,7 +310,7 @@ class ChatStore:
                 conversation_id=row["conversation_id"],
                 message_id=row["id"],
                 title=row["title"],
-                snippet=_snippet(row["content"], row["reasoning"], terms),
+                snippet=snippet(row["content"], row["reasoning"], terms),
                 role=rows.stored_role(row["role"]),
             )
             for row in found
@@ -324,7 +321,7 @@ class ChatStore:
         terms = text.split()
         if not terms:
             return 0
-        where, params = _search_filter(terms)
+        where, params = match_filter(terms)
         with self._connection.errors():
             (row,) = self._connection.db.query(
                 f"SELECT count(*) AS n FROM messages AS m WHERE {where}", params
@@ -362,33 +359,6 @@ class ChatStore:
             sql = f"UPDATE conversations SET {sets} WHERE id = ?"
             if not db.execute(sql, [*changes.values(), conversation_id]).rowcount:
                 raise StorageError(f"no conversation {conversation_id}")
-
-
-def _search_filter(terms: list[str]) -> tuple[str, list[str]]:
-    """The WHERE clause (over `messages AS m`) and its parameters matching every term."""
-    where, params = [], []
-    long_terms = [term for term in terms if len(term) >= 3]
-    if long_terms:
-        where.append("m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)")
-        params.append(" ".join('"' + term.replace('"', '""') + '"' for term in long_terms))
-    for term in terms:
-        if len(term) < 3:  # below the trigram index's reach
-            where.append(r"(m.content LIKE ? ESCAPE '\' OR m.reasoning LIKE ? ESCAPE '\')")
-            pattern = "%" + re.sub(r"([\\%_])", r"\\\1", term) + "%"
-            params += [pattern, pattern]
-    return " AND ".join(where), params
-
-
-def _snippet(content: str, reasoning: str, terms: list[str]) -> str:
-    """One line around the first match, matches marked «like this»."""
-    pattern = re.compile("|".join(re.escape(term) for term in terms), re.IGNORECASE)
-    text = content if pattern.search(content) else reasoning
-    text = " ".join(text.split())
-    first = pattern.search(text)
-    start = max(0, first.start() - _SNIPPET_BEFORE) if first else 0
-    end = min(len(text), (first.end() if first else 0) + _SNIPPET_AFTER)
-    excerpt = pattern.sub(lambda match: f"«{match.group()}»", text[start:end])
-    return ("…" if start else "") + excerpt + ("…" if end < len(text) else "")
 
 
 _WRITE_ERRORS = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY")

@@ -1,5 +1,6 @@
 """Pure telemetry: reply metrics, rolling windows, collapse detection, roofline. No I/O."""
 
+from app.telemetry.checkpoint import LmHead, ModelShape, Precision, WeightFormat, matrix_bytes
 from app.telemetry.health import (
     COLLAPSE_ACCEPT_LENGTH,
     COLLAPSE_WINDOW_REPLIES,
@@ -30,16 +31,11 @@ from app.telemetry.mtp import (
 )
 from app.telemetry.roofline import (
     DGX_SPARK_GBPS,
-    LmHead,
-    ModelShape,
-    Precision,
     Roofline,
     StepBytes,
-    WeightFormat,
     achieved_gbps,
     decode_step_bytes,
     floor_time_s,
-    matrix_bytes,
     roofline,
     share_of_peak,
 )

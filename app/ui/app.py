@@ -25,9 +25,10 @@ from app.proof_report import ProofReport
 from app.storage import ChatStore
 from app.textsafe import visible
 from app.ui.bindings import APP_ACTIONS, CHAT_ACTIONS, action_by_id, keys_for
+from app.ui.chat_context import ChatContext
 from app.ui.format import proof_text, visible_text
 from app.ui.reply import ReplyRun, recovery_markdown
-from app.ui.screens.chat import ChatContext, ChatScreen
+from app.ui.screens.chat import ChatScreen
 from app.ui.screens.dialogs import HelpScreen
 from app.ui.screens.startup import StartupScreen
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app.bench.bandwidth import lm_head, roofline_columns
+from app.telemetry.checkpoint import LmHead, ModelShape, Precision
 from app.telemetry.mtp import mtp_cycle
-from app.telemetry.roofline import LmHead, ModelShape, Precision
 from tests.bench.builders import summary
 from tests.telemetry.conftest import LING_3_FLASH_CONFIG
 

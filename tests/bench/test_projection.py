@@ -15,13 +15,9 @@ from typing import Any
 import pytest
 
 from app.bench.kernels import Category, KernelProfile, Phase, map_kernels
-from app.bench.projection import (
-    PUBLISHED_CONTEXT_TOKENS,
-    FitPoint,
-    fit_spark,
-    spark_projection,
-    unit_bytes,
-)
+from app.bench.projection import PUBLISHED_CONTEXT_TOKENS, spark_projection
+from app.bench.spark_fit import FitPoint, fit_spark
+from app.bench.unit_bytes import unit_bytes
 from app.telemetry.ling_config import LING_3_FLASH_CONFIG
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,10 +1,10 @@
-"""The chat screen: sidebar, transcript, prompt and speed panel, and every chat action."""
+"""The chat screen: sidebar, transcript, prompt and speed panel, and the chat's actions."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from typing import Final
 
@@ -12,20 +12,18 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TextArea
 
-from app.backend.protocol import ChatBackend
-from app.chat import Role, Sampling
+from app.chat import Role
 from app.errors import StorageError
-from app.proof_report import ProofReport
 from app.render.speed import speed_by_context
-from app.storage import ChatStore, Conversation, MessageStatus
+from app.storage import Conversation, MessageStatus
 from app.telemetry import ReplyStats
-from app.telemetry.health import CollapseVerdict, SpecHealth, check_collapse, check_live_collapse
+from app.telemetry.health import SpecHealth, check_collapse, check_live_collapse
 from app.telemetry.session import summarize_session
 from app.textsafe import visible
 from app.ui.bindings import CHAT_ACTIONS, action_by_id, keys_for
+from app.ui.chat_context import ChatContext
 from app.ui.format import proof_text
 from app.ui.reply import ReplyRequest, ReplyRun, request_messages
 from app.ui.reply_controller import ReplyController
@@ -36,7 +34,9 @@ from app.ui.screens.dialogs import (
     ReportScreen,
     SettingsDialog,
 )
-from app.ui.widgets.messages import ReplyView, UserMessage, code_blocks, message_widget
+from app.ui.screens.view_actions import ViewActionsScreen
+from app.ui.widgets.banner import Banner
+from app.ui.widgets.messages import UserMessage, message_widget
 from app.ui.widgets.sidebar import Sidebar
 from app.ui.widgets.speed_panel import SpeedPanel
 from app.ui.widgets.transcript import Transcript
@@ -48,28 +48,13 @@ SIDEBAR_MIN_WIDTH: Final = 120
 """Below this many columns the chat list steps aside (Ctrl+B brings it back)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ChatContext:
-    """What the chat screen works with, handed over by the app once start-up succeeded."""
-
-    backend: ChatBackend
-    store: ChatStore
-    proof: ProofReport
-    default_sampling: Sampling
-    engine_run_id: int | None
-    clock: Callable[[], float]
-    keymap: Mapping[str, str] = field(default_factory=dict)
-    refresh_hz: float = 15.0
-    """How often streamed text and live numbers are drawn."""
-
-
 def title_from(text: str) -> str:
     """A conversation title from its first message."""
     line = " ".join(next((part for part in text.splitlines() if part.strip()), text).split())
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
 
 
-class ChatScreen(Screen[None]):
+class ChatScreen(ViewActionsScreen):
     """One conversation at a time, with its reply streaming into the transcript."""
 
     # Help comes first (the app's priority binding takes its place) so that the footer
@@ -92,7 +77,6 @@ class ChatScreen(Screen[None]):
         self._draft = ChatSettings("", context.default_sampling)
         self.session_stats: list[ReplyStats] = []
         """Measurements of this session's completed replies, oldest first."""
-        self._code_cursor: tuple[ReplyView, int] | None = None
         self._replies = ReplyController(context.backend, self, refresh_s=1 / context.refresh_hz)
 
     def validate_sub_title(self, sub_title: object) -> str | None:
@@ -104,7 +88,7 @@ class ChatScreen(Screen[None]):
         with Horizontal(id="main"):
             yield Sidebar(id="sidebar")
             with Vertical(id="chat"):
-                yield Static("", id="banner")
+                yield Banner(self._ctx.proof, self._keys("show_proof"), id="banner")
                 yield Transcript(id="transcript")
                 yield TextArea(id="prompt", placeholder="Ask Ling anything…")
             yield SpeedPanel(id="speed")
@@ -127,7 +111,7 @@ class ChatScreen(Screen[None]):
         prompt.border_subtitle = (
             f"Enter: new line · {self._keys('send')}: send · {self._keys('stop_reply')}: stop"
         )
-        self._set_banner(None)
+        self.query_one(Banner).warn(None)
         speed = self.query_one(SpeedPanel)
         speed.show_proof(self._ctx.proof)
         speed.show_session(summarize_session([]))
@@ -232,7 +216,7 @@ class ChatScreen(Screen[None]):
         self.query_one(SpeedPanel).show_live(live, run.ttft_s)
         verdict = check_live_collapse(live, speculative=self._ctx.backend.info.speculative)
         if verdict.status is SpecHealth.COLLAPSED:
-            self._show_verdict(verdict)
+            self.query_one(Banner).show_verdict(verdict)
 
     def reply_ended(self, run: ReplyRun) -> None:
         """Show how the reply ended, and the session's numbers."""
@@ -243,26 +227,11 @@ class ChatScreen(Screen[None]):
             self.session_stats.append(run.stats)
             speed.show_session(summarize_session(self.session_stats))
             speculative = self._ctx.backend.info.speculative
-            self._show_verdict(check_collapse(self.session_stats, speculative=speculative))
+            verdict = check_collapse(self.session_stats, speculative=speculative)
+            self.query_one(Banner).show_verdict(verdict)
         if status is MessageStatus.ERROR:
             self.notify(run.error or "unknown error", title="The reply failed", severity="error")
         self._refresh_sidebar()
-
-    def _show_verdict(self, verdict: CollapseVerdict) -> None:
-        if verdict.flagged:
-            self._set_banner(verdict.message)
-        elif verdict.status is SpecHealth.OK:
-            self._set_banner(None)
-
-    def _set_banner(self, warning: str | None) -> None:
-        """Show a warning above the transcript; None falls back to the proof's state."""
-        proof = self._ctx.proof
-        if warning is None and not proof.ok:
-            why = self._keys("show_proof")
-            warning = f"Optimizations not proven ({proof.summary()}): {why} shows why."
-        banner = self.query_one("#banner", Static)
-        banner.display = warning is not None
-        banner.update(Text(visible(f"⚠ {warning}") if warning else ""))
 
     @property
     def run(self) -> ReplyRun | None:
@@ -331,42 +300,6 @@ class ChatScreen(Screen[None]):
         for widget in list(self.query_one(Transcript).children):
             if getattr(widget, "message_id", None) in message_ids:
                 await widget.remove()
-
-    # Copying
-
-    def _target_reply(self) -> ReplyView | None:
-        """The focused reply, else the last one with an answer."""
-        if self.focused is not None:
-            for node in self.focused.ancestors_with_self:
-                if isinstance(node, ReplyView):
-                    return node
-        replies = [view for view in self.query(ReplyView) if view.answer]
-        return replies[-1] if replies else None
-
-    def action_copy_reply(self) -> None:
-        """Copy the answer of the last (or focused) reply."""
-        view = self._target_reply()
-        if view is None:
-            self.notify("There is no reply to copy.")
-            return
-        self.app.copy_to_clipboard(view.answer)
-        self.notify(f"Copied the reply ({len(view.answer):,} characters).")
-
-    def action_copy_code(self) -> None:
-        """Copy a code block of the last reply: the last one, then the one before, …"""
-        view = self._target_reply()
-        blocks = code_blocks(view.answer) if view is not None else []
-        if view is None or not blocks:
-            self.notify("There is no code block to copy.")
-            return
-        index = len(blocks) - 1
-        if self._code_cursor is not None and self._code_cursor[0] is view:
-            index = (self._code_cursor[1] - 1) % len(blocks)
-        self._code_cursor = (view, index)
-        language, code = blocks[index]
-        self.app.copy_to_clipboard(code)
-        label = f" ({language})" if language else ""
-        self.notify(f"Copied code block {index + 1} of {len(blocks)}{label}.")
 
     # Chat management
 
@@ -449,24 +382,6 @@ class ChatScreen(Screen[None]):
             self.notify("Chat settings saved.")
 
     # Views
-
-    def action_toggle_reasoning(self) -> None:
-        """Fold or unfold the thinking of the last (or focused) reply."""
-        replies = [view for view in self.query(ReplyView) if view.reasoning]
-        focused = self._target_reply()
-        view = focused if focused in replies else (replies[-1] if replies else None)
-        if view is not None:
-            view.thinking.collapsed = not view.thinking.collapsed
-
-    def action_toggle_sidebar(self) -> None:
-        """Show or hide the chat list."""
-        sidebar = self.query_one(Sidebar)
-        sidebar.display = not sidebar.display
-
-    def action_toggle_speed(self) -> None:
-        """Show or hide the speed panel."""
-        panel = self.query_one(SpeedPanel)
-        panel.display = not panel.display
 
     def action_show_proof(self) -> None:
         """Show the start-up proof report."""

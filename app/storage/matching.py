@@ -1,0 +1,38 @@
+"""How a history search matches: the SQL filter for its terms, and the snippet it shows."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+SNIPPET_BEFORE: Final = 30
+"""Characters a snippet keeps before the first match."""
+SNIPPET_AFTER: Final = 60
+"""Characters a snippet keeps after the end of the first match."""
+
+
+def match_filter(terms: list[str]) -> tuple[str, list[str]]:
+    """The WHERE clause (over `messages AS m`) and its parameters matching every term."""
+    where, params = [], []
+    long_terms = [term for term in terms if len(term) >= 3]
+    if long_terms:
+        where.append("m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)")
+        params.append(" ".join('"' + term.replace('"', '""') + '"' for term in long_terms))
+    for term in terms:
+        if len(term) < 3:  # below the trigram index's reach
+            where.append(r"(m.content LIKE ? ESCAPE '\' OR m.reasoning LIKE ? ESCAPE '\')")
+            pattern = "%" + re.sub(r"([\\%_])", r"\\\1", term) + "%"
+            params += [pattern, pattern]
+    return " AND ".join(where), params
+
+
+def snippet(content: str, reasoning: str, terms: list[str]) -> str:
+    """One line around the first match, matches marked «like this»."""
+    pattern = re.compile("|".join(re.escape(term) for term in terms), re.IGNORECASE)
+    text = content if pattern.search(content) else reasoning
+    text = " ".join(text.split())
+    first = pattern.search(text)
+    start = max(0, first.start() - SNIPPET_BEFORE) if first else 0
+    end = min(len(text), (first.end() if first else 0) + SNIPPET_AFTER)
+    excerpt = pattern.sub(lambda match: f"«{match.group()}»", text[start:end])
+    return ("…" if start else "") + excerpt + ("…" if end < len(text) else "")

@@ -1,0 +1,26 @@
+"""`ChatContext`: what the chat screen works with, handed over once start-up succeeded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from app.backend.protocol import ChatBackend
+from app.chat import Sampling
+from app.proof_report import ProofReport
+from app.storage import ChatStore
+
+
+@dataclass(frozen=True, slots=True)
+class ChatContext:
+    """What the chat screen works with, handed over by the app once start-up succeeded."""
+
+    backend: ChatBackend
+    store: ChatStore
+    proof: ProofReport
+    default_sampling: Sampling
+    engine_run_id: int | None
+    clock: Callable[[], float]
+    keymap: Mapping[str, str] = field(default_factory=dict)
+    refresh_hz: float = 15.0
+    """How often streamed text and live numbers are drawn."""
