@@ -29,11 +29,11 @@ from app.bench.unit_bytes import unit_bytes
 from app.telemetry.ling_config import LING_3_FLASH_CONFIG
 
 PUBLISHED_TPOT_MS: Final = {"baseline": 27.71, "humming": 25.35, "humming+fp8": 22.76}
-"""NVIDIA's measured Spark TPOTs, 32K in / 2K out, no speculation (perf-anchors.md §1.4)."""
+"""NVIDIA's measured Spark TPOTs, 32K in / 2K out, no speculation (its DGX Spark blog post)."""
 PUBLISHED_CONTEXT_TOKENS: Final = 32768 + 1024
 """Mean context of those runs' decode steps: the prompt plus half the reply."""
 NVIDIA_ROUND_STEP_RATIO: Final = 2.26
-"""A NEXTN round's time over a step's, inferred from NVIDIA's GSM8K run (perf-anchors §1.5)."""
+"""A NEXTN round's time over a step's, inferred from NVIDIA's published GSM8K run."""
 PUBLISHED_STACK_TPOT_MS: Final = {2.68: 18.56, 3.9: 9.72}
 """NVIDIA's measured stack TPOT at its accept length: GSM8K (2.68), synthetic 32K (3.90)."""
 HEAD_SPEEDUP_TARGET: Final = 1.10

@@ -1,6 +1,6 @@
 """What the byte model reads from a config.json: the model's shape and its weights' formats.
 
-The formats are those SGLang 0.5.23 serves (spark-recipes.md §6), scales included. Units: bytes.
+The formats are those SGLang 0.5.23 serves (docs/byte-model.md), scales included. Units: bytes.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 At batch 1 every decode step streams each active weight, the MLA latent KV cache and the
 KDA recurrent state from memory once, and does ~2 FLOP per byte, so bytes / bandwidth is
-a hard floor on time per token. This is the byte model of the team's research notes
-(perf-anchors.md §1.3 and its appendix; not part of this repository), computed from a
-config.json dict, with the formats SGLang 0.5.23 serves (spark-recipes.md §6). Units:
+a hard floor on time per token. This is the byte model that docs/byte-model.md
+derives, computed from a config.json dict, with the formats SGLang 0.5.23 serves. Units:
 bytes; GB = 1e9 bytes; GB/s = 1e9 bytes/s.
 
 Where it differs from the appendix:
