@@ -6,7 +6,7 @@ a hard floor on time per token. This is the byte model that docs/byte-model.md
 derives, computed from a config.json dict, with the formats SGLang 0.5.23 serves. Units:
 bytes; GB = 1e9 bytes; GB/s = 1e9 bytes/s.
 
-Where it differs from the appendix:
+Where the served formats differ from the checkpoint's:
 - SGLang serves the MLA `kv_b` weight as BF16 `w_kc`/`w_vc` (dequantized at load), not
   FP8: +29.4 MB a step on the real model.
 - The KDA short-conv filters are FP32: +3.4 MB a step.
