@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from app.bench.bandwidth import lm_head, roofline_columns
+from app.telemetry.ling_config import LING_3_FLASH_CONFIG
 from app.telemetry.mtp import mtp_cycle
 from app.telemetry.roofline import LmHead, ModelShape, Precision
-from tests.bench.builders import summary
-from tests.telemetry.conftest import LING_3_FLASH_CONFIG
+from tests.support.bench_builders import summary
 
 FACTS = {"model_config": LING_3_FLASH_CONFIG, "config": {}}
 ANCHOR = 5e-3

@@ -18,8 +18,8 @@ from app.storage import ChatStore, MessageStatus, StoredMessage
 from app.ui import LingChatApp, reply_controller
 from app.ui.screens.chat import ChatScreen
 from app.ui.widgets.messages import ReplyView, UserMessage
-from tests.storage.conftest import write_locked
-from tests.ui.conftest import (
+from tests.support.clock import FakeClock
+from tests.support.pilot import (
     SIZE,
     chat_screen,
     notices,
@@ -28,7 +28,8 @@ from tests.ui.conftest import (
     text_of,
     wait_until,
 )
-from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, answer_reply
+from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
+from tests.support.storage import write_locked
 
 MakeApp = Callable[..., LingChatApp]
 CODE_ANSWER = ("Two ways:\n\n```python\nprint('one')\n```\n\nor\n\n```sh\necho two\n```\n",)

@@ -10,8 +10,9 @@ from app.storage import ChatStore, MessageStatus
 from app.telemetry import ReplyStats
 from app.ui import LingChatApp
 from app.ui.screens.dialogs import ConfirmDialog, RenameDialog
-from tests.ui.conftest import SIZE, chat_screen, reply_done, send, wait_until
-from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, answer_reply
+from tests.support.clock import FakeClock
+from tests.support.pilot import SIZE, chat_screen, reply_done, send, wait_until
+from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
 
 HOSTILE = "\x1b]0;PWNED\x07\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[31m\x9b2J\x7f"
 """Title and clipboard (OSC 0, OSC 52), clear screen, colour, a C1 CSI, DEL."""

@@ -21,9 +21,10 @@ from app.ui.screens.dialogs import (
     SettingsDialog,
 )
 from app.ui.widgets.messages import ReplyView
-from tests.storage.conftest import write_locked
-from tests.ui.conftest import SIZE, chat_screen, notices, reply_done, send, wait_until
-from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, answer_reply
+from tests.support.clock import FakeClock
+from tests.support.pilot import SIZE, chat_screen, notices, reply_done, send, wait_until
+from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
+from tests.support.storage import write_locked
 
 MakeApp = Callable[..., LingChatApp]
 

@@ -12,7 +12,7 @@ from typing import cast
 import pytest
 from textual.widgets import Static
 
-from app.backend.protocol import ChatBackend, ReplyDone, ReplyEvent, TextChunk
+from app.backend.protocol import ReplyDone, ReplyEvent, TextChunk
 from app.backend.replay import (
     MAX_START_S,
     RecordingBackend,
@@ -20,34 +20,14 @@ from app.backend.replay import (
     read_trace,
     trace_path,
 )
-from app.chat import ChatMessage, Role, Sampling
+from app.chat import Sampling
 from app.errors import BackendError
 from app.storage import ChatStore, MessageStatus
 from app.ui import LingChatApp
 from tests.gpu import models
-from tests.ui.conftest import SIZE, chat_screen, reply_done, send, text_of
-from tests.ui.scripted_backend import ScriptedBackendDouble, answer_reply
-
-HELLO = (ChatMessage(Role.USER, "hello"),)
-
-
-async def collect(backend: ChatBackend) -> list[ReplyEvent]:
-    return [event async for event in backend.stream_reply(HELLO, Sampling())]
-
-
-async def record(
-    path: Path, step_s: float = 0.02
-) -> tuple[ScriptedBackendDouble, RecordingBackend]:
-    """Record a session of two replies from the scripted double, on the real clock."""
-    inner = ScriptedBackendDouble(clock=time.perf_counter)
-    inner.enqueue(
-        answer_reply("Hi", " there", reasoning=["greeting"], step_s=step_s),
-        answer_reply("Bye", step_s=step_s, meta_info={"spec_verify_ct": 1}),
-    )
-    recorder = RecordingBackend(inner, path)
-    assert [stage async for stage in recorder.start()] == list(inner.stages)
-    await recorder.proof()
-    return inner, recorder
+from tests.support.pilot import SIZE, chat_screen, reply_done, send, text_of
+from tests.support.replay import HELLO, collect, record
+from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
 
 
 def relative(events: list[ReplyEvent], started: float) -> list[float]:

@@ -22,19 +22,7 @@ from app.backend.protocol import (
 from app.chat import ChatMessage, Sampling
 from app.errors import BackendError
 from app.proof_report import ProofLine, ProofReport, Verdict
-
-
-class FakeClock:
-    """A perf_counter stand-in that only moves when told to."""
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+from tests.support.clock import FakeClock
 
 
 def passing_report() -> ProofReport:
