@@ -1,6 +1,8 @@
-"""FakeClock: a `time.perf_counter` stand-in that only moves when told to."""
+"""FakeClock: a `time.perf_counter` (and `asyncio.sleep`) stand-in that moves when told to."""
 
 from __future__ import annotations
+
+import asyncio
 
 
 class FakeClock:
@@ -14,3 +16,8 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+    async def sleep(self, seconds: float) -> None:
+        """An `asyncio.sleep` on this clock: time jumps, and other tasks get one turn."""
+        self.advance(seconds)
+        await asyncio.sleep(0)

@@ -128,7 +128,7 @@ class ScriptedBackendDouble:
         self.start_error = start_error
         self.hold_start = hold_start
         self.stop_error = stop_error
-        self._info = BackendInfo(
+        self.info = BackendInfo(
             kind, "inclusionAI/Ling-3.0-flash", "0.5.23", "stack", speculative, context_length=32768
         )
         self.replies: list[ScriptedReply] = []
@@ -138,10 +138,6 @@ class ScriptedBackendDouble:
         self.chunks_sent = 0
         self._stop = asyncio.Event()
         self._release = asyncio.Event()
-
-    @property
-    def info(self) -> BackendInfo:
-        return self._info
 
     def enqueue(self, *replies: ScriptedReply) -> None:
         """Queue replies for the next requests."""
