@@ -119,7 +119,7 @@ def test_a_full_stdout_is_one_line(argv: list[str]):
 
 def test_a_locked_database_is_reported_before_the_model_starts(monkeypatch, capsys, tmp_path):
     from app.ui import LingChatApp
-    from tests.storage.conftest import write_locked
+    from tests.support.storage import write_locked
 
     def model_started(*args: object, **kwargs: object) -> None:
         raise AssertionError("the app (and the model) started before the database was checked")

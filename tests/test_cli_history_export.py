@@ -16,17 +16,8 @@ from app.commands import export, history
 from app.errors import LingChatError
 from app.settings import load_settings
 from app.storage import ChatStore, MessageStatus
-from app.telemetry import ReplyStats, reply_stats
-
-STATS = ReplyStats(
-    prompt_tokens=9,
-    completion_tokens=50,
-    ttft_s=0.41,
-    latency_s=1.35,
-    tpot_s=0.0191,
-    decode_tps=52.3,
-    accept_length=3.12,
-)
+from app.telemetry import reply_stats
+from tests.support.storage import STATS
 
 
 def cli(*argv: str) -> int:

@@ -16,8 +16,8 @@ import pytest
 from app.backend import gpu_probe, preflight_probes
 from app.cli import main
 from app.commands import prepare as prepare_cmd
-from tests.backend.test_preflight import HEALTHY_SPARK
-from tests.telemetry.conftest import LING_3_FLASH_CONFIG
+from app.telemetry.ling_config import LING_3_FLASH_CONFIG
+from tests.support.preflight import HEALTHY_SPARK
 
 ROOT = Path(__file__).resolve().parent.parent
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"

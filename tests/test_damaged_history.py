@@ -12,7 +12,7 @@ from app.chat import Sampling
 from app.cli import main
 from app.settings import load_settings
 from app.storage import ChatStore, MessageStatus
-from app.telemetry import ReplyStats
+from tests.support.storage import STATS
 
 DAMAGE = {
     "sampling not JSON": "UPDATE conversations SET sampling = '{not json'",
@@ -48,7 +48,7 @@ def damaged(request: pytest.FixtureRequest) -> Path:
         store.add_user_message(chat.id, "How long?")
         writer = store.start_reply(chat.id, engine_run_id=run)
         writer.append(answer="Nine minutes.")
-        writer.finish(MessageStatus.COMPLETE, ReplyStats(9, 50, 0.4, 1.3, 0.02, 52.3, 3.1, 0.7, 9))
+        writer.finish(MessageStatus.COMPLETE, STATS)
     with sqlite3.connect(db_path) as db:
         db.execute(request.param)
     db.close()

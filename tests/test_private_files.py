@@ -16,7 +16,7 @@ from app.backend.engine import EngineBackend
 from app.backend.engine_config import EngineConfig
 from app.backend.replay import RecordingBackend
 from app.storage import ChatStore, MessageStatus
-from tests.ui.scripted_backend import ScriptedBackendDouble
+from tests.support.scripted_backend import ScriptedBackendDouble
 
 ROOT = Path(__file__).resolve().parents[1]
 

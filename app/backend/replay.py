@@ -22,10 +22,9 @@ A trace is one JSON file (schema `TRACE_FORMAT`, version `TRACE_VERSION`):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +47,10 @@ from app.proof_report import ProofReport
 
 TRACE_FORMAT: Final = "ling-chat-trace"
 TRACE_VERSION: Final = 1
+Clock = Callable[[], float]
+"""Seconds on a monotonic clock (`time.perf_counter`)."""
+Sleep = Callable[[float], Awaitable[object]]
+"""Waits that many seconds on the same clock (`asyncio.sleep`)."""
 MAX_STAGE_GAP_S: Final = 1.0
 """Replayed start-up never waits longer than this between two stages (loads take minutes)."""
 MAX_START_S: Final = 6.0
@@ -140,14 +143,24 @@ class ReplayBackend:
     """A `ChatBackend` that plays a recorded trace in real time (or `speed` times faster).
 
     Successive requests play successive recorded replies, starting over after the last.
+    Time is read from `clock` and waited for with `sleep` (the real ones by default).
     """
 
-    def __init__(self, path: Path | str, *, speed: float = 1.0) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        speed: float = 1.0,
+        clock: Clock = time.perf_counter,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
         if speed <= 0:
             raise ValueError("speed must be positive")
         self._path = Path(path)
         self._trace = read_trace(self._path)
         self._speed = speed
+        self._clock = clock
+        self._sleep = sleep
         self._next_reply = 0
         self._abort = asyncio.Event()
         recorded = self._trace["info"]
@@ -172,7 +185,7 @@ class ReplayBackend:
             previous = stage.elapsed_s
         shrink = min(1.0, MAX_START_S / sum(gaps)) if sum(gaps) > 0 else 1.0
         for stage, gap in zip(stages, gaps, strict=True):
-            await asyncio.sleep(gap * shrink)
+            await self._sleep(gap * shrink)
             yield stage
 
     async def proof(self) -> ProofReport:
@@ -185,7 +198,7 @@ class ReplayBackend:
         self, messages: Sequence[ChatMessage], sampling: Sampling
     ) -> AsyncIterator[ReplyEvent]:
         """Play the next recorded reply with its recorded timing; ignores the request."""
-        started = time.perf_counter()
+        started = self._clock()
         if not self._trace["replies"]:
             yield ReplyError(f"{self._path}: the trace holds no replies", at=started)
             return
@@ -196,18 +209,29 @@ class ReplayBackend:
         prompt_tokens = final.get("meta_info", {}).get("prompt_tokens", 0)
         completion_tokens = 0
         for data in reply["events"]:
-            delay = started + data["t"] / self._speed - time.perf_counter()
+            delay = started + data["t"] / self._speed - self._clock()
             if delay > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._abort.wait(), delay)
+                await self._wait_or_abort(delay)
             if self._abort.is_set():
                 meta = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
-                yield ReplyDone("abort", meta, at=time.perf_counter())
+                yield ReplyDone("abort", meta, at=self._clock())
                 return
-            event = event_from_dict(data, time.perf_counter())
+            event = event_from_dict(data, self._clock())
             if isinstance(event, TextChunk):
                 completion_tokens = event.completion_tokens
             yield event
+
+    async def _wait_or_abort(self, seconds: float) -> None:
+        """Wait `seconds`, or less if `stop_reply` comes first."""
+        waits = [
+            asyncio.ensure_future(self._sleep(seconds)),
+            asyncio.create_task(self._abort.wait()),
+        ]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     async def stop_reply(self) -> None:
         """End the reply being played with `finish_reason == "abort"`."""
@@ -233,11 +257,15 @@ class RecordingBackend:
 
     The file is rewritten atomically after start-up, the proof and each finished reply,
     so a crash loses at most the reply in flight. A write that fails (a full disk) leaves
-    the chat going and says why in `save_error` until a later write succeeds.
+    the chat going and says why in `save_error` until a later write succeeds. Event times
+    are kept relative to the request's send time on `clock`.
     """
 
-    def __init__(self, inner: ChatBackend, path: Path | str) -> None:
+    def __init__(
+        self, inner: ChatBackend, path: Path | str, *, clock: Clock = time.perf_counter
+    ) -> None:
         self._inner = inner
+        self._clock = clock
         self._path = Path(path)
         self._trace: dict[str, Any] = {
             "format": TRACE_FORMAT,
@@ -274,7 +302,7 @@ class RecordingBackend:
         self, messages: Sequence[ChatMessage], sampling: Sampling
     ) -> AsyncIterator[ReplyEvent]:
         """Pass the reply through; once it has ended, record it and rewrite the trace."""
-        started = time.perf_counter()
+        started = self._clock()
         events: list[dict[str, Any]] = []
         async for event in self._inner.stream_reply(messages, sampling):
             events.append(event_to_dict(event, started))

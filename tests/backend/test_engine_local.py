@@ -29,8 +29,11 @@ def test_missing_local_model_path_is_one_line(tmp_path):
     check_model_path(str(tmp_path))
 
 
-def test_hugging_face_ids_are_left_to_sglang():
-    check_model_path("inclusionAI/Ling-3.0-flash-fp4")
+def test_hugging_face_ids_are_left_to_sglang(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no folder of that name here
+    with pytest.raises(ModelNotFound, match="does not exist"):
+        check_model_path("./inclusionAI/Ling-3.0-flash-fp4")
+    check_model_path("inclusionAI/Ling-3.0-flash-fp4")  # the same name as a Hub id: not checked
 
 
 def test_a_refusal_raised_in_the_scheduler_becomes_a_failed_proof_line(tmp_path):

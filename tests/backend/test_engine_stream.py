@@ -25,6 +25,7 @@ from app.errors import ContextFull, EngineCrashed
 from tests.fixtures.engine_double.sglang.srt.parser import (
     reasoning_parser as reasoning_parser_double,
 )
+from tests.support.waiting import eventually
 
 
 class TokenizerDouble:
@@ -57,6 +58,8 @@ class SGLangEngineDouble:
         self.aborted: list[str] = []
         self.cancelled = 0
         """Streams cancelled while waiting for their next chunk."""
+        self.stalled = threading.Event()
+        """Set once a stream reaches `stall_after` and hangs there."""
         self.tokenizer_manager = types.SimpleNamespace(
             tokenizer=TokenizerDouble(),
             abort_request=self.aborted.append,
@@ -81,6 +84,7 @@ class SGLangEngineDouble:
             for i, piece in enumerate(self.pieces, 1):
                 await asyncio.sleep(0.02)
                 if i == self.stall_after:  # like SGLang once its scheduler is dead
+                    self.stalled.set()
                     try:
                         await asyncio.sleep(3600)
                     except asyncio.CancelledError:
@@ -209,7 +213,8 @@ async def test_a_scheduler_that_dies_mid_reply_ends_it_in_an_error(parser_double
 
 async def test_a_request_whose_scheduler_dies_raises_the_cause_from_this_boot_s_log(tmp_path):
     # The bench's requests: on the H200 a dead scheduler left one waiting for minutes.
-    backend = running(SGLangEngineDouble(["a", "never"], {"type": "stop"}, stall_after=2), tmp_path)
+    engine = SGLangEngineDouble(["a", "never"], {"type": "stop"}, stall_after=2)
+    backend = running(engine, tmp_path)
     backend.log_file.write_text("RuntimeError: an earlier boot's error\n")
     backend.log.start = backend.log_file.stat().st_size
     with backend.log_file.open("a") as log:
@@ -217,7 +222,7 @@ async def test_a_request_whose_scheduler_dies_raises_the_cause_from_this_boot_s_
         log.write("ModuleNotFoundError: No module named 'flashinfer'\n")
     params = {"max_new_tokens": 8, "temperature": 0.6}
     request = asyncio.ensure_future(generate(backend, input_ids=[1, 2], sampling_params=params))
-    await asyncio.sleep(0.3)
+    await eventually(engine.stalled.is_set)
     assert not request.done()  # stalled, as SGLang's stream is once its scheduler is dead
     backend.processes.died.set()  # a SIGQUIT came and the scheduler is gone
     cause = r"\(ModuleNotFoundError: No module named 'flashinfer'\): restart ling-chat"
@@ -233,12 +238,11 @@ async def test_cancelling_a_request_stops_it_on_the_engine_thread(tmp_path):
     backend = running(engine, tmp_path)
     params = {"max_new_tokens": 8}
     request = asyncio.ensure_future(generate(backend, input_ids=[1, 2], sampling_params=params))
-    await asyncio.sleep(0.3)
+    await eventually(engine.stalled.is_set)
     request.cancel()
     with pytest.raises(asyncio.CancelledError):
         await request
-    await asyncio.sleep(0.1)  # the engine loop runs the cancellation
-    assert engine.cancelled == 1
+    await eventually(lambda: engine.cancelled == 1)  # the engine loop runs the cancellation
     await backend.shutdown()
 
 
@@ -248,7 +252,7 @@ async def test_a_stop_returns_even_when_the_engine_loop_hangs(parser_double, tmp
     engine = SGLangEngineDouble(["a", "never"], {"type": "stop"}, stall_after=2)
     backend = running(engine, tmp_path)
     reply = asyncio.ensure_future(collect(backend))
-    await asyncio.sleep(0.3)  # the first chunk is in, the second never comes
+    await eventually(engine.stalled.is_set)  # the first chunk is in, the second never comes
     release = threading.Event()
     backend._thread.loop.call_soon_threadsafe(release.wait, 30)  # the loop hangs
     try:

@@ -17,22 +17,9 @@ from app.backend.preflight import (
     Probes,
     run_preflight,
 )
+from tests.support.preflight import GB10, HEALTHY_SPARK
 
-SPARK_MEMTOTAL = 121 * GIB
-GB10 = GpuInfo(name="NVIDIA GB10", sm=121, total_bytes=int(119.6 * GIB))
 H200 = GpuInfo(name="NVIDIA H200", sm=90, total_bytes=140 * GIB)
-HEALTHY_SPARK = Probes(
-    nvcc="/usr/local/cuda/bin/nvcc",
-    cuda_version=(13, 0),
-    cxx="/usr/bin/c++",
-    driver=(580, 95, 5),
-    gpu=GB10,
-    mem_total=SPARK_MEMTOTAL,
-    mem_available=115 * GIB,
-    modprobe_override=False,
-    resident=(),
-    disk_free=500 * GIB,
-)
 PLAN = Plan(mem_fraction=0.65, weights_bytes=66 * 10**9, download_bytes_missing=0)
 
 

@@ -27,7 +27,7 @@ from app.backend.protocol import BackendInfo, LoadStage, ReplyEvent
 from app.chat import ChatMessage, Sampling
 from app.errors import BackendError
 from app.proof_report import ProofReport
-from tests.telemetry.conftest import LING_3_FLASH_CONFIG
+from app.telemetry.ling_config import LING_3_FLASH_CONFIG
 
 
 def layer_plan(config: dict[str, Any]) -> list[tuple[str, str]]:

@@ -4,22 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
 
 import pytest
 
-from app.backend.proof import build_report, refusal_report
+from app.backend.proof import refusal_report
 from app.backend.replay import trace_path
 from app.proof_report import ProofReport, Verdict
 from tests.fixtures.sglang_objects import stack_facts
-
-
-def judge(facts: dict[str, Any], accept: float | None = 3.2, profile: str = "stack") -> ProofReport:
-    return build_report(facts, profile=profile, min_accept_length=1.5, warmup_accept_length=accept)
-
-
-def verdict(report: ProofReport, key: str) -> Verdict:
-    return next(line.verdict for line in report.lines if line.key == key)
+from tests.support.proof import judge, verdict
 
 
 def test_healthy_stack_passes_every_line():

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from app.proof_report import Verdict
-from tests.backend.test_proof import judge, stack_facts, verdict
+from tests.fixtures.sglang_objects import stack_facts
+from tests.support.proof import judge, verdict
 
 
 def dspark_facts() -> dict[str, Any]:

@@ -6,9 +6,9 @@ import pytest
 
 from app.bench.bandwidth import lm_head, roofline_columns
 from app.telemetry.checkpoint import LmHead, ModelShape, Precision
+from app.telemetry.ling_config import LING_3_FLASH_CONFIG
 from app.telemetry.mtp import mtp_cycle
-from tests.bench.builders import summary
-from tests.telemetry.conftest import LING_3_FLASH_CONFIG
+from tests.support.bench_builders import summary
 
 FACTS = {"model_config": LING_3_FLASH_CONFIG, "config": {}}
 ANCHOR = 5e-3

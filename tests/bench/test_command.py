@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import sys
@@ -15,17 +14,12 @@ import pytest
 from app.bench.results import BenchRun
 from app.commands import bench
 from app.errors import BackendError, ConfigError
-from tests.bench.builders import profile, run
-from tests.bench.doubles import ScriptedEngineDouble, sample
-from tests.telemetry.conftest import LING_3_FLASH_CONFIG
+from app.telemetry.ling_config import LING_3_FLASH_CONFIG
+from tests.support.bench_builders import profile, run
+from tests.support.bench_cli import bench_main
+from tests.support.bench_doubles import ScriptedEngineDouble, sample
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "gsm8k_small.jsonl"
-
-
-def _main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="ling-chat bench")
-    bench.add_arguments(parser)
-    return bench.run(parser.parse_args(argv))
 
 
 class _EngineModule(types.ModuleType):
@@ -79,7 +73,7 @@ def test_bench_runs_each_profile_and_writes_json(
     argv = [*SMALL, "--profiles", "baseline,stack", "--dataset", str(FIXTURE), "--json", str(out)]
     argv += ["--model", str(model), "--sglang-arg", "speculative_num_steps=2"]
 
-    assert _main(argv) == 0
+    assert bench_main(argv) == 0
 
     config, require_proof = module.calls[0]
     assert config.model_path == str(model)
@@ -109,7 +103,7 @@ def test_boots_start_each_profile_again_in_rotation(
     module = _engine(monkeypatch, [SYNTHETIC_REPLY] * 3)
     out = tmp_path / "run.json"
     argv = [*SMALL, "--profiles", "humming,stack", "--boots", "2", "--json", str(out)]
-    assert _main(argv) == 0
+    assert bench_main(argv) == 0
     starts = [line for line in module.journal if line.startswith("start")]
     assert starts == ["start humming", "start stack"] * 2
     stdout, stderr = capsys.readouterr()
@@ -123,25 +117,25 @@ def test_boots_start_each_profile_again_in_rotation(
 
 def test_a_failed_request_makes_the_exit_status_1(monkeypatch: pytest.MonkeyPatch) -> None:
     _engine(monkeypatch, [SYNTHETIC_REPLY, BackendError("lost"), SYNTHETIC_REPLY])
-    assert _main([*SMALL, "--profiles", "baseline"]) == 1
+    assert bench_main([*SMALL, "--profiles", "baseline"]) == 1
 
 
 def test_profile_flag_runs_one_profile(monkeypatch: pytest.MonkeyPatch) -> None:
     module = _engine(monkeypatch, [SYNTHETIC_REPLY] * 3)
-    assert _main([*SMALL, "--profile", "humming"]) == 0
+    assert bench_main([*SMALL, "--profile", "humming"]) == 0
     assert module.journal[0] == "start humming"
     with pytest.raises(ConfigError, match="not both"):
-        _main([*SMALL, "--profile", "humming", "--profiles", "stack"])
+        bench_main([*SMALL, "--profile", "humming", "--profiles", "stack"])
 
 
 def test_reasoning_without_a_dataset_is_refused() -> None:
     with pytest.raises(ConfigError, match="needs --dataset"):
-        _main(["--workload", "reasoning"])
+        bench_main(["--workload", "reasoning"])
 
 
 def test_json_into_a_missing_directory_is_refused_before_running(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such directory"):
-        _main(["--json", str(tmp_path / "missing" / "run.json")])
+        bench_main(["--json", str(tmp_path / "missing" / "run.json")])
 
 
 def test_a_missing_model_path_is_one_line_before_any_profile_runs(
@@ -169,7 +163,7 @@ def test_a_missing_model_path_is_one_line_before_any_profile_runs(
 )
 def test_bad_flags_are_usage_errors(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:
-        _main(argv)
+        bench_main(argv)
     assert exc.value.code == 2
 
 
@@ -182,7 +176,7 @@ def test_missing_engine_extra_is_one_line(monkeypatch: pytest.MonkeyPatch) -> No
     module.__getattr__ = missing  # type: ignore[method-assign]
     monkeypatch.setitem(sys.modules, "app.bench.engine", module)
     with pytest.raises(BackendError, match=r"pip install 'ling-chat\[engine\]'"):
-        _main(SMALL)
+        bench_main(SMALL)
 
 
 def test_compare_flags_a_regression(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -190,19 +184,19 @@ def test_compare_flags_a_regression(tmp_path: Path, capsys: pytest.CaptureFixtur
     bench.write_json(run(profile("baseline", 36.0), profile("stack", 100.0)), a)
     bench.write_json(run(profile("baseline", 37.0), profile("stack", 80.0)), b)
 
-    assert _main(["compare", str(a), str(b)]) == 1
+    assert bench_main(["compare", str(a), str(b)]) == 1
     out = capsys.readouterr().out
     speed = next(line for line in out.splitlines() if line.startswith("stack     decode"))
     assert speed.split()[-5:] == ["100.00", "80.00", "-20.00", "(-20.0%)", "REGRESSION"]
     assert out.rstrip().endswith("2 regressions beyond 5%")
 
-    assert _main(["compare", str(a), str(b), "--threshold", "30"]) == 0
-    assert _main(["compare", str(b), str(a)]) == 0  # the reverse is an improvement
+    assert bench_main(["compare", str(a), str(b), "--threshold", "30"]) == 0
+    assert bench_main(["compare", str(b), str(a)]) == 0  # the reverse is an improvement
 
 
 def test_compare_of_a_missing_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
-        _main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")])
+        bench_main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")])
 
 
 def test_cli_routes_bench_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

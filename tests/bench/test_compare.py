@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.bench.compare import compare_runs, render_comparison
-from tests.bench.builders import profile, run
+from tests.support.bench_builders import profile, run
 
 A = run(
     profile("baseline", 36.0),

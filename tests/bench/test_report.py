@@ -12,7 +12,7 @@ from app.bench.results import SCHEMA, BenchRun, ProfileResult, RooflineColumns
 from app.commands.bench import read_json, write_json
 from app.errors import ConfigError
 from app.render.bars import CEILING, bar, bars
-from tests.bench.builders import SYNTHETIC_PLAN, profile, run
+from tests.support.bench_builders import SYNTHETIC_PLAN, profile, run
 
 NVIDIA = (("baseline", 36.09), ("humming", 39.45), ("humming+fp8", 43.94), ("stack", 102.88))
 """NVIDIA's DGX Spark decode tok/s for the four steps (perf-anchors.md §2)."""

@@ -12,7 +12,7 @@ from app.bench.results import RooflineColumns, WorkloadSummary
 from app.bench.runner import run_bench
 from app.bench.workloads import reasoning_workload, synthetic_workload
 from app.errors import BackendError, ProofFailed
-from tests.bench.doubles import EngineFactoryDouble, ScriptedEngineDouble, sample
+from tests.support.bench_doubles import EngineFactoryDouble, ScriptedEngineDouble, sample
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "gsm8k_small.jsonl"
 SYNTHETIC = synthetic_workload(

@@ -10,7 +10,7 @@ import pytest
 from app.bench.results import RequestRecord
 from app.bench.stats import percentile, summarize
 from app.telemetry.metrics import reply_stats
-from tests.bench.doubles import sample
+from tests.support.bench_doubles import sample
 
 
 @pytest.mark.parametrize(

@@ -13,10 +13,10 @@ import pytest
 from app.bench import datasets
 from app.commands import bench
 from app.errors import ConfigError
-from tests.bench.doubles import ScriptedEngineDouble, sample
-from tests.bench.test_command import _main
-from tests.bench.test_datasets import HubDouble
-from tests.telemetry.conftest import LING_3_FLASH_CONFIG
+from app.telemetry.ling_config import LING_3_FLASH_CONFIG
+from tests.support.bench_cli import bench_main
+from tests.support.bench_doubles import ScriptedEngineDouble, sample
+from tests.support.gsm8k_hub import HubDouble
 
 
 class _PerProfileEngines(types.ModuleType):
@@ -74,7 +74,7 @@ def test_nvidia_suite_reports_the_published_fields_and_mcnemar(
     argv = ["--suite", "nvidia", "--questions", "3", "--num-prompts", "1", "--reps", "1"]
     argv += ["--profiles", "baseline,stack", "--json", str(out), "--model", _model(tmp_path)]
 
-    assert _main(argv) == 0
+    assert bench_main(argv) == 0
 
     synthetic_call, gsm8k_call = module.engines["stack"].calls[1], module.engines["stack"].calls[3]
     assert len(synthetic_call["input_ids"]) == 32768
@@ -107,7 +107,7 @@ def test_recipes_suite_sends_each_workload_with_its_own_seed(
     forced = sample(ttft=0.3, tpot=0.02, tokens=1024)
     module = _engines(monkeypatch, {"stack": [forced] * 6})
     argv = ["--suite", "recipes", "--num-prompts", "1", "--reps", "1", "--seed", "1000"]
-    assert _main([*argv, "--profiles", "stack", "--model", _model(tmp_path)]) == 0
+    assert bench_main([*argv, "--profiles", "stack", "--model", _model(tmp_path)]) == 0
     calls = module.engines["stack"].calls
     assert [c["prompt"][:10] if c["prompt"] else None for c in calls] == [
         "[req 1000]", "[req 1001]", "[req 1002]", "[req 1003]", None, None,
@@ -132,4 +132,4 @@ def test_recipes_suite_sends_each_workload_with_its_own_seed(
 )
 def test_suite_flags_that_contradict_are_refused(argv: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        _main(argv)
+        bench_main(argv)

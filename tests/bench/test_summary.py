@@ -8,7 +8,7 @@ from app.bench.results import BenchRun, ProfileResult, RequestRecord, WorkloadRe
 from app.bench.stats import summarize
 from app.bench.summary import published_json, published_summary, render_published
 from app.telemetry.metrics import reply_stats
-from tests.bench.doubles import sample
+from tests.support.bench_doubles import sample
 
 
 def _record(

@@ -13,7 +13,7 @@ from app.storage import ChatStore, MessageStatus, StoredMessage
 from app.ui import LingChatApp
 from app.ui.screens.chat import ChatScreen
 from tests.gpu import models
-from tests.ui.conftest import send, text_of, wait_until
+from tests.support.pilot import send, text_of, wait_until
 
 MIN_ACCEPT = 3.5
 

@@ -22,7 +22,7 @@ import pytest
 
 from app.errors import DatabaseCorrupt, DatabaseLocked, LingChatError, StorageError
 from app.storage import ChatStore, MessageStatus
-from tests.storage.conftest import write_locked
+from tests.support.storage import write_locked
 
 Committed = Callable[..., list[dict[str, Any]]]
 

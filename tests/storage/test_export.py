@@ -21,7 +21,7 @@ from app.render.formats import FORMATS
 from app.storage import ChatStore, MessageStatus, StoredMessage
 from app.storage.export import CSV_COLUMNS, SCHEMA_VERSION, Export, collect
 from app.telemetry import ReplyStats
-from tests.storage.conftest import STATS
+from tests.support.storage import STATS
 
 SPEED = "52.3 tok/s · TPOT 19.1 ms · TTFT 0.41 s · accept 3.12"
 HOSTILE = '<script>alert("pwned")</script> & <b>bold</b>'

@@ -17,7 +17,7 @@ from app.render.formats import FORMATS
 from app.storage import ChatStore, MessageStatus
 from app.storage.export import collect
 from app.storage.importing import import_export
-from tests.storage.conftest import STATS
+from tests.support.storage import STATS
 
 IDS = {"id", "conversation_id", "engine_run_id", "exported_at"}
 PROOF = {"profile": "stack", "lines": [], "facts": {"gpu": "H200"}}

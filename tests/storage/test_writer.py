@@ -12,7 +12,8 @@ from app.chat import Role
 from app.errors import StorageError
 from app.storage import ChatStore, Conversation, MessageStatus
 from app.telemetry import ReplyStats
-from tests.storage.conftest import STATS, FakeClock
+from tests.support.clock import FakeClock
+from tests.support.storage import STATS
 
 Committed = Callable[..., list[dict[str, Any]]]
 ASSISTANT = "SELECT * FROM messages WHERE role = 'assistant'"
@@ -42,16 +43,16 @@ def test_the_row_appears_with_the_first_text_and_later_text_waits_for_the_interv
         "",
     )
 
-    clock.now += 0.3
+    clock.advance(0.3)
     writer.append("Hello")
     assert committed(ASSISTANT)[0]["content"] == ""  # inside the interval: not yet
 
-    clock.now += 0.2
+    clock.advance(0.2)
     writer.append(", world")
     (row,) = committed(ASSISTANT)
     assert (row["content"], row["reasoning"], row["status"]) == ("Hello, world", "Hmm.", "partial")
 
-    clock.now += 0.1
+    clock.advance(0.1)
     writer.append("!")
     assert committed(ASSISTANT)[0]["content"] == "Hello, world"
     writer.flush()

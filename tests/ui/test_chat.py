@@ -18,17 +18,18 @@ from app.storage import ChatStore, MessageStatus, StoredMessage
 from app.ui import LingChatApp, reply_controller
 from app.ui.screens.chat import ChatScreen
 from app.ui.widgets.messages import ReplyView, UserMessage
-from tests.storage.conftest import write_locked
-from tests.ui.conftest import (
+from tests.support.clock import FakeClock
+from tests.support.pilot import (
     SIZE,
+    Notices,
     chat_screen,
-    notices,
     reply_done,
     send,
     text_of,
     wait_until,
 )
-from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, answer_reply
+from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
+from tests.support.storage import write_locked
 
 MakeApp = Callable[..., LingChatApp]
 CODE_ANSWER = ("Two ways:\n\n```python\nprint('one')\n```\n\nor\n\n```sh\necho two\n```\n",)
@@ -192,13 +193,14 @@ async def test_a_bug_in_a_reply_is_logged_with_its_traceback_and_not_stored_as_a
     unforeseen = ValueError("Out of range float values are not JSON compliant")
     backend.enqueue(answer_reply("Half", raise_error=unforeseen), answer_reply("next"))
     with logging_to(tmp_path / "logs") as log:
-        async with chat_app.run_test(size=SIZE) as pilot:
+        notices = Notices()
+        async with chat_app.run_test(size=SIZE, message_hook=notices) as pilot:
             screen = await chat_screen(pilot)
             await send(pilot, "one")
             await reply_done(pilot)
             footer = text_of(last_reply(screen).query_one(".reply-footer", Label))
             assert footer.startswith(f"■ stopped: ValueError: {unforeseen}")
-            (notice,) = notices(chat_app)
+            (notice,) = notices.messages
             assert notice.startswith(f"ValueError: {unforeseen}. What arrived is kept")
             assert notice.endswith(f"the traceback is in {log}")
             await send(pilot, "two")
@@ -405,11 +407,12 @@ async def test_escape_stops_the_reply_even_when_the_backend_cannot_stop_it(
     backend = ScriptedBackendDouble(clock=clock, stop_error=BackendError("server went away"))
     backend.enqueue(answer_reply("Kept", " never sent", hold_after=1))
     app = make_app(backend)
-    async with app.run_test(size=SIZE) as pilot:
+    notices = Notices()
+    async with app.run_test(size=SIZE, message_hook=notices) as pilot:
         screen = await first_chunk_held(pilot, backend, "go")
         await pilot.press("escape")
         await reply_done(pilot)  # the grace timer cancelled the stream
-        assert "Could not stop the reply: server went away" in notices(app)
+        assert "Could not stop the reply: server went away" in notices.messages
         footer = text_of(last_reply(screen).query_one(".reply-footer", Label))
         assert footer.startswith("■ stopped")
     reply = only_chat(store)[-1]
@@ -420,7 +423,8 @@ async def test_a_reply_whose_ending_cannot_be_stored_is_saved_once_the_database_
     chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore, db_path: Path
 ) -> None:
     backend.enqueue(answer_reply("Saved", " later", hold_after=1))
-    async with chat_app.run_test(size=SIZE) as pilot:
+    notices = Notices()
+    async with chat_app.run_test(size=SIZE, message_hook=notices) as pilot:
         screen = await first_chunk_held(pilot, backend)
         with write_locked(db_path):
             backend.release()
@@ -432,7 +436,7 @@ async def test_a_reply_whose_ending_cannot_be_stored_is_saved_once_the_database_
                 pilot,
                 lambda: any(
                     notice.startswith("Could not save the reply: ") and "is locked" in notice
-                    for notice in notices(chat_app)
+                    for notice in notices.messages
                 ),
             )
             # Only the first chunk, flushed before the lock, is in the file now.
@@ -440,7 +444,7 @@ async def test_a_reply_whose_ending_cannot_be_stored_is_saved_once_the_database_
         await wait_until(pilot, lambda: only_chat(store)[-1].content == "Saved later", timeout=10)
         assert text_of(last_reply(screen).query_one(".reply-footer", Label)).startswith("✓")
         await wait_until(
-            pilot, lambda: "The reply that could not be saved is saved now." in notices(chat_app)
+            pilot, lambda: "The reply that could not be saved is saved now." in notices.messages
         )
     reply = only_chat(store)[-1]
     assert (reply.status, reply.stats is not None) == (MessageStatus.COMPLETE, True)
@@ -486,14 +490,15 @@ async def test_sending_to_a_locked_database_is_a_one_line_error_and_keeps_the_te
     chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore, db_path: Path
 ) -> None:
     backend.enqueue(answer_reply("late"))
-    async with chat_app.run_test(size=SIZE) as pilot:
+    notices = Notices()
+    async with chat_app.run_test(size=SIZE, message_hook=notices) as pilot:
         screen = await chat_screen(pilot)
         prompt = screen.query_one("#prompt", TextArea)
         prompt.load_text("keep me")
         with write_locked(db_path):
             await pilot.press("ctrl+s")
-            await wait_until(pilot, lambda: notices(chat_app))
-        (notice,) = notices(chat_app)
+            await wait_until(pilot, lambda: notices.messages)
+        (notice,) = notices.messages
         assert notice.startswith(f"{db_path} is locked by another process")
         assert "\n" not in notice
         assert prompt.text == "keep me"
@@ -506,7 +511,8 @@ async def test_sending_to_a_locked_database_is_a_one_line_error_and_keeps_the_te
 async def test_a_first_message_that_cannot_be_stored_leaves_no_empty_chat(
     chat_app: LingChatApp, store: ChatStore, db_path: Path
 ) -> None:
-    async with chat_app.run_test(size=SIZE) as pilot:
+    notices = Notices()
+    async with chat_app.run_test(size=SIZE, message_hook=notices) as pilot:
         screen = await chat_screen(pilot)
         with sqlite3.connect(db_path) as other:  # the chat can be created, its message not
             other.execute(
@@ -516,8 +522,8 @@ async def test_a_first_message_that_cannot_be_stored_leaves_no_empty_chat(
         prompt = screen.query_one("#prompt", TextArea)
         prompt.load_text("hello")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: notices(chat_app))
-        assert notices(chat_app) == [f"{db_path}: no room for messages"]
+        await wait_until(pilot, lambda: notices.messages)
+        assert notices.messages == [f"{db_path}: no room for messages"]
         assert prompt.text == "hello"
         assert screen.conversation is None
     assert store.list_conversations() == []
@@ -527,14 +533,15 @@ async def test_regenerating_on_a_locked_database_keeps_the_reply(
     chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore, db_path: Path
 ) -> None:
     backend.enqueue(answer_reply("first"), answer_reply("second"))
-    async with chat_app.run_test(size=SIZE) as pilot:
+    notices = Notices()
+    async with chat_app.run_test(size=SIZE, message_hook=notices) as pilot:
         screen = await chat_screen(pilot)
         await send(pilot, "q")
         await reply_done(pilot)
         with write_locked(db_path):
             await pilot.press("ctrl+r")
-            await wait_until(pilot, lambda: notices(chat_app))
-        assert "is locked by another process" in notices(chat_app)[0]
+            await wait_until(pilot, lambda: notices.messages)
+        assert "is locked by another process" in notices.messages[0]
         assert screen.run is None
         assert [view.answer for view in screen.query(ReplyView)] == ["first"]
     assert [m.content for m in only_chat(store)] == ["q", "first"]

@@ -16,8 +16,8 @@ from app.errors import ConfigError
 from app.logfile import log_file
 from app.storage import ChatStore
 from app.ui import LingChatApp
-from tests.ui.scripted_backend import ScriptedBackendDouble
-from tests.ui.test_replay import collect, record
+from tests.support.replay import collect, record
+from tests.support.scripted_backend import ScriptedBackendDouble
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -147,7 +147,7 @@ def test_a_replay_keeps_its_replies_out_of_the_users_history(
 ) -> None:
     """The shipped demo, played at speed through the real app, leaves the history as it was."""
     from app.ui.screens.chat import ChatScreen
-    from tests.ui.conftest import chat_screen, reply_done, send
+    from tests.support.pilot import chat_screen, reply_done, send
 
     used: list[Path] = []
 

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from typing import Any
+
+from textual.pilot import Pilot
 
 from app.proof_report import ProofLine, ProofReport, Verdict
 from app.storage import ChatStore, MessageStatus
 from app.telemetry import ReplyStats
 from app.ui import LingChatApp
 from app.ui.screens.dialogs import ConfirmDialog, RenameDialog
-from tests.ui.conftest import SIZE, chat_screen, reply_done, send, wait_until
-from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, answer_reply
+from tests.support.clock import FakeClock
+from tests.support.pilot import SIZE, chat_screen, reply_done, send, wait_until
+from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
 
 HOSTILE = "\x1b]0;PWNED\x07\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[31m\x9b2J\x7f"
 """Title and clipboard (OSC 0, OSC 52), clear screen, colour, a C1 CSI, DEL."""
@@ -24,7 +28,11 @@ def screen_text(app: LingChatApp) -> str:
     return "\n".join("".join(segment.text for segment in strip) for strip in update.strips)
 
 
-def assert_drawn_safely(app: LingChatApp, *expected: str) -> None:
+async def drawn_safely(pilot: Pilot[Any], *expected: str) -> None:
+    """Wait until the screen shows each expected part; it then holds no control character."""
+    app = pilot.app
+    assert isinstance(app, LingChatApp)
+    await wait_until(pilot, lambda: all(part in screen_text(app) for part in expected))
     text = screen_text(app)
     assert not any(char in text for char in "\x1b\x07\x7f\x9b"), repr(text)
     for part in expected:
@@ -46,9 +54,8 @@ async def test_a_stored_chat_shows_its_escapes_as_visible_text(
     _stored_hostile_chat(store)
     async with chat_app.run_test(size=(200, 50)) as pilot:
         screen = await chat_screen(pilot)
-        await pilot.pause(0.2)
+        await drawn_safely(pilot, f"ask {SHOWN[:20]}", f"code {SHOWN[:20]}", "T␛]0;PWNED")
         assert screen.sub_title == f"T{SHOWN}"
-        assert_drawn_safely(chat_app, f"ask {SHOWN[:20]}", f"code {SHOWN[:20]}", "T␛]0;PWNED")
 
 
 async def test_a_streamed_reply_shows_escapes_split_across_chunks_as_visible_text(
@@ -59,8 +66,7 @@ async def test_a_streamed_reply_shows_escapes_split_across_chunks_as_visible_tex
         await chat_screen(pilot)
         await send(pilot, f"hi {HOSTILE}")
         await reply_done(pilot)
-        await pilot.pause(0.2)
-        assert_drawn_safely(chat_app, "code ␛]0;PWNED␇ ␛[2J", "end ␛[2J", "hi ␛]0;PWNED")
+        await drawn_safely(pilot, "code ␛]0;PWNED␇ ␛[2J", "end ␛[2J", "hi ␛]0;PWNED")
 
 
 async def test_notifications_and_dialogs_show_escapes_as_visible_text(
@@ -71,17 +77,14 @@ async def test_notifications_and_dialogs_show_escapes_as_visible_text(
         await chat_screen(pilot)
         await send(pilot, f"Q{HOSTILE}")
         await reply_done(pilot)
-        await pilot.pause(0.2)
-        assert_drawn_safely(chat_app, "error: server said")
+        await drawn_safely(pilot, "error: server said")
         await pilot.press("f8")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, ConfirmDialog))
-        await pilot.pause(0.2)
-        assert_drawn_safely(chat_app, "Q␛]0;PWNED")
+        await drawn_safely(pilot, "Q␛]0;PWNED")
         await pilot.press("escape")
         await pilot.press("f2")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, RenameDialog))
-        await pilot.pause(0.2)
-        assert_drawn_safely(chat_app, "Q␛]0;PWNED")
+        await drawn_safely(pilot, "Q␛]0;PWNED")
 
 
 async def test_a_proof_from_a_hostile_server_shows_escapes_as_visible_text(
@@ -94,8 +97,7 @@ async def test_a_proof_from_a_hostile_server_shows_escapes_as_visible_text(
     backend = ScriptedBackendDouble(clock=clock, report=report)
     app = make_app(backend, proof_hold_s=30)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: "detail" in screen_text(app))
-        assert_drawn_safely(app, "detail ␛]0;PWNED")
+        await drawn_safely(pilot, "detail ␛]0;PWNED")
 
 
 async def test_a_chat_with_damaged_rows_opens_with_placeholders(
@@ -109,7 +111,6 @@ async def test_a_chat_with_damaged_rows_opens_with_placeholders(
     db.close()
     async with chat_app.run_test(size=(200, 50)) as pilot:
         screen = await chat_screen(pilot)
-        await pilot.pause(0.2)
+        await drawn_safely(pilot, f"ask {SHOWN[:20]}", "✗ error: E␛]0;PWNED")
         assert screen.conversation is not None
-        assert_drawn_safely(chat_app, f"ask {SHOWN[:20]}", "✗ error: E␛]0;PWNED")
         assert "inf tok/s" not in screen_text(chat_app)

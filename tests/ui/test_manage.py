@@ -21,9 +21,10 @@ from app.ui.screens.dialogs import (
     SettingsDialog,
 )
 from app.ui.widgets.messages import ReplyView
-from tests.storage.conftest import write_locked
-from tests.ui.conftest import SIZE, chat_screen, notices, reply_done, send, wait_until
-from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, answer_reply
+from tests.support.clock import FakeClock
+from tests.support.pilot import SIZE, Notices, chat_screen, reply_done, send, wait_until
+from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
+from tests.support.storage import write_locked
 
 MakeApp = Callable[..., LingChatApp]
 
@@ -77,12 +78,13 @@ async def test_renaming_on_a_locked_database_is_a_one_line_error_and_keeps_the_t
     chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore, db_path: Path
 ) -> None:
     backend.enqueue(answer_reply("a"))
-    async with chat_app.run_test(size=SIZE) as pilot:
+    notices = Notices()
+    async with chat_app.run_test(size=SIZE, message_hook=notices) as pilot:
         screen = await rename_to(pilot, "Cats")
         with write_locked(db_path):
             await pilot.press("enter")
-            await wait_until(pilot, lambda: notices(chat_app))
-        assert notices(chat_app)[0].startswith(f"{db_path} is locked by another process")
+            await wait_until(pilot, lambda: notices.messages)
+        assert notices.messages[0].startswith(f"{db_path} is locked by another process")
         assert chat_app.screen is screen and screen.sub_title == "old"
     assert [c.title for c in store.list_conversations()] == ["old"]
 

@@ -13,10 +13,11 @@ from app.backend.engine_config import EngineConfig
 from app.backend.first_start import PreparedBackend
 from app.backend.prepare import PREPARE_STAGE, PrepareSpec, build_env
 from app.backend.protocol import LoadStage
+from app.telemetry.ling_config import LING_3_FLASH_CONFIG
 from app.ui import LingChatApp
-from tests.telemetry.conftest import LING_3_FLASH_CONFIG
-from tests.ui.conftest import SIZE, text_of, wait_until
-from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble
+from tests.support.clock import FakeClock
+from tests.support.pilot import SIZE, text_of, wait_until
+from tests.support.scripted_backend import ScriptedBackendDouble
 
 BUILDING = "flashinfer.jit: Building JIT module sampling; this can take several minutes"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import cast
 import pytest
 from textual.widgets import Static
 
-from app.backend.protocol import ChatBackend, ReplyDone, ReplyEvent, TextChunk
+from app.backend.protocol import ReplyDone, ReplyEvent, TextChunk
 from app.backend.replay import (
     MAX_START_S,
     RecordingBackend,
@@ -20,34 +19,15 @@ from app.backend.replay import (
     read_trace,
     trace_path,
 )
-from app.chat import ChatMessage, Role, Sampling
+from app.chat import Sampling
 from app.errors import BackendError
 from app.storage import ChatStore, MessageStatus
 from app.ui import LingChatApp
 from tests.gpu import models
-from tests.ui.conftest import SIZE, chat_screen, reply_done, send, text_of
-from tests.ui.scripted_backend import ScriptedBackendDouble, answer_reply
-
-HELLO = (ChatMessage(Role.USER, "hello"),)
-
-
-async def collect(backend: ChatBackend) -> list[ReplyEvent]:
-    return [event async for event in backend.stream_reply(HELLO, Sampling())]
-
-
-async def record(
-    path: Path, step_s: float = 0.02
-) -> tuple[ScriptedBackendDouble, RecordingBackend]:
-    """Record a session of two replies from the scripted double, on the real clock."""
-    inner = ScriptedBackendDouble(clock=time.perf_counter)
-    inner.enqueue(
-        answer_reply("Hi", " there", reasoning=["greeting"], step_s=step_s),
-        answer_reply("Bye", step_s=step_s, meta_info={"spec_verify_ct": 1}),
-    )
-    recorder = RecordingBackend(inner, path)
-    assert [stage async for stage in recorder.start()] == list(inner.stages)
-    await recorder.proof()
-    return inner, recorder
+from tests.support.clock import FakeClock
+from tests.support.pilot import SIZE, chat_screen, reply_done, send, text_of
+from tests.support.replay import HELLO, collect, record
+from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
 
 
 def relative(events: list[ReplyEvent], started: float) -> list[float]:
@@ -56,27 +36,28 @@ def relative(events: list[ReplyEvent], started: float) -> list[float]:
 
 async def test_a_recorded_session_replays_with_its_timing(tmp_path: Path) -> None:
     path = tmp_path / "trace.json"
-    inner, recorder = await record(path, step_s=0.1)
-    started = time.perf_counter()
+    clock = FakeClock()
+    inner, recorder = await record(path, step_s=0.1, clock=clock)
+    started = clock()
     recorded = await collect(recorder)
     recorded_times = relative(recorded, started)
     await collect(recorder)
     await recorder.shutdown()
     assert inner.shutdown_calls == 1
 
-    replay = ReplayBackend(path)
+    replay = ReplayBackend(path, clock=clock, sleep=clock.sleep)
     assert replay.info.kind == "replay"
     assert replay.info.model == inner.info.model and replay.info.speculative
     assert [stage async for stage in replay.start()] == list(inner.stages)
     assert await replay.proof() == inner.report
-    started = time.perf_counter()
+    started = clock()
     played = await collect(replay)
     assert [(type(e), getattr(e, "answer", None)) for e in played] == [
         (type(e), getattr(e, "answer", None)) for e in recorded
     ]
     assert [e.completion_tokens for e in played if isinstance(e, TextChunk)] == [3, 6, 9]
-    # Chunks are 0.1 s apart: 50 ms of slack absorbs a busy 2-core machine's sleeps.
-    assert relative(played, started) == pytest.approx(recorded_times, abs=0.05)
+    assert relative(played, started) == pytest.approx(recorded_times)
+    assert relative(played, started)[-1] == pytest.approx(0.4)
     second = await collect(replay)
     assert isinstance(second[-1], ReplyDone) and second[-1].meta_info["spec_verify_ct"] == 1
     third = await collect(replay)  # the trace starts over
@@ -102,9 +83,10 @@ async def test_the_trace_is_rewritten_after_each_reply_only(tmp_path: Path) -> N
 
 async def test_stop_reply_ends_a_replayed_reply_with_abort(tmp_path: Path) -> None:
     path = tmp_path / "trace.json"
-    _, recorder = await record(path, step_s=0.2)
+    clock = FakeClock()
+    _, recorder = await record(path, step_s=0.2, clock=clock)
     await collect(recorder)
-    replay = ReplayBackend(path)
+    replay = ReplayBackend(path, clock=clock, sleep=clock.sleep)
     events = []
     async for event in replay.stream_reply(HELLO, Sampling()):
         events.append(event)
@@ -117,11 +99,12 @@ async def test_stop_reply_ends_a_replayed_reply_with_abort(tmp_path: Path) -> No
 
 async def test_speed_factor_plays_faster(tmp_path: Path) -> None:
     path = tmp_path / "trace.json"
-    _, recorder = await record(path, step_s=0.1)
+    clock = FakeClock()
+    _, recorder = await record(path, step_s=0.1, clock=clock)
     await collect(recorder)
-    started = time.perf_counter()
-    await collect(ReplayBackend(path, speed=10))
-    assert time.perf_counter() - started < 0.2  # recorded: 0.4 s
+    started = clock()
+    await collect(ReplayBackend(path, speed=10, clock=clock, sleep=clock.sleep))
+    assert clock() - started == pytest.approx(0.04)  # recorded: 0.4 s
 
 
 @pytest.mark.parametrize(
@@ -184,9 +167,9 @@ async def test_the_app_runs_on_a_replayed_trace(
 
 
 async def test_the_trace_holds_the_facts_known_after_start_up(tmp_path: Path) -> None:
-    inner = ScriptedBackendDouble(clock=time.perf_counter)
+    inner = ScriptedBackendDouble()
     recorder = RecordingBackend(inner, tmp_path / "trace.json")
-    inner._info = replace(inner._info, sglang_version="0.5.23 (read at start-up)")
+    inner.info = replace(inner.info, sglang_version="0.5.23 (read at start-up)")
     assert [stage async for stage in recorder.start()] == list(inner.stages)
     trace = json.loads((tmp_path / "trace.json").read_text())
     assert trace["info"]["sglang_version"] == "0.5.23 (read at start-up)"
@@ -200,7 +183,9 @@ async def test_the_shipped_gpu_trace_plays_in_the_app(
     app = make_app(replay)
     async with app.run_test(size=SIZE) as pilot:
         screen = await chat_screen(pilot)
-        assert (await app.backend.proof()).ok
+        assert app.proof is not None and app.proof.ok
+        assert app.engine_run_id is not None
+        assert store.get_engine_run(app.engine_run_id).proof == app.proof.to_dict()
         await send(pilot, "What did each lever do?")
         await reply_done(pilot)
         panel = text_of(screen.query_one("#reply-numbers", Static))
@@ -215,12 +200,13 @@ async def test_the_shipped_gpu_trace_plays_in_the_app(
 
 async def test_a_long_recorded_load_replays_in_a_few_seconds() -> None:
     """The H200 load ticked 90 times in a minute; replayed as recorded, capped in all."""
-    replay = ReplayBackend(trace_path("demo"))
-    began = time.perf_counter()
+    clock = FakeClock()
+    replay = ReplayBackend(trace_path("demo"), clock=clock, sleep=clock.sleep)
+    began = clock()
     stages = [stage async for stage in replay.start()]
-    took = time.perf_counter() - began
+    took = clock() - began
     assert len(stages) == 90 and stages[-1].elapsed_s > 50
-    assert 0.8 * MAX_START_S < took < MAX_START_S + 1.0
+    assert 0.8 * MAX_START_S < took <= MAX_START_S + 1e-9
 
 
 def test_an_unknown_trace_name_is_a_path(tmp_path: Path) -> None:
@@ -231,7 +217,7 @@ def test_an_unknown_trace_name_is_a_path(tmp_path: Path) -> None:
 async def test_a_recording_that_cannot_be_written_leaves_the_chat_going(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the trace's folder should be")
-    inner = ScriptedBackendDouble(clock=time.perf_counter)
+    inner = ScriptedBackendDouble()
     inner.enqueue(answer_reply("Hi", step_s=0.0))
     recorder = RecordingBackend(inner, blocker / "trace.json")
     assert [stage async for stage in recorder.start()] == list(inner.stages)
@@ -250,7 +236,7 @@ def test_the_shipped_demo_names_its_model_without_a_temp_path() -> None:
 async def test_a_recording_names_a_local_model_by_its_folder_only(tmp_path: Path) -> None:
     path = tmp_path / "trace.json"
     inner = ScriptedBackendDouble()
-    inner._info = replace(inner.info, model=str(tmp_path / "models" / "ling-flash"))
+    inner.info = replace(inner.info, model=str(tmp_path / "models" / "ling-flash"))
     recorder = RecordingBackend(inner, path)
     async for _stage in recorder.start():
         pass

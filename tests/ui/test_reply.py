@@ -11,8 +11,8 @@ from app.chat import Sampling
 from app.errors import DatabaseLocked
 from app.storage import ChatStore, MessageStatus
 from app.ui.reply import ReplyRequest, ReplyRun
-from tests.storage.conftest import write_locked
-from tests.ui.scripted_backend import FakeClock
+from tests.support.clock import FakeClock
+from tests.support.storage import write_locked
 
 
 def test_an_ending_that_cannot_be_stored_leaves_the_run_unfinished_and_close_retries_it(

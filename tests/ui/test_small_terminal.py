@@ -15,8 +15,8 @@ from app.ui import LingChatApp
 from app.ui.widgets.messages import ReplyView, UserMessage
 from app.ui.widgets.sidebar import Sidebar
 from app.ui.widgets.speed_panel import SpeedPanel
-from tests.ui.conftest import chat_screen, reply_done, send, text_of, wait_until
-from tests.ui.scripted_backend import ScriptedBackendDouble, answer_reply, long_failing_report
+from tests.support.pilot import chat_screen, reply_done, send, text_of, wait_until
+from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply, long_failing_report
 
 MakeApp = Callable[..., LingChatApp]
 

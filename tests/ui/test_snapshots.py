@@ -21,8 +21,8 @@ from app.telemetry.session import summarize_session
 from app.telemetry.windows import LiveSnapshot
 from app.ui import LingChatApp
 from app.ui.widgets.speed_panel import SpeedPanel
-from tests.ui.conftest import SIZE, chat_screen, reply_done, send, text_of, wait_until
-from tests.ui.scripted_backend import (
+from tests.support.pilot import SIZE, chat_screen, reply_done, send, text_of, wait_until
+from tests.support.scripted_backend import (
     FakeClock,
     ScriptedBackendDouble,
     answer_reply,

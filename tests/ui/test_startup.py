@@ -16,9 +16,10 @@ from app.proof_report import ProofReport
 from app.storage import ChatStore
 from app.ui import LingChatApp
 from app.ui.screens.startup import StartupScreen
-from tests.storage.conftest import write_locked
-from tests.ui.conftest import SIZE, chat_screen, text_of, wait_until
-from tests.ui.scripted_backend import FakeClock, ScriptedBackendDouble, failing_report
+from tests.support.clock import FakeClock
+from tests.support.pilot import SIZE, chat_screen, text_of, wait_until
+from tests.support.scripted_backend import ScriptedBackendDouble, failing_report
+from tests.support.storage import write_locked
 
 MakeApp = Callable[..., LingChatApp]
 

@@ -13,7 +13,7 @@ from app.bench.results import (
     WorkloadSummary,
 )
 from app.telemetry.metrics import reply_stats
-from tests.bench.doubles import sample
+from tests.support.bench_doubles import sample
 
 SYNTHETIC_PLAN = {
     "name": "synthetic",

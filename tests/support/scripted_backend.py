@@ -22,19 +22,7 @@ from app.backend.protocol import (
 from app.chat import ChatMessage, Sampling
 from app.errors import BackendError
 from app.proof_report import ProofLine, ProofReport, Verdict
-
-
-class FakeClock:
-    """A perf_counter stand-in that only moves when told to."""
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+from tests.support.clock import FakeClock
 
 
 def passing_report() -> ProofReport:
@@ -140,7 +128,7 @@ class ScriptedBackendDouble:
         self.start_error = start_error
         self.hold_start = hold_start
         self.stop_error = stop_error
-        self._info = BackendInfo(
+        self.info = BackendInfo(
             kind, "inclusionAI/Ling-3.0-flash", "0.5.23", "stack", speculative, context_length=32768
         )
         self.replies: list[ScriptedReply] = []
@@ -150,10 +138,6 @@ class ScriptedBackendDouble:
         self.chunks_sent = 0
         self._stop = asyncio.Event()
         self._release = asyncio.Event()
-
-    @property
-    def info(self) -> BackendInfo:
-        return self._info
 
     def enqueue(self, *replies: ScriptedReply) -> None:
         """Queue replies for the next requests."""
