@@ -31,6 +31,7 @@ from app.backend.protocol import ReplyEvent, TextChunk
 from app.backend.replay import TRACE_FORMAT, TRACE_VERSION, ReplayBackend, write_trace
 from app.chat import ChatMessage, Sampling
 from app.proof_report import ProofLine, ProofReport, Verdict
+from app.reply_usage import ReplyUsage
 from app.storage import ChatStore
 from app.ui import LingChatApp
 from app.ui.screens.chat import ChatScreen
@@ -99,9 +100,9 @@ def synthetic_trace(text: str, tps: float, tokens_per_chunk: int) -> dict[str, A
             }
         )
     verify = -(-len(pieces) // tokens_per_chunk)
-    meta = {"prompt_tokens": 20, "completion_tokens": len(pieces), "spec_verify_ct": verify}
+    usage = ReplyUsage(completion_tokens=len(pieces), prompt_tokens=20, verify_rounds=verify)
     end = ttft + len(pieces) / tps
-    events.append({"type": "done", "t": end, "finish_reason": "stop", "meta_info": meta})
+    events.append({"type": "done", "t": end, "finish_reason": "stop", "usage": usage.to_dict()})
     line = ProofLine("bench", "synthetic trace", Verdict.PASS, "bench_ui.py")
     return {
         "format": TRACE_FORMAT,
@@ -225,7 +226,7 @@ async def run_once(tps: float, tokens_per_chunk: int, kib: float, refresh_hz: fl
     lags = watch.lags()
     events = trace["replies"][0]["events"]
     return Result(
-        tokens=events[-1]["meta_info"]["completion_tokens"],
+        tokens=events[-1]["usage"]["completion_tokens"],
         chunks=len(events) - 1,
         produce_s=watch.produced[-1][0] - watch.produced[0][0],
         last_lag_s=lags[-1],

@@ -57,8 +57,8 @@ async def profiled_request(
         sampling_params={"max_new_tokens": tokens, "temperature": 0.0, "ignore_eos": True},
     )
     await call_tokenizer_manager(backend, "stop_profile")
-    meta = sample.meta_info
-    rounds = int(meta.get("spec_verify_ct") or meta["completion_tokens"])
+    usage = sample.usage
+    rounds = usage.verify_rounds or usage.completion_tokens
     traces = sorted(out.rglob("*.trace.json.gz"), key=os.path.getmtime)
     with gzip.open(traces[-1]) as trace:
         events = json.load(trace)["traceEvents"]
@@ -69,7 +69,7 @@ async def profiled_request(
             name = event["name"][:NAME_CHARS]
             us[name] += event.get("dur", 0)
             calls[name] += 1
-    return us, calls, rounds, meta.get("spec_accept_length")
+    return us, calls, rounds, usage.accept_length
 
 
 async def profile_one(

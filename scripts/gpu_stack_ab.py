@@ -168,9 +168,9 @@ async def one(backend: EngineBackend, tokens: int) -> tuple[float, float | None,
         input_ids=list(range(1000, 1200)),
         sampling_params={"max_new_tokens": tokens, "temperature": 0.0, "ignore_eos": True},
     )
-    meta = sample.meta_info
-    rounds = meta.get("spec_verify_ct") or meta["completion_tokens"]
-    return sample.ended_at - sample.started_at, meta.get("spec_accept_length"), rounds
+    usage = sample.usage
+    rounds = usage.verify_rounds or usage.completion_tokens
+    return sample.ended_at - sample.started_at, usage.accept_length, rounds
 
 
 async def profile(

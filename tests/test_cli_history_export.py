@@ -14,6 +14,7 @@ import pytest
 
 from app.commands import export, history
 from app.errors import LingChatError
+from app.reply_usage import ReplyUsage
 from app.settings import load_settings
 from app.storage import ChatStore, MessageStatus
 from app.telemetry import reply_stats
@@ -261,8 +262,8 @@ def measured(db_path: Path) -> Path:
             store.add_user_message(chat.id, f"question at {prompt}")
             writer = store.start_reply(chat.id, engine_run_id=run)
             writer.append(answer="ok", reasoning="")
-            meta = {"prompt_tokens": prompt, "completion_tokens": 101, "spec_verify_ct": 25}
-            writer.finish(status, reply_stats(0.0, [0.5], meta, 0.5 + decode_s))
+            usage = ReplyUsage(completion_tokens=101, prompt_tokens=prompt, verify_rounds=25)
+            writer.finish(status, reply_stats(0.0, [0.5], usage, 0.5 + decode_s))
         store.add_user_message(chat.id, "never answered")
     return db_path
 

@@ -27,6 +27,7 @@ LAYERS = (
         "app.telemetry",
         "app.textsafe",
     ),
+    ("app.reply_usage",),
     ("app.errors",),
 )
 """Top to bottom. A part imports only from itself and from the layers below its own; the

@@ -3,13 +3,13 @@ from the answer."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.backend.engine_config import REASONING_PARSER, chat_template_kwargs
 from app.backend.protocol import ReplyDone, ReplyError, ReplyEvent, TextChunk
+from app.backend.sglang_meta import finish_type, usage_from_meta_info
 from app.backend.wire import chat_messages
 from app.chat import ChatMessage
 
@@ -69,14 +69,8 @@ async def produce_reply(
                 if reasoning or answer:
                     emit(TextChunk(answer or "", reasoning or "", tokens, now))
             if finish is not None:
-                kind = finish.get("type", "stop") if isinstance(finish, dict) else str(finish)
-                emit(ReplyDone(kind, plain_meta(meta), now))
+                emit(ReplyDone(finish_type(meta) or "stop", usage_from_meta_info(meta), now))
                 return
         emit(ReplyError("the engine ended the stream without a finish reason", time.perf_counter()))
     except Exception as exc:
         emit(ReplyError(failure(exc), time.perf_counter()))
-
-
-def plain_meta(meta: dict[str, Any]) -> dict[str, Any]:
-    """meta_info without its live references (output_ids lists, tensors)."""
-    return json.loads(json.dumps(meta, default=str))

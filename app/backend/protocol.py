@@ -7,12 +7,13 @@ dataclasses; timestamps are `time.perf_counter()` values taken when the event ar
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from app.chat import ChatMessage, Sampling
 from app.proof_report import ProofReport
+from app.reply_usage import ReplyUsage
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,17 +37,17 @@ class TextChunk:
     answer: str
     reasoning: str
     completion_tokens: int
-    """Tokens generated so far (cumulative, from SGLang's meta_info)."""
+    """Tokens generated so far (cumulative)."""
     at: float
 
 
 @dataclass(frozen=True, slots=True)
 class ReplyDone:
-    """The reply ended; `meta_info` is SGLang's final one (accept statistics live here)."""
+    """The reply ended; `usage` holds its token counts and accept statistics."""
 
     finish_reason: str
     """`stop`, `length` or `abort`."""
-    meta_info: Mapping[str, Any]
+    usage: ReplyUsage
     at: float
 
 
@@ -71,8 +72,9 @@ class TimedGeneration:
     """perf_counter() of every streamed chunk that carried new tokens, in order."""
     text: str
     """The whole generated text (not a delta)."""
-    meta_info: Mapping[str, Any]
-    """SGLang's final meta_info: completion_tokens, finish_reason, spec_verify_ct, ..."""
+    usage: ReplyUsage
+    finish_reason: str | None
+    """`stop`, `length` or `abort`; None when the stream ended without one."""
     ended_at: float
     """perf_counter() when the stream ended."""
 

@@ -9,17 +9,17 @@ Endpoint choice. Replies stream from `POST /v1/chat/completions`
   ship Ling's tokenizer and template; the chat endpoint applies the server's own template
   and splits thinking from the answer with the server's reasoning parser (`ling3` for
   Ling-3.0), giving `reasoning_content` deltas (`openai/serving_chat.py:973-1001`).
-- It loses nothing: with `return_spec_tokens_details` the final meta_info's `spec_*` keys
+- It loses nothing: with `return_spec_tokens_details` the final speculative statistics
   (present only once the request finished, `managers/tokenizer_manager.py:2753-2754`)
   come back in a last `sglext.spec_tokens_details` chunk (`serving_chat.py:2513-2516,
   2703-2764`), and `stream_options.continuous_usage_stats` puts the cumulative token count
-  on every chunk. `wire.py` maps both back to native meta_info names.
+  on every chunk. `wire.py` reads both into the reply's `ReplyUsage`.
 - It works the same on a plain SGLang server.
 
 Start-up: `GET /health` (never needs the API key, `utils/auth.py:101-105`; may run a
 one-token generation for up to 20 s, `http_server.py:218, 721-799`), then
 `GET /server_info` (`http_server.py:863-890`), then the warm-up (`warmup.py`): a short
-greedy reply whose `spec_accept_length` feeds the proof, and a sampled one. The server
+greedy reply whose accept length feeds the proof, and a sampled one. The server
 info JSON is the resolved server args with `scheduler_infos[0]` merged in at the top
 level (`utils/common.py:3584-3593`, `http_server.py:2857-2861`), so ling-chat's patched
 scheduler's `get_init_info()` evidence is read from the top-level key `"ling_chat_proof"`.
@@ -33,7 +33,6 @@ the stream with `finish_reason: "abort"` and its final statistics; if it does no
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import time
 import uuid
@@ -46,6 +45,12 @@ import httpx
 from app.backend.engine_config import DEFAULT_MIN_ACCEPT_LENGTH, DEFAULT_PROFILE, PROFILES
 from app.backend.proof import build_report
 from app.backend.protocol import BackendInfo, LoadStage, ReplyError, ReplyEvent, TextChunk
+from app.backend.remote_http import (
+    REQUEST_TIMEOUT,
+    TOKENIZE_LIMIT,
+    ServerHttp,
+    is_loopback,
+)
 from app.backend.warmup import PLAN, warm_up
 from app.backend.wire import (
     ChatStream,
@@ -70,8 +75,6 @@ from app.proof_report import ProofReport
 
 logger = logging.getLogger(__name__)
 
-REQUEST_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
-"""For /health (up to 20 s of SGLang's own check), /server_info and /abort_request."""
 STREAM_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=120.0)
 """For replies: headers arrive only after the first token (`serving_chat.py:2422-2428`),
 so `read` covers queueing plus the prefill of a long conversation."""
@@ -79,21 +82,6 @@ STOP_GRACE_S = 2.0
 """How long `stop_reply` waits for the server to end an aborted stream itself."""
 PROOF_KEY = "ling_chat_proof"
 """Where ling-chat's patched scheduler publishes its evidence in `/server_info`."""
-HEALTH_LIMIT = 64 << 10
-"""The most bytes read of a `/health` answer (SGLang's is empty) or of an error's body."""
-SERVER_INFO_LIMIT = 4 << 20
-"""The most bytes read of `/server_info` (SGLang's is about 20 KB with the proof)."""
-TOKENIZE_LIMIT = 16 << 20
-"""The most bytes read of `/v1/tokenize`, whose answer lists every token of the prompt."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Answer:
-    """A whole answer, read within its size limit."""
-
-    status: int
-    body: bytes
-    content_type: str
 
 
 @dataclass(slots=True, eq=False)
@@ -144,10 +132,10 @@ class RemoteBackend:
                 "network unencrypted (use https:// or an SSH tunnel)"
             )
             logger.warning(self.warnings[-1])
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._api_key_given = api_key is not None
         self._owns_client = client is None
-        self._client = client if client is not None else httpx.AsyncClient()
+        self._http = ServerHttp(
+            self.base_url, client if client is not None else httpx.AsyncClient(), api_key
+        )
         self._server_info: Mapping[str, Any] = {}
         self._report: ProofReport | None = None
         self._context_length: int | None = None
@@ -175,11 +163,11 @@ class RemoteBackend:
             return LoadStage(name, done, time.perf_counter() - began, detail)
 
         yield stage("connect", False, self.base_url)
-        await self._get("/health")
+        await self._http.get("/health")
         yield stage("connect", True, "; ".join(self.warnings) or "server is up")
 
         yield stage("server info", False)
-        self._server_info = server = await self._read_server_info()
+        self._server_info = server = await self._http.read_server_info()
         algorithm = server.get("speculative_algorithm") or "off"
         yield stage(
             "server info",
@@ -281,11 +269,11 @@ class RemoteBackend:
             reply.task.cancel()
             await asyncio.gather(reply.task, return_exceptions=True)
         if self._owns_client:
-            await self._client.aclose()
+            await self._http.client.aclose()
 
     async def _read_reply(self, reply: _Reply, body: Mapping[str, Any]) -> None:
         """Read the reply into `reply.events`; the last event put is a Done or an Error."""
-        stream = ChatStream(reply.rid)
+        stream = ChatStream()
         try:
             failure = await self._read_stream(reply, stream, body)
         except asyncio.CancelledError:
@@ -309,15 +297,17 @@ class RemoteBackend:
         """Put the stream's events; returns a one-line failure, or None once the body ended."""
         what = "POST /v1/chat/completions"
         try:
-            async with self._client.stream(
+            async with self._http.client.stream(
                 "POST",
-                self._url("/v1/chat/completions"),
+                self._http.url("/v1/chat/completions"),
                 json=body,
-                headers=self._headers,
+                headers=self._http.headers,
                 timeout=STREAM_TIMEOUT,
             ) as response:
                 if response.status_code != 200:
-                    return self._status_message(await self._error_answer(response, what), what)
+                    return self._http.status_message(
+                        await self._http.error_answer(response, what), what
+                    )
                 lines = SSELines()
                 async for data in response.aiter_bytes():
                     at = time.perf_counter()
@@ -331,7 +321,7 @@ class RemoteBackend:
         except BadServerAnswer as exc:
             return str(exc)
         except httpx.HTTPError as exc:
-            return self._transport_message(exc, what, STREAM_TIMEOUT)
+            return self._http.transport_message(exc, what, STREAM_TIMEOUT)
         return None
 
     async def _room(self, messages: Sequence[ChatMessage]) -> tuple[int, int] | None:
@@ -342,7 +332,7 @@ class RemoteBackend:
         """
         what = "POST /v1/tokenize"
         try:
-            answer = await self._request(
+            answer = await self._http.request(
                 "POST", "/v1/tokenize", TOKENIZE_LIMIT, tokenize_request(messages)
             )
             if answer.status != 200:
@@ -368,148 +358,13 @@ class RemoteBackend:
     async def _abort_on_server(self, rid: str) -> bool:
         """POST /abort_request; False when the server did not take it."""
         try:
-            response = await self._client.post(
-                self._url("/abort_request"),
+            response = await self._http.client.post(
+                self._http.url("/abort_request"),
                 json={"rid": rid},
-                headers=self._headers,
+                headers=self._http.headers,
                 timeout=REQUEST_TIMEOUT,
             )
         except httpx.HTTPError as exc:
             logger.warning("abort_request for %s failed: %s", rid, exc)
             return False
         return response.status_code == 200
-
-    async def _get(self, path: str, limit: int = HEALTH_LIMIT) -> _Answer:
-        answer = await self._request("GET", path, limit)
-        if answer.status != 200:
-            raise ServerError(self._status_message(answer, f"GET {path}"))
-        return answer
-
-    async def _request(
-        self, method: str, path: str, limit: int, body: Mapping[str, Any] | None = None
-    ) -> _Answer:
-        """One request's whole answer, at most `limit` bytes of it.
-
-        Raises:
-            ServerError: the request failed below HTTP.
-            BadServerAnswer: the answer is longer than `limit`.
-        """
-        what = f"{method} {path}"
-        try:
-            async with self._client.stream(
-                method, self._url(path), json=body, headers=self._headers, timeout=REQUEST_TIMEOUT
-            ) as response:
-                return _Answer(
-                    response.status_code,
-                    await self._read_body(response, limit, what),
-                    response.headers.get("content-type", "no content type").split(";")[0],
-                )
-        except httpx.HTTPError as exc:
-            raise ServerError(self._transport_message(exc, what, REQUEST_TIMEOUT)) from exc
-
-    async def _read_body(self, response: httpx.Response, limit: int, what: str) -> bytes:
-        """The body, read in pieces and refused as soon as it passes `limit` bytes."""
-        body = bytearray()
-        async for data in response.aiter_bytes():
-            body += data
-            if len(body) > limit:
-                raise BadServerAnswer(
-                    f"{self.base_url} sent more than {_size(limit)} for {what}: "
-                    "not an SGLang answer"
-                )
-        return bytes(body)
-
-    def _parse(self, answer: _Answer, what: str) -> Any:
-        """The answer's JSON; one line when it is not JSON or nests too deep."""
-        try:
-            return parse_json(answer.body, f"the answer to {what}")
-        except WireError as exc:
-            raise BadServerAnswer(f"{self.base_url} sent a broken answer: {exc}") from None
-
-    async def _read_server_info(self) -> dict[str, Any]:
-        answer = await self._get("/server_info", SERVER_INFO_LIMIT)
-        not_sglang = f"{self.base_url} is not an SGLang server: GET /server_info returned"
-        if answer.content_type != "application/json" and not answer.body.lstrip().startswith(
-            (b"{", b"[")
-        ):
-            raise ServerError(f"{not_sglang} {answer.content_type}, not JSON")
-        info = self._parse(answer, "GET /server_info")
-        if not (
-            isinstance(info, dict) and isinstance(info.get("version"), str) and "model_path" in info
-        ):
-            raise ServerError(f"{not_sglang} JSON without SGLang's 'version' and 'model_path'")
-        return info
-
-    def _url(self, path: str) -> str:
-        return f"{self.base_url}{path}"
-
-    async def _error_answer(self, response: httpx.Response, what: str) -> _Answer:
-        """A non-200 answer; a body past `HEALTH_LIMIT` is left unread (no detail)."""
-        try:
-            body = await self._read_body(response, HEALTH_LIMIT, what)
-        except BadServerAnswer:
-            body = b""
-        return _Answer(response.status_code, body, "")
-
-    def _status_message(self, answer: _Answer, what: str) -> str:
-        """One line for a non-200 answer (401/403 come from `utils/auth.py:192-204`)."""
-        code = answer.status
-        if code == 401 and self._api_key_given:
-            return f"{self.base_url} rejected the API key (HTTP 401 on {what}): check the key"
-        if code == 401:
-            return f"{self.base_url} requires an API key (HTTP 401 on {what}): pass one"
-        if code == 403:
-            return f"{self.base_url} refused the API key (HTTP 403 on {what}): wrong key?"
-        if code == 404:
-            return f"{self.base_url} is not an SGLang server ({what}: HTTP 404)"
-        if code == 503 and what == "GET /health":
-            return f"{self.base_url} is not ready (HTTP 503 on {what}): still loading or unhealthy"
-        return f"{what} to {self.base_url} failed: HTTP {code}{_error_detail(answer.body)}"
-
-    def _transport_message(self, exc: httpx.HTTPError, what: str, timeout: httpx.Timeout) -> str:
-        """One line for a failure below HTTP: refused, timed out, cut off."""
-        if isinstance(exc, httpx.ConnectTimeout):
-            return f"timed out connecting to {self.base_url} after {timeout.connect:g} s ({what})"
-        if isinstance(exc, httpx.ReadTimeout):
-            return (
-                f"{self.base_url} sent nothing for {timeout.read:g} s ({what}): "
-                "the server is stuck or overloaded"
-            )
-        if isinstance(exc, httpx.ConnectError):
-            reason = _one_line(str(exc)) or "connection failed"
-            return f"cannot connect to {self.base_url} ({what}): {reason}"
-        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
-            return f"{self.base_url} closed the connection ({what}): the server may have died"
-        return f"{what} to {self.base_url} failed: {type(exc).__name__}: {_one_line(str(exc))}"
-
-
-def is_loopback(host: str) -> bool:
-    """True for localhost, 127.0.0.0/8 and ::1."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _error_detail(text: bytes) -> str:
-    """`: message` from an SGLang error body (`serving_base.py:205-221`), else ''."""
-    try:
-        body = parse_json(text, "an error")
-    except WireError:
-        return ""
-    message = (body.get("message") or body.get("error")) if isinstance(body, dict) else None
-    if isinstance(message, dict):
-        message = message.get("message")
-    return f": {_one_line(str(message))}" if message else ""
-
-
-def _size(limit: int) -> str:
-    """A byte limit for people: 64 KiB, 4 MiB."""
-    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB"
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"

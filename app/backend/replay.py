@@ -13,10 +13,11 @@ A trace is one JSON file (schema `TRACE_FORMAT`, version `TRACE_VERSION`):
                               "completion_tokens": 3},
                              ...,
                              {"type": "done", "t": 4.2, "finish_reason": "stop",
-                              "meta_info": {...}}]}]}
+                              "usage": {...ReplyUsage.to_dict()...}}]}]}
 
 `t` is seconds since the request was sent; the last event of a reply is a `done` or an
-`error` (`{"type": "error", "t": ..., "message": ...}`).
+`error` (`{"type": "error", "t": ..., "message": ...}`). Older traces hold SGLang's final
+`meta_info` in a `done` event instead of `usage`; it is read into the same record.
 """
 
 from __future__ import annotations
@@ -39,11 +40,13 @@ from app.backend.protocol import (
     ReplyEvent,
     TextChunk,
 )
+from app.backend.sglang_meta import usage_from_meta_info
 from app.backend.wire import chat_messages
 from app.chat import ChatMessage, Sampling
 from app.errors import BackendError, ExportError
 from app.files import private_dir, write_atomic
 from app.proof_report import ProofReport
+from app.reply_usage import ReplyUsage
 
 TRACE_FORMAT: Final = "ling-chat-trace"
 TRACE_VERSION: Final = 1
@@ -86,7 +89,7 @@ def event_to_dict(event: ReplyEvent, started_at: float) -> dict[str, Any]:
             "type": "done",
             "t": t,
             "finish_reason": event.finish_reason,
-            "meta_info": dict(event.meta_info),
+            "usage": event.usage.to_dict(),
         }
     return {"type": "error", "t": t, "message": event.message}
 
@@ -102,7 +105,12 @@ def event_from_dict(data: Mapping[str, Any], at: float) -> ReplyEvent:
             at=at,
         )
     if kind == "done":
-        return ReplyDone(finish_reason=data["finish_reason"], meta_info=data["meta_info"], at=at)
+        usage = (
+            ReplyUsage.from_dict(data["usage"])
+            if "usage" in data
+            else usage_from_meta_info(data["meta_info"])
+        )
+        return ReplyDone(finish_reason=data["finish_reason"], usage=usage, at=at)
     if kind == "error":
         return ReplyError(message=data["message"], at=at)
     raise ValueError(f"unknown event type {kind!r}")
@@ -205,16 +213,16 @@ class ReplayBackend:
         reply = self._trace["replies"][self._next_reply % self.reply_count]
         self._next_reply += 1
         self._abort.clear()
-        final = reply["events"][-1] if reply["events"] else {}
-        prompt_tokens = final.get("meta_info", {}).get("prompt_tokens", 0)
+        final = event_from_dict(reply["events"][-1], started) if reply["events"] else None
+        prompt_tokens = final.usage.prompt_tokens if isinstance(final, ReplyDone) else 0
         completion_tokens = 0
         for data in reply["events"]:
             delay = started + data["t"] / self._speed - self._clock()
             if delay > 0:
                 await self._wait_or_abort(delay)
             if self._abort.is_set():
-                meta = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
-                yield ReplyDone("abort", meta, at=self._clock())
+                usage = ReplyUsage(completion_tokens=completion_tokens, prompt_tokens=prompt_tokens)
+                yield ReplyDone("abort", usage, at=self._clock())
                 return
             event = event_from_dict(data, self._clock())
             if isinstance(event, TextChunk):

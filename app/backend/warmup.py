@@ -34,6 +34,5 @@ async def warm_up(backend: ChatBackend, error: type[BackendError]) -> float | No
             if isinstance(event, ReplyError):
                 raise error(f"the {kind} warm-up reply failed: {event.message}")
             if isinstance(event, ReplyDone) and sampling is WARMUP_SAMPLING:
-                value = event.meta_info.get("spec_accept_length")
-                accept = float(value) if isinstance(value, int | float) else None
+                accept = event.usage.accept_length
     return accept

@@ -32,20 +32,10 @@ from typing import Any
 
 from app.backend.protocol import ReplyDone, ReplyError, ReplyEvent, TextChunk
 from app.chat import ChatMessage, Sampling
+from app.reply_usage import ReplyUsage
 
 _FINISH_REASONS = {"stop": "stop", "length": "length", "abort": "abort", "tool_calls": "stop"}
 """Chat finish reasons (`protocol.py:1373-1377`) as the protocol's three; others read as stop."""
-
-_CONDITIONAL_SPEC_KEYS = frozenset(
-    {
-        "spec_cap_length",
-        "spec_block_accept_length",
-        "spec_correct_drafts_histogram",
-        "spec_cap_lens_histogram",
-    }
-)
-"""Keys native meta_info carries only when set (`managers/tokenizer_manager.py:3176-3209`);
-`SpecTokensDetails` (`protocol.py:456-467`) fills them with 0 or [] instead."""
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -176,11 +166,11 @@ def chat_request(
 class ChatStream:
     """The state of one streamed reply: feed it SSE lines, get `ReplyEvent`s back."""
 
-    rid: str
     completion_tokens: int = 0
     ended: bool = False
     """True once `[DONE]` or an error event arrived: read no further."""
-    _finish: dict[str, Any] | None = None
+    _finish: str | None = None
+    """The chat finish reason, once a choice carried one."""
     _usage: dict[str, Any] = field(default_factory=dict)
     _spec: dict[str, Any] = field(default_factory=dict)
 
@@ -207,28 +197,35 @@ class ChatStream:
 
     def aborted(self, at: float) -> ReplyDone:
         """The end of a reply the client stopped before the server finished it."""
-        self._finish = {"type": "abort"}
-        return ReplyDone("abort", self.meta_info(), at)
+        self._finish = "abort"
+        return ReplyDone("abort", self.usage(), at)
 
-    def meta_info(self) -> dict[str, Any]:
-        """What arrived so far, under SGLang's native meta_info names."""
-        meta: dict[str, Any] = {"id": self.rid, "completion_tokens": self.completion_tokens}
-        if self._finish is not None:
-            meta["finish_reason"] = dict(self._finish)
-        for key in ("prompt_tokens", "reasoning_tokens"):
-            if isinstance(self._usage.get(key), int):
-                meta[key] = self._usage[key]
+    def usage(self) -> ReplyUsage:
+        """What arrived so far: the `usage` and `sglext.spec_tokens_details` chunks."""
         details = self._usage.get("prompt_tokens_details")
-        if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
-            meta["cached_tokens"] = details["cached_tokens"]
-        meta.update(self._spec)
-        return meta
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
+        histogram = self._spec.get("spec_correct_drafts_histogram")
+        return ReplyUsage(
+            completion_tokens=self.completion_tokens,
+            prompt_tokens=_count(self._usage, "prompt_tokens"),
+            cached_tokens=cached if isinstance(cached, int) else None,
+            verify_rounds=_count(self._spec, "spec_verify_ct"),
+            correct_drafts=_count(self._spec, "spec_num_correct_drafts"),
+            proposed_drafts=_count(self._spec, "spec_num_proposed_drafts"),
+            accept_histogram=(
+                tuple(histogram)
+                if isinstance(histogram, list)
+                and histogram
+                and all(isinstance(n, int) for n in histogram)
+                else None
+            ),
+        )
 
     def _done(self, at: float) -> ReplyEvent:
         self.ended = True
         if self._finish is None:
             return ReplyError("the reply stream ended without a finish reason", at)
-        return ReplyDone(_FINISH_REASONS.get(self._finish["type"], "stop"), self.meta_info(), at)
+        return ReplyDone(_FINISH_REASONS.get(self._finish, "stop"), self.usage(), at)
 
     def _chunk(self, chunk: Mapping[str, Any], at: float) -> list[ReplyEvent]:
         error = chunk.get("error")
@@ -243,11 +240,7 @@ class ChatStream:
                 self.completion_tokens = usage["completion_tokens"]
         sglext = chunk.get("sglext")
         if isinstance(sglext, dict) and isinstance(sglext.get("spec_tokens_details"), dict):
-            self._spec = {
-                key: value
-                for key, value in sglext["spec_tokens_details"].items()
-                if key.startswith("spec_") and (value or key not in _CONDITIONAL_SPEC_KEYS)
-            }
+            self._spec = sglext["spec_tokens_details"]
         choices = chunk.get("choices", [])
         if not isinstance(choices, list):
             raise WireError(f"'choices' is not a list: {choices!r:.80}")
@@ -261,7 +254,11 @@ class ChatStream:
             if reasoning or answer:
                 events.append(TextChunk(str(answer), str(reasoning), self.completion_tokens, at))
             if choice.get("finish_reason"):
-                self._finish = {"type": choice["finish_reason"]}
-                if choice.get("matched_stop") is not None:
-                    self._finish["matched"] = choice["matched_stop"]
+                self._finish = str(choice["finish_reason"])
         return events
+
+
+def _count(source: Mapping[str, Any], key: str) -> int:
+    """An integer count from a usage or spec-details chunk; 0 when absent or not an integer."""
+    value = source.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

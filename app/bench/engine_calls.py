@@ -6,8 +6,8 @@ import time
 from typing import Any
 
 from app.backend.engine import EngineBackend
-from app.backend.engine_reply import plain_meta
 from app.backend.protocol import TimedGeneration
+from app.backend.sglang_meta import chunk_ending, chunk_tokens
 
 
 async def generate(
@@ -34,11 +34,13 @@ async def generate(
         )
         async for chunk in stream:
             now = time.perf_counter()
-            if (count := chunk.get("meta_info", {}).get("completion_tokens", 0)) > tokens:
+            if (count := chunk_tokens(chunk)) > tokens:
                 tokens = count
                 arrivals.append(now)
-        meta = plain_meta(chunk.get("meta_info", {}))
-        return TimedGeneration(started, arrivals, chunk.get("text", ""), meta, time.perf_counter())
+        usage, finish = chunk_ending(chunk)
+        return TimedGeneration(
+            started, arrivals, chunk.get("text", ""), usage, finish, time.perf_counter()
+        )
 
     return await backend.on_engine(run)
 

@@ -54,11 +54,3 @@ class BenchEngine(Protocol):
 
 EngineFactory = Callable[[str], Awaitable[BenchEngine]]
 """Profile name -> a started, proven engine for that profile."""
-
-
-def finish_reason(meta_info: Mapping[str, Any]) -> str | None:
-    """`stop`, `length` or `abort` from SGLang's meta_info (a dict there, a str in replays)."""
-    reason = meta_info.get("finish_reason")
-    if isinstance(reason, Mapping):
-        reason = reason.get("type")
-    return str(reason) if reason is not None else None

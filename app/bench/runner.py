@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from app.bench.gsm8k import answers_match, extract_answer
-from app.bench.protocol import BenchEngine, EngineFactory, finish_reason
+from app.bench.protocol import BenchEngine, EngineFactory
 from app.bench.results import (
     ProfileResult,
     RequestRecord,
@@ -195,8 +195,8 @@ async def _send(
     return RequestRecord(
         rep=rep,
         index=index,
-        stats=reply_stats(sample.started_at, sample.arrivals, sample.meta_info, sample.ended_at),
-        finish_reason=finish_reason(sample.meta_info),
+        stats=reply_stats(sample.started_at, sample.arrivals, sample.usage, sample.ended_at),
+        finish_reason=sample.finish_reason,
         expected=request.expected,
         extracted=extracted,
         correct=(

@@ -13,8 +13,6 @@ from app.telemetry.health import (
 )
 from app.telemetry.metrics import (
     ReplyStats,
-    accept_length,
-    accept_rate,
     decode_tokens_per_second,
     reply_stats,
     speed_parts,
@@ -68,8 +66,6 @@ __all__ = [
     "SpecHealth",
     "StepBytes",
     "WeightFormat",
-    "accept_length",
-    "accept_rate",
     "achieved_gbps",
     "check_collapse",
     "check_live_collapse",

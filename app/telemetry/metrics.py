@@ -1,12 +1,11 @@
-"""Pure functions from token arrival times and SGLang's final meta_info to reply metrics.
+"""Pure functions from token arrival times and a reply's usage record to reply metrics.
 
 Definitions (the README's glossary repeats them):
 - TTFT: first text arrival minus request start.
 - TPOT: (latency - TTFT) / (completion_tokens - 1); the first token is prefill's.
 - decode tokens/s: 1 / TPOT.
-- accept length: completion_tokens / spec_verify_ct (SGLang's own convention: it counts
-  the bonus token and the prefill token, so it slightly overstates very short replies).
-- accept rate: spec_num_correct_drafts / spec_num_proposed_drafts.
+- accept length: completion_tokens / verify rounds (`ReplyUsage.accept_length`).
+- accept rate: correct drafts / proposed drafts (`ReplyUsage.accept_rate`).
 """
 
 from __future__ import annotations
@@ -14,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+from app.reply_usage import ReplyUsage
 
 
 def time_per_output_token(latency_s: float, ttft_s: float, completion_tokens: int) -> float | None:
@@ -35,20 +36,6 @@ def decode_tokens_per_second(tpot_s: float | None) -> float | None:
     if tpot_s is None or tpot_s <= 0:
         return None
     return 1.0 / tpot_s
-
-
-def accept_length(completion_tokens: int, verify_ct: int) -> float | None:
-    """Tokens per verify round, or None without speculative decoding."""
-    if verify_ct <= 0:
-        return None
-    return completion_tokens / verify_ct
-
-
-def accept_rate(correct_drafts: int, proposed_drafts: int) -> float | None:
-    """Share of drafted tokens the target accepted."""
-    if proposed_drafts <= 0:
-        return None
-    return correct_drafts / proposed_drafts
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,41 +85,32 @@ _STATS_FIELDS = {f.name for f in fields(ReplyStats)}
 
 
 def reply_stats(
-    started_at: float, arrivals: Sequence[float], meta_info: Mapping[str, Any], ended_at: float
+    started_at: float, arrivals: Sequence[float], usage: ReplyUsage, ended_at: float
 ) -> ReplyStats:
-    """Measure a reply from the request start, text arrival times and the final meta_info.
+    """Measure a reply from the request start, text arrival times and its usage.
 
     Args:
         started_at: perf_counter() when the request was sent.
         arrivals: perf_counter() of each text chunk, in order.
-        meta_info: SGLang's last meta_info (spec_* keys only appear there).
+        usage: the reply's usage, as its backend reported it when the reply ended.
         ended_at: perf_counter() when the reply ended.
     """
-    completion = int(meta_info.get("completion_tokens") or 0)
+    completion = usage.completion_tokens
     ttft = arrivals[0] - started_at if arrivals else None
     latency = ended_at - started_at
     tpot = time_per_output_token(latency, ttft, completion) if ttft is not None else None
-    verify_ct = int(meta_info.get("spec_verify_ct") or 0)
-    histogram = meta_info.get("spec_correct_drafts_histogram")
     return ReplyStats(
-        prompt_tokens=int(meta_info.get("prompt_tokens") or 0),
+        prompt_tokens=usage.prompt_tokens,
         completion_tokens=completion,
         ttft_s=ttft,
         latency_s=latency,
         tpot_s=tpot,
         decode_tps=decode_tokens_per_second(tpot),
-        accept_length=accept_length(completion, verify_ct),
-        accept_rate=accept_rate(
-            int(meta_info.get("spec_num_correct_drafts") or 0),
-            int(meta_info.get("spec_num_proposed_drafts") or 0),
-        ),
-        verify_ct=verify_ct or None,
-        accept_histogram=tuple(int(n) for n in histogram) if histogram else None,
-        extra=(
-            {"cached_tokens": int(meta_info["cached_tokens"])}
-            if meta_info.get("cached_tokens") is not None
-            else {}
-        ),
+        accept_length=usage.accept_length,
+        accept_rate=usage.accept_rate,
+        verify_ct=usage.verify_rounds or None,
+        accept_histogram=usage.accept_histogram,
+        extra={"cached_tokens": usage.cached_tokens} if usage.cached_tokens is not None else {},
     )
 
 

@@ -8,12 +8,12 @@ drawn yet on its own, paced schedule.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from app.backend.protocol import ReplyDone, ReplyError, ReplyEvent, TextChunk
 from app.chat import ChatMessage, Role, Sampling
+from app.reply_usage import ReplyUsage
 from app.storage import MessageStatus, ReplyWriter, StoredMessage
 from app.telemetry import ReplyStats, reply_stats
 from app.telemetry.windows import LiveRate, LiveSnapshot
@@ -52,7 +52,7 @@ class ReplyRun:
         self.bug: str | None = None
         """A bug that ended the reply (`Type: message`): shown and logged, never stored."""
         self.stop_requested = False
-        self._ending: tuple[MessageStatus, Mapping[str, Any], float, str | None] | None = None
+        self._ending: tuple[MessageStatus, ReplyUsage | None, float, str | None] | None = None
         """The last ending tried, kept for `close` to retry when it could not be stored."""
 
     @property
@@ -103,14 +103,14 @@ class ReplyRun:
             status = (
                 MessageStatus.STOPPED if event.finish_reason == "abort" else MessageStatus.COMPLETE
             )
-            self._finish(status, event.meta_info, event.at)
+            self._finish(status, event.usage, event.at)
         elif isinstance(event, ReplyError):
-            self._finish(MessageStatus.ERROR, {}, event.at, event.message)
+            self._finish(MessageStatus.ERROR, None, event.at, event.message)
 
     def fail(self, message: str) -> None:
         """End the reply with an error raised outside the event stream."""
         if not self.finished:
-            self._finish(MessageStatus.ERROR, {}, self._clock(), message)
+            self._finish(MessageStatus.ERROR, None, self._clock(), message)
 
     def close(self, *, wait: bool = True) -> None:
         """Store what arrived, as stopped if the stream ended without a final event.
@@ -122,7 +122,7 @@ class ReplyRun:
             StorageError: the reply still cannot be stored (it stays unfinished).
         """
         if not self.finished:
-            ending = self._ending or (MessageStatus.STOPPED, {}, self._clock(), None)
+            ending = self._ending or (MessageStatus.STOPPED, None, self._clock(), None)
             self._finish(*ending, wait=wait)
 
     def flush(self) -> None:
@@ -140,7 +140,7 @@ class ReplyRun:
     def _finish(
         self,
         status: MessageStatus,
-        meta_info: Mapping[str, Any],
+        usage: ReplyUsage | None,
         ended_at: float,
         error: str | None = None,
         *,
@@ -148,11 +148,12 @@ class ReplyRun:
     ) -> None:
         """Store the ending, then mark the run finished.
 
-        On StorageError the run stays unfinished and `close` retries this same ending.
+        `usage` None (no final report): the tokens counted as they arrived. On StorageError
+        the run stays unfinished and `close` retries this same ending.
         """
-        self._ending = (status, meta_info, ended_at, error)
-        meta = {"completion_tokens": self.live.tokens, **meta_info}
-        stats = reply_stats(self.started_at, self.arrivals, meta, ended_at)
+        self._ending = (status, usage, ended_at, error)
+        usage = usage or ReplyUsage(completion_tokens=self.live.tokens)
+        stats = reply_stats(self.started_at, self.arrivals, usage, ended_at)
         self._writer.finish(status, stats, error, wait=wait)
         self.status, self.stats, self.error = status, stats, error
 

@@ -97,7 +97,7 @@ class SGLangEngineDouble:
                 last = i == len(self.pieces)
                 meta = {"completion_tokens": i, "finish_reason": self.finish if last else None}
                 if last and self.finish:
-                    meta.update(spec_accept_length=3.0, spec_verify_ct=2)
+                    meta.update(spec_accept_length=3.0, spec_verify_ct=1)
                 yield {"text": text, "meta_info": meta}
 
         return chunks()
@@ -130,7 +130,7 @@ async def test_chunks_arrive_in_order_with_reasoning_apart(parser_double, tmp_pa
     assert [c.completion_tokens for c in chunks] == [1, 2, 3]
     done = events[-1]
     assert isinstance(done, ReplyDone) and done.finish_reason == "stop"
-    assert done.meta_info["spec_accept_length"] == 3.0
+    assert done.usage.accept_length == 3.0
     assert engine.prompts == ["<system>be brief<user>hi<assistant>"]
 
 

@@ -31,6 +31,7 @@ from app.backend.wire import ChatStream, SSELines, WireError
 from app.chat import ChatMessage, Role, Sampling
 from app.errors import BackendError, ConfigError, ProofFailed, ServerError
 from app.proof_report import ProofLine, ProofReport, Verdict
+from app.reply_usage import ReplyUsage
 from app.telemetry.metrics import reply_stats
 
 URL = "http://127.0.0.1:30000"
@@ -526,22 +527,18 @@ async def test_reply_streams_reasoning_then_answer_and_ends_with_spec_stats(
         ("", ", 3", 12),
     ]
     assert chunks == sorted(chunks, key=lambda c: c.at) and done.at >= chunks[-1].at
-    body = server.chat_bodies()[-1]
     assert isinstance(done, ReplyDone) and done.finish_reason == "stop"
-    assert done.meta_info == {
-        "id": body["rid"],
-        "finish_reason": {"type": "stop", "matched": 154},
-        "prompt_tokens": 17,
-        "completion_tokens": 42,
-        "reasoning_tokens": 12,
-        "spec_accept_rate": 0.6,
-        "spec_accept_length": 2.8,
-        "spec_num_correct_drafts": 27,
-        "spec_num_proposed_drafts": 45,
-        "spec_verify_ct": 15,
-        "spec_correct_drafts_histogram": [1, 5, 5, 4],
-    }
-    stats = reply_stats(0.0, [c.at for c in chunks], done.meta_info, done.at)
+    assert done.usage == ReplyUsage(
+        completion_tokens=42,
+        prompt_tokens=17,
+        verify_rounds=15,
+        correct_drafts=27,
+        proposed_drafts=45,
+        accept_histogram=(1, 5, 5, 4),
+    )
+    assert done.usage.accept_length == pytest.approx(SPEC["spec_accept_length"])
+    assert done.usage.accept_rate == pytest.approx(SPEC["spec_accept_rate"])
+    stats = reply_stats(0.0, [c.at for c in chunks], done.usage, done.at)
     assert stats.accept_length == pytest.approx(2.8)
     assert stats.accept_histogram == (1, 5, 5, 4)
 
@@ -602,7 +599,7 @@ async def test_stop_mid_reply_aborts_on_the_server_and_keeps_the_partial_reply(
     done = events[-1]
     assert len(events) == 3 and isinstance(done, ReplyDone)
     assert done.finish_reason == "abort"
-    assert (done.meta_info["completion_tokens"], done.meta_info["spec_verify_ct"]) == (42, 3)
+    assert (done.usage.completion_tokens, done.usage.verify_rounds) == (42, 3)
     assert server.aborted == [server.chat_bodies()[0]["rid"]]
 
 
@@ -624,8 +621,8 @@ async def test_stop_closes_the_stream_when_the_server_does_not_end_it(
     done = events[-1]
     assert len(events) == 3 and isinstance(done, ReplyDone)
     assert done.finish_reason == "abort"
-    assert done.meta_info["completion_tokens"] == 6
-    assert "spec_verify_ct" not in done.meta_info
+    assert done.usage.completion_tokens == 6
+    assert done.usage.verify_rounds == 0 and done.usage.accept_length is None
 
 
 async def test_stream_cut_off_after_an_abort_still_ends_as_aborted(
@@ -814,16 +811,16 @@ async def test_shutdown_ends_a_reply_in_flight_as_aborted(
 
 
 def test_event_names_comments_and_blank_lines_are_skipped() -> None:
-    stream = ChatStream("rid-1")
+    stream = ChatStream()
 
     assert stream.feed("event: sglext_ids", 1.0) == []
     assert stream.feed(": keep-alive", 1.0) == []
     assert stream.feed("", 1.0) == []
 
 
-def test_tool_call_finish_reads_as_stop_and_set_conditional_spec_keys_stay() -> None:
-    stream = ChatStream("rid-1")
-    spec = {**SPEC, "spec_cap_length": 1.5}
+def test_tool_call_finish_reads_as_stop_and_an_empty_histogram_reads_as_none() -> None:
+    stream = ChatStream()
+    spec = {**SPEC, "spec_correct_drafts_histogram": []}
     data = sse(
         chunk("rid-1", {"content": "x"}),
         chunk("rid-1", {}, finish="tool_calls"),
@@ -834,13 +831,12 @@ def test_tool_call_finish_reads_as_stop_and_set_conditional_spec_keys_stay() -> 
     *_, done = [e for line in SSELines().feed(data) for e in stream.feed(line, 1.0)]
 
     assert isinstance(done, ReplyDone) and done.finish_reason == "stop"
-    assert done.meta_info["spec_cap_length"] == 1.5
-    assert "spec_cap_lens_histogram" not in done.meta_info
+    assert done.usage.accept_histogram is None and done.usage.verify_rounds == 15
 
 
 def test_a_data_field_without_colon_is_rejected() -> None:
     with pytest.raises(WireError, match="not an event-stream line"):
-        ChatStream("rid-1").feed("data", 1.0)
+        ChatStream().feed("data", 1.0)
 
 
 TEXT = st.text(st.characters(codec="utf-8"), min_size=1) | st.sampled_from(
@@ -858,7 +854,7 @@ def test_any_text_survives_the_wire_however_the_bytes_arrive(
 ) -> None:
     data = sse(*reply_chunks("rid-1", reasoning, answer), "[DONE]")
     bounds = sorted({0, len(data), *(cut % (len(data) + 1) for cut in cuts)})
-    lines, stream = SSELines(), ChatStream("rid-1")
+    lines, stream = SSELines(), ChatStream()
 
     events = [
         event

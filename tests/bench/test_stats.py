@@ -30,8 +30,8 @@ def test_percentile_interpolates_linearly(values: list[float], q: float, expecte
 
 def _record(rep: int | None, **kwargs: Any) -> RequestRecord:
     s = sample(**kwargs)
-    stats = reply_stats(s.started_at, s.arrivals, s.meta_info, s.ended_at)
-    finish = s.meta_info["finish_reason"]["type"]
+    stats = reply_stats(s.started_at, s.arrivals, s.usage, s.ended_at)
+    finish = s.finish_reason
     return RequestRecord(rep=rep, index=0, stats=stats, finish_reason=finish)
 
 

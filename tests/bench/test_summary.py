@@ -26,7 +26,7 @@ def _record(
     return RequestRecord(
         rep=rep,
         index=index,
-        stats=reply_stats(s.started_at, s.arrivals, s.meta_info, s.ended_at),
+        stats=reply_stats(s.started_at, s.arrivals, s.usage, s.ended_at),
         finish_reason=finish,
         expected=None if correct is None else "7",
         extracted=extracted if correct is not None else None,

@@ -63,7 +63,7 @@ async def test_dspark_passes_every_line_and_streams_a_reply(tmp_path, monkeypatc
         ]
         done = events[-1]
         text = "".join(e.answer for e in events if isinstance(e, TextChunk))
-        print(f"reply {text!r}; meta {getattr(done, 'meta_info', None)}")
+        print(f"reply {text!r}; meta {getattr(done, 'usage', None)}")
         # The target decides every token: the draft only changes how many a round commits.
         assert isinstance(done, ReplyDone) and done.finish_reason == "stop"
         assert text.strip() == models.expected_reply()[1].strip()

@@ -90,8 +90,8 @@ async def test_stack_passes_every_line_and_streams_a_reply(tmp_path, monkeypatch
         assert reasoning.strip() == want_reasoning.strip()
         assert answer.strip() == want_answer.strip()
         assert done is not None and done.finish_reason == "stop"
-        accept = done.meta_info["spec_accept_length"]
-        tokens = done.meta_info["completion_tokens"]
+        accept = done.usage.accept_length
+        tokens = done.usage.completion_tokens
         seconds = done.at - chunks[0].at
         print(
             f"reply: {tokens} tokens in {len(chunks)} chunks, accept length {accept:.2f}, "
@@ -105,7 +105,7 @@ async def test_stack_passes_every_line_and_streams_a_reply(tmp_path, monkeypatch
         last = sampled[-1]
         text = "".join(e.answer for e in sampled if isinstance(e, TextChunk))
         assert isinstance(last, ReplyDone) and last.finish_reason == "stop"
-        sampled_accept = last.meta_info["spec_accept_length"]
+        sampled_accept = last.usage.accept_length
         print(f"sampled reply: {len(text)} characters, accept length {sampled_accept:.2f}")
         assert text.strip() == want_answer.strip()
         assert sampled_accept >= 3.5

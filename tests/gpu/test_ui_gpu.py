@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("sglang", reason="needs SGLang")
 from app.backend.replay import RecordingBackend, ReplayBackend  # noqa: E402
+from app.reply_usage import ReplyUsage  # noqa: E402
 from tests.gpu.app_chat import chat_through_app  # noqa: E402
 from tests.gpu.test_engine_gpu import make_backend  # noqa: E402
 
@@ -27,7 +28,7 @@ def tokens_per_chunk(trace: dict) -> list[tuple[float, float]]:
     for reply in trace["replies"]:
         counts = [e["completion_tokens"] for e in reply["events"] if e["type"] == "chunk"]
         steps = [b - a for a, b in zip(counts, counts[1:], strict=False) if b > a]
-        accept = reply["events"][-1]["meta_info"].get("spec_accept_length")
+        accept = ReplyUsage.from_dict(reply["events"][-1]["usage"]).accept_length
         rows.append((sum(steps) / len(steps) if steps else 0.0, accept))
     return rows
 

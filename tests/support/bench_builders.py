@@ -65,7 +65,7 @@ def profile(
     record = RequestRecord(
         rep=0,
         index=0,
-        stats=reply_stats(s.started_at, s.arrivals, s.meta_info, s.ended_at),
+        stats=reply_stats(s.started_at, s.arrivals, s.usage, s.ended_at),
         finish_reason="length",
     )
     result = WorkloadResult(workload, summary(decode_tps, **overrides), (record,), roofline)

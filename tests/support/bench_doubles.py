@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.bench.protocol import BenchSample
+from app.reply_usage import ReplyUsage
 
 
 def sample(
@@ -20,16 +21,17 @@ def sample(
     prompt_tokens: int = 4,
 ) -> BenchSample:
     """A reply that started at 0, first token at `ttft`, then one token every `tpot`."""
-    meta: dict[str, Any] = {
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": tokens,
-        "finish_reason": {"type": finish},
-    }
-    if verify_ct is not None:
-        meta["spec_verify_ct"] = verify_ct
+    usage = ReplyUsage(
+        completion_tokens=tokens, prompt_tokens=prompt_tokens, verify_rounds=verify_ct or 0
+    )
     end = ttft + tpot * (tokens - 1)
     return BenchSample(
-        started_at=0.0, arrivals=[ttft, end], text=text, meta_info=meta, ended_at=end
+        started_at=0.0,
+        arrivals=[ttft, end],
+        text=text,
+        usage=usage,
+        finish_reason=finish,
+        ended_at=end,
     )
 
 

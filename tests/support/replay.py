@@ -25,7 +25,7 @@ async def record(
     inner = ScriptedBackendDouble(clock=clock)
     inner.enqueue(
         answer_reply("Hi", " there", reasoning=["greeting"], step_s=step_s),
-        answer_reply("Bye", step_s=step_s, meta_info={"spec_verify_ct": 1}),
+        answer_reply("Bye", step_s=step_s, usage={"verify_rounds": 1}),
     )
     recorder = RecordingBackend(inner, path, clock=clock)
     assert [stage async for stage in recorder.start()] == list(inner.stages)

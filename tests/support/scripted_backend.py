@@ -22,6 +22,7 @@ from app.backend.protocol import (
 from app.chat import ChatMessage, Sampling
 from app.errors import BackendError
 from app.proof_report import ProofLine, ProofReport, Verdict
+from app.reply_usage import ReplyUsage
 from tests.support.clock import FakeClock
 
 
@@ -88,8 +89,8 @@ class ScriptedReply:
 
     chunks: list[tuple[str, str]]
     tokens_per_chunk: int = 3
-    meta_info: dict[str, Any] = field(default_factory=dict)
-    """Extra final meta_info (e.g. spec_verify_ct)."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    """Fields of the final `ReplyUsage` past the token counts (e.g. verify_rounds)."""
     finish_reason: str = "stop"
     error: str | None = None
     """End with this ReplyError instead of a ReplyDone."""
@@ -173,9 +174,8 @@ class ScriptedBackendDouble:
             if reply.hold_after is not None and index == reply.hold_after:
                 await self._held()
             if self._stop.is_set():
-                yield ReplyDone(
-                    "abort", {"prompt_tokens": 10, "completion_tokens": tokens}, self.clock()
-                )
+                usage = ReplyUsage(completion_tokens=tokens, prompt_tokens=10)
+                yield ReplyDone("abort", usage, self.clock())
                 return
             await self._tick(reply.step_s)
             tokens += reply.tokens_per_chunk
@@ -189,8 +189,8 @@ class ScriptedBackendDouble:
         if reply.error is not None:
             yield ReplyError(reply.error, self.clock())
             return
-        meta = {"prompt_tokens": 10, "completion_tokens": tokens, **reply.meta_info}
-        yield ReplyDone(reply.finish_reason, meta, self.clock())
+        usage = ReplyUsage(**{"prompt_tokens": 10, "completion_tokens": tokens, **reply.usage})
+        yield ReplyDone(reply.finish_reason, usage, self.clock())
 
     async def _tick(self, seconds: float) -> None:
         """Let time pass: the fake clock jumps, a real one is waited for."""

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from app.reply_usage import ReplyUsage
 from app.telemetry import ReplyStats, reply_stats
 from app.telemetry.context import by_context
 
 
 def _reply(prompt_tokens: int, decode_s: float, completion: int = 101) -> ReplyStats:
-    meta = {"prompt_tokens": prompt_tokens, "completion_tokens": completion, "spec_verify_ct": 25}
-    return reply_stats(0.0, [0.5], meta, 0.5 + decode_s)
+    usage = ReplyUsage(completion_tokens=completion, prompt_tokens=prompt_tokens, verify_rounds=25)
+    return reply_stats(0.0, [0.5], usage, 0.5 + decode_s)
 
 
 def test_replies_fall_into_doubling_context_buckets_with_their_edges() -> None:

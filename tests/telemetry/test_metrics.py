@@ -6,10 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.reply_usage import ReplyUsage
 from app.telemetry import (
     ReplyStats,
-    accept_length,
-    accept_rate,
     decode_tokens_per_second,
     reply_stats,
     time_per_output_token,
@@ -20,16 +19,16 @@ FAST = settings(max_examples=60, deadline=None)
 
 def test_reply_stats_hand_computed() -> None:
     arrivals = [0.5 + 0.1 * i for i in range(21)]
-    meta = {
-        "prompt_tokens": 12,
-        "completion_tokens": 21,
-        "spec_verify_ct": 7,
-        "spec_num_correct_drafts": 14,
-        "spec_num_proposed_drafts": 21,
-        "spec_correct_drafts_histogram": [1, 2, 3, 1],
-        "cached_tokens": 8,
-    }
-    stats = reply_stats(0.0, arrivals, meta, 2.5)
+    usage = ReplyUsage(
+        completion_tokens=21,
+        prompt_tokens=12,
+        cached_tokens=8,
+        verify_rounds=7,
+        correct_drafts=14,
+        proposed_drafts=21,
+        accept_histogram=(1, 2, 3, 1),
+    )
+    stats = reply_stats(0.0, arrivals, usage, 2.5)
     assert stats.prompt_tokens == 12
     assert stats.completion_tokens == 21
     assert stats.ttft_s == pytest.approx(0.5)
@@ -44,7 +43,7 @@ def test_reply_stats_hand_computed() -> None:
 
 
 def test_reply_stats_without_speculative_decoding() -> None:
-    stats = reply_stats(10.0, [10.2, 10.3], {"completion_tokens": 5}, 10.6)
+    stats = reply_stats(10.0, [10.2, 10.3], ReplyUsage(completion_tokens=5), 10.6)
     assert stats.ttft_s == pytest.approx(0.2)
     assert stats.tpot_s == pytest.approx(0.1)  # (0.6 - 0.2) / 4
     assert stats.accept_length is None
@@ -55,7 +54,7 @@ def test_reply_stats_without_speculative_decoding() -> None:
 
 
 def test_reply_stats_with_no_text_has_no_ttft_or_tpot() -> None:
-    stats = reply_stats(1.0, [], {"completion_tokens": 0}, 1.5)
+    stats = reply_stats(1.0, [], ReplyUsage(completion_tokens=0), 1.5)
     assert stats.ttft_s is None
     assert stats.tpot_s is None
     assert stats.decode_tps is None
@@ -69,11 +68,11 @@ def test_single_token_reply_has_no_tpot() -> None:
     assert decode_tokens_per_second(0.0) is None
 
 
-def test_accept_functions_need_a_denominator() -> None:
-    assert accept_length(10, 0) is None
-    assert accept_rate(3, 0) is None
-    assert accept_length(10, 4) == pytest.approx(2.5)
-    assert accept_rate(3, 4) == pytest.approx(0.75)
+def test_accept_length_and_rate_need_a_denominator() -> None:
+    assert ReplyUsage(completion_tokens=10).accept_length is None
+    assert ReplyUsage(correct_drafts=3).accept_rate is None
+    assert ReplyUsage(completion_tokens=10, verify_rounds=4).accept_length == pytest.approx(2.5)
+    assert ReplyUsage(correct_drafts=3, proposed_drafts=4).accept_rate == pytest.approx(0.75)
 
 
 def test_to_dict_is_json_ready() -> None:
@@ -115,7 +114,7 @@ def test_reply_stats_tpot_covers_the_whole_decode(
     arrivals = [start + sum(gaps[: i + 1]) for i in range(len(gaps))]
     ended = arrivals[-1] + tail
     completion = 1 + extra_tokens
-    stats = reply_stats(start, arrivals, {"completion_tokens": completion}, ended)
+    stats = reply_stats(start, arrivals, ReplyUsage(completion_tokens=completion), ended)
     assert stats.ttft_s is not None and stats.tpot_s is not None
     assert stats.tpot_s * (completion - 1) + stats.ttft_s == pytest.approx(stats.latency_s)
 
@@ -125,6 +124,6 @@ def test_reply_stats_tpot_covers_the_whole_decode(
 def test_accept_length_at_least_one_when_completion_covers_verifies(
     verify: int, extra: int
 ) -> None:
-    value = accept_length(verify + extra, verify)
+    value = ReplyUsage(completion_tokens=verify + extra, verify_rounds=verify).accept_length
     assert value is not None
     assert value >= 1.0

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from app.reply_usage import ReplyUsage
 from app.telemetry import ReplyStats, reply_stats, summarize_session
 
 
 def _reply(ttft: float, latency: float, completion: int, verify: int = 0) -> ReplyStats:
-    meta = {"completion_tokens": completion, "spec_verify_ct": verify}
-    return reply_stats(0.0, [ttft], meta, latency)
+    usage = ReplyUsage(completion_tokens=completion, verify_rounds=verify)
+    return reply_stats(0.0, [ttft], usage, latency)
 
 
 def test_summary_pools_tokens_and_time() -> None:

@@ -63,7 +63,7 @@ async def test_reply_streams_reasoning_apart_from_the_answer_and_is_stored(
             "Hello ",
             "**world**.",
             reasoning=["The user ", "greets me."],
-            meta_info={"spec_verify_ct": 4},
+            usage={"verify_rounds": 4},
         )
     )
     async with chat_app.run_test(size=SIZE) as pilot:
@@ -355,7 +355,7 @@ async def test_speed_panel_shows_live_numbers_then_the_final_ones(
             *"abcdef",
             tokens_per_chunk=3,
             hold_after=4,
-            meta_info={"spec_verify_ct": 6, "cached_tokens": 7},
+            usage={"verify_rounds": 6, "cached_tokens": 7},
         )
     )
     async with chat_app.run_test(size=SIZE) as pilot:
@@ -376,7 +376,7 @@ async def test_speed_panel_shows_live_numbers_then_the_final_ones(
 async def test_collapsed_accept_length_raises_the_banner(
     chat_app: LingChatApp, backend: ScriptedBackendDouble
 ) -> None:
-    backend.enqueue(answer_reply(*["t"] * 40, tokens_per_chunk=1, meta_info={"spec_verify_ct": 40}))
+    backend.enqueue(answer_reply(*["t"] * 40, tokens_per_chunk=1, usage={"verify_rounds": 40}))
     async with chat_app.run_test(size=SIZE) as pilot:
         screen = await chat_screen(pilot)
         banner = screen.query_one("#banner", Static)

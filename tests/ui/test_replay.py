@@ -59,7 +59,7 @@ async def test_a_recorded_session_replays_with_its_timing(tmp_path: Path) -> Non
     assert relative(played, started) == pytest.approx(recorded_times)
     assert relative(played, started)[-1] == pytest.approx(0.4)
     second = await collect(replay)
-    assert isinstance(second[-1], ReplyDone) and second[-1].meta_info["spec_verify_ct"] == 1
+    assert isinstance(second[-1], ReplyDone) and second[-1].usage.verify_rounds == 1
     third = await collect(replay)  # the trace starts over
     assert [e.answer for e in third if isinstance(e, TextChunk)] == ["", "Hi", " there"]
 
@@ -77,7 +77,7 @@ async def test_the_trace_is_rewritten_after_each_reply_only(tmp_path: Path) -> N
     (reply,) = trace["replies"]
     assert reply["request"]["messages"] == [{"role": "user", "content": "hello"}]
     assert [event["type"] for event in reply["events"]] == ["chunk", "chunk", "chunk", "done"]
-    assert reply["events"][-1]["meta_info"]["completion_tokens"] == 9
+    assert reply["events"][-1]["usage"]["completion_tokens"] == 9
     await stream.aclose()
 
 
@@ -94,7 +94,7 @@ async def test_stop_reply_ends_a_replayed_reply_with_abort(tmp_path: Path) -> No
             await replay.stop_reply()
     assert isinstance(events[-1], ReplyDone)
     assert events[-1].finish_reason == "abort"
-    assert events[-1].meta_info["completion_tokens"] == 3
+    assert events[-1].usage.completion_tokens == 3
 
 
 async def test_speed_factor_plays_faster(tmp_path: Path) -> None:
@@ -196,6 +196,15 @@ async def test_the_shipped_gpu_trace_plays_in_the_app(
     assert reply.content.strip() == answer.strip()
     assert reply.stats is not None and reply.stats.accept_length == 3.75
     assert "accept   3.75" in panel and "verify   8 rounds" in panel
+
+
+async def test_a_trace_of_sglang_meta_info_reads_into_the_usage_record() -> None:
+    """The shipped trace's done events hold SGLang's final meta_info, not a usage record."""
+    replay = ReplayBackend(trace_path("demo"), speed=1000)
+    *_, done = [event async for event in replay.stream_reply((), Sampling())]
+    assert isinstance(done, ReplyDone)
+    assert (done.usage.completion_tokens, done.usage.verify_rounds) == (30, 8)
+    assert done.usage.accept_length == 3.75 and done.usage.cached_tokens == 0
 
 
 async def test_a_long_recorded_load_replays_in_a_few_seconds() -> None:

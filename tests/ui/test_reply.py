@@ -9,6 +9,7 @@ import pytest
 from app.backend.protocol import ReplyDone, TextChunk
 from app.chat import Sampling
 from app.errors import DatabaseLocked
+from app.reply_usage import ReplyUsage
 from app.storage import ChatStore, MessageStatus
 from app.ui.reply import ReplyRequest, ReplyRun
 from tests.support.clock import FakeClock
@@ -25,7 +26,7 @@ def test_an_ending_that_cannot_be_stored_leaves_the_run_unfinished_and_close_ret
     run.observe(TextChunk(" and buffered", "", 6, clock()))
 
     with write_locked(db_path), pytest.raises(DatabaseLocked):
-        run.observe(ReplyDone("stop", {"prompt_tokens": 4, "completion_tokens": 6}, clock()))
+        run.observe(ReplyDone("stop", ReplyUsage(completion_tokens=6, prompt_tokens=4), clock()))
     assert not run.finished
     assert (run.status, run.stats) == (None, None)
 

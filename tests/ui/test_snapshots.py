@@ -139,7 +139,7 @@ def exchange_app(make_app: Callable[..., LingChatApp], clock: FakeClock) -> Ling
             "```python\ndef reverse(text: str) -> str:\n    return text[::-1]\n```\n",
             reasoning=["Slicing with a negative step is simplest."],
             step_s=0.05,
-            meta_info={"spec_verify_ct": 2},
+            usage={"verify_rounds": 2},
         )
     )
     return make_app(backend)
