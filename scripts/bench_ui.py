@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import re
 import statistics
 import tempfile
@@ -28,8 +29,9 @@ from textual.await_complete import AwaitComplete
 from textual.widgets import Markdown, TextArea
 
 from app.backend.protocol import ReplyEvent, TextChunk
-from app.backend.replay import TRACE_FORMAT, TRACE_VERSION, ReplayBackend, write_trace
+from app.backend.replay import TRACE_FORMAT, TRACE_VERSION, ReplayBackend
 from app.chat import ChatMessage, Sampling
+from app.files import write_atomic
 from app.proof_report import ProofLine, ProofReport, Verdict
 from app.reply_usage import ReplyUsage
 from app.storage import ChatStore
@@ -202,7 +204,7 @@ async def run_once(tps: float, tokens_per_chunk: int, kib: float, refresh_hz: fl
     watch.install()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "trace.json"
-        write_trace(path, trace)
+        write_atomic(path, [json.dumps(trace)])
         with ChatStore.open(Path(folder) / "history.db") as store:
             app = LingChatApp(
                 WatchedReplay(path, watch),
