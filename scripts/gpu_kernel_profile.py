@@ -90,6 +90,8 @@ async def profile_one(
     finally:
         await backend.shutdown()
     rounds = long[2] - short[2]
+    if rounds < 1:
+        raise SystemExit(f"{profile}: the longer request took no more rounds than the shorter")
     names = set(long[0]) | set(short[0])
     kernels = []
     for name in names:

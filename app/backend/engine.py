@@ -79,7 +79,7 @@ class EngineBackend:
             model=self.config.model_path,
             sglang_version=self._version,
             profile=self.config.profile,
-            speculative=self.config.levers.nextn,
+            speculative=self.config.levers.nextn or self.config.levers.dspark,
             context_length=(
                 int(self._engine.tokenizer_manager.context_len)
                 if self._engine is not None

@@ -28,8 +28,9 @@ SMI_QUERY = [
     "--query-gpu=name,memory.total,compute_cap,driver_version",
     "--format=csv,noheader",
 ]
-RESIDENT_NAMES = ("sglang::", "ling-chat")
-"""Process names of an SGLang engine's processes and of ling-chat itself."""
+RESIDENT_NAMES = ("sglang::",)
+"""Process names of an SGLang engine's processes (a ling-chat holding an engine has them as
+children; another ling-chat command, a remote chat or an editor holds no GPU memory)."""
 RESIDENT_ARGS = ("sglang.launch_server",)
 
 
@@ -116,7 +117,7 @@ def _gpu(smi: SmiRow | None) -> GpuInfo | None:
 
 
 def resident_processes(proc: Path, exclude: set[int]) -> tuple[str, ...]:
-    """`pid N: cmdline` of each SGLang engine or ling-chat process under `proc`."""
+    """`pid N: cmdline` of each SGLang engine process under `proc`."""
     found = []
     for entry in sorted(proc.glob("[0-9]*"), key=lambda p: int(p.name)):
         pid = int(entry.name)
@@ -145,11 +146,10 @@ def build_plan(checkpoint: str, mem_fraction: float, hub_cache: Path) -> Plan:
 
 
 def hub_cache_dir() -> Path:
-    """Where huggingface_hub keeps downloads (HF_HUB_CACHE, HF_HOME/hub, ~/.cache)."""
-    if cache := os.environ.get("HF_HUB_CACHE"):
-        return Path(cache).expanduser()
-    home = os.environ.get("HF_HOME") or "~/.cache/huggingface"
-    return Path(home).expanduser() / "hub"
+    """Where huggingface_hub keeps downloads: the downloader's own place, by its rules."""
+    from app.backend.download import HubPlace
+
+    return HubPlace.from_env().cache_dir
 
 
 def _cuda_total_bytes() -> int | None:

@@ -107,13 +107,18 @@ def judge(prove: Callable[[], ProofReport], report_out: Callable[[ProofReport], 
     return report.ok
 
 
+def local_url(host: str, port: int) -> str:
+    """The URL this machine reaches a server bound to `host` at (IPv6 in brackets)."""
+    local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return f"http://[{local}]:{port}" if ":" in local else f"http://{local}:{port}"
+
+
 async def self_proof(
     host: str, port: int, api_key: str | None, config: EngineConfig
 ) -> ProofReport:
     """The proof as a client sees it: server info plus a measured warm-up reply."""
-    local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     client = RemoteBackend(
-        f"http://{local}:{port}",
+        local_url(host, port),
         api_key=api_key,
         min_accept_length=config.min_accept_length,
         allow_unoptimized=True,

@@ -33,7 +33,11 @@ class EngineBench:
         chat_template: Mapping[str, Any] | None = None,
     ) -> BenchSample:
         if prompt is not None and chat_template is not None:
-            prompt = self.backend.chat_prompt([ChatMessage(Role.USER, prompt)], **chat_template)
+            try:
+                turn = [ChatMessage(Role.USER, prompt)]
+                prompt = self.backend.chat_prompt(turn, **chat_template)
+            except Exception as exc:  # the model's Jinja template, or a stopped engine
+                raise BackendError(f"cannot apply the chat template: {exc}") from exc
         try:
             raw: BenchSample = await generate(
                 self.backend, input_ids=input_ids, prompt=prompt, sampling_params=sampling_params

@@ -119,6 +119,8 @@ class KernelProfile:
                 KernelRecord(str(k["name"]), int(k["calls"]), float(k["total_us"]))
                 for k in data["kernels"]
             )
+            if any(k.calls < 1 for k in kernels):
+                raise ValueError("kernels: every kernel needs at least one call")
             return cls(
                 gpu=str(data["gpu"]),
                 layers=layers,

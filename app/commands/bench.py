@@ -206,7 +206,6 @@ def _bench(args: argparse.Namespace) -> int:
     workloads = _workloads(args)
     settings = settings_from(args)
     check_model_path(settings.model_path)  # one line now, not one failure per profile
-    fetch_model(settings.model_path)
     overrides = sglang_overrides(args)
     try:
         from app.bench.engine import bench_engine_factory
@@ -214,6 +213,7 @@ def _bench(args: argparse.Namespace) -> int:
         raise engine_missing(exc) from exc
     config = engine_config(settings, overrides)
     prepare_engines(settings, args, [dataclasses.replace(config, profile=p) for p in profiles])
+    fetch_model(settings.model_path)  # after the preflight, which checks the disk for it
     factory = bench_engine_factory(config, require_proof=not args.allow_unproven)
     plan = {
         "suite": args.suite,

@@ -33,8 +33,8 @@ def run(args: argparse.Namespace) -> int:
     print(environment())
     settings = settings_from(args)
     check_engine_can_start(settings, gpu=False)  # the preflight below says what the GPU lacks
+    backend = engine_backend(settings, args, show=_preflight_line)  # the preflight first
     fetch_model(settings.model_path)  # a text bar here, not one line per progress stage
-    backend = engine_backend(settings, args, show=_preflight_line)
     log_file = settings.log_dir / "sglang.log"
     route_sglang_logging(log_file)
     with output_to_log(log_file) as terminal:  # SGLang's import warnings, its logging

@@ -34,8 +34,8 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     check_engine_can_start(settings)
     config = engine_config(settings, overrides)
+    prepare_engines(settings, args, [config])  # the preflight first: its disk check too
     fetch_model(settings.model_path)
-    prepare_engines(settings, args, [config])
     from app.backend.server import serve
 
     ok = serve(config, lambda report: print(format_report(report), flush=True))

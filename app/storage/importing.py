@@ -146,6 +146,10 @@ def _parse(where: str, text: str) -> Any:
         return json.loads(text)
     except RecursionError:
         raise ImportFailed(f"{where}: JSON nested too deeply to be an export") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # e.g. an integer past Python's digit limit
+        raise ImportFailed(f"{where}: {exc}") from None
 
 
 def _engine_runs(where: str, document: Mapping[str, Any]) -> list[dict[str, Any]]:

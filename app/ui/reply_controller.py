@@ -177,7 +177,10 @@ class ReplyController:
                 run.observe(event)
         except StorageError as error:
             self._listener.notify(f"Could not save the reply: {error}", severity="error")
-            await self._backend.stop_reply()
+            try:
+                await self._backend.stop_reply()
+            except BackendError as stop_error:
+                run.fail(str(stop_error))
         except LingChatError as error:
             run.fail(str(error))
         except Exception as error:  # a bug ends this reply, not the app and its chat

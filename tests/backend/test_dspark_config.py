@@ -79,3 +79,10 @@ def test_the_cli_refuses_a_bad_ring_with_one_line_before_anything_starts(capsys)
     err = capsys.readouterr().err.strip()
     assert code == 1
     assert err.count("\n") == 0 and "linear_replayssm_cache_len=16" in err
+
+
+def test_a_dspark_engine_reports_speculation_on_so_the_collapse_check_watches_it():
+    from app.backend.engine import EngineBackend
+
+    assert EngineBackend(EngineConfig("/m", profile="dspark")).info.speculative
+    assert not EngineBackend(EngineConfig("/m", profile="humming")).info.speculative

@@ -119,15 +119,17 @@ def _process(proc: Path, pid: int, argv: list[str], comm: str) -> None:
     (proc / str(pid) / "comm").write_text(comm + "\n")
 
 
-def test_resident_engines_are_found_by_name_and_command_line_but_not_ourselves(tmp_path: Path):
+def test_resident_engines_are_found_by_name_and_command_line_not_other_ling_chats(tmp_path: Path):
     _process(tmp_path, 10, ["sglang::scheduler"], "sglang::schedu")
     _process(tmp_path, 11, ["/usr/bin/python3", "-m", "sglang.launch_server", "--port", "1"], "py")
     _process(tmp_path, 12, ["/usr/bin/python3", "/home/u/.venv/bin/ling-chat"], "ling-chat")
     _process(tmp_path, 13, ["/usr/bin/python3", "/home/u/.venv/bin/ling-chat", "doctor"], "x")
     _process(tmp_path, 14, ["vim", "/home/u/ling-chat/README.md"], "vim")
     _process(tmp_path, 15, ["bash"], "bash")
+    _process(tmp_path, 16, ["sglang::detokenizer"], "sglang::detoke")
     found = probes_mod.resident_processes(tmp_path, exclude={13})
-    assert [line.split(":")[0] for line in found] == ["pid 10", "pid 11", "pid 12"]
+    # A ling-chat command with no engine (12: `--server`, `history`) holds no GPU memory.
+    assert [line.split(":")[0] for line in found] == ["pid 10", "pid 11", "pid 16"]
 
 
 def test_the_plan_reads_weights_from_a_local_checkpoint_and_missing_bytes_from_the_cache(

@@ -124,3 +124,11 @@ def test_a_key_file_others_can_read_is_refused_in_one_line(tmp_path: Path) -> No
         f"chmod 600 {key_file}\n"
     )
     assert not (tmp_path / "data" / "logs" / "sglang.log").exists()
+
+
+def test_the_self_proof_reaches_the_server_where_it_listens_ipv6_included():
+    from app.backend.server import local_url
+
+    assert local_url("0.0.0.0", 30000) == "http://127.0.0.1:30000"
+    assert local_url("::1", 30000) == "http://[::1]:30000"
+    assert local_url("localhost", 8) == "http://localhost:8"

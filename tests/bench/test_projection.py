@@ -115,6 +115,7 @@ def test_per_unit_values_divide_by_rounds() -> None:
         (lambda d: d.update(phase="prefill"), "malformed"),
         (lambda d: d.update(rounds=0), "rounds must be at least 1"),
         (lambda d: d["kernels"].append({"name": "x", "calls": "many", "total_us": 1}), "malformed"),
+        (lambda d: d["kernels"].append({"name": "x", "calls": 0, "total_us": 1}), "one call"),
     ],
 )
 def test_bad_profile_files_get_one_line(mutate: Any, message: str) -> None:

@@ -150,6 +150,7 @@ def test_a_record_of_wrong_types_is_one_line_naming_the_file_and_adds_nothing(
         ('{"schema_version": 1, "conversation": {}}\nnot json\n', r"export.jsonl:2: not JSON"),
         ('{"schema_version": 2, "conversations": []}', r"not a ling-chat export of schema"),
         ('{"schema_version": 1}', r"export.jsonl: no conversations"),
+        ('{"schema_version": 1, "x": ' + "1" * 5000 + "}", r"export.jsonl.*digits"),
     ],
 )
 def test_a_file_that_is_no_export_is_one_line(tmp_path: Path, text: str, message: str) -> None:

@@ -289,7 +289,7 @@ class ChatScreen(ViewActionsScreen):
             last = messages[users[-1]]
             await self._delete_messages([m.id for m in messages[users[-1] :]])
             prompt = self.query_one("#prompt", TextArea)
-            prompt.load_text(last.content)
+            prompt.load_text(visible(last.content))
             prompt.move_cursor(prompt.document.end)
             prompt.focus()
             self.notify(f"Edit the message, then {self._keys('send')} sends it again.")

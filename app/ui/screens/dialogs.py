@@ -71,7 +71,8 @@ class RenameDialog(Dialog[str]):
     @on(Input.Submitted, "#title")
     def _save(self, event: Input.Submitted) -> None:
         title = event.value.strip()
-        self.dismiss(title or None)
+        unchanged = event.value == visible(self._title)  # the stored title keeps its bytes
+        self.dismiss(None if unchanged else title or None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +104,7 @@ class SettingsDialog(Dialog[ChatSettings]):
         with Vertical(classes="dialog-box"):
             yield Label("This chat's settings", classes="heading")
             yield Label("System prompt")
-            yield TextArea(self._current.system_prompt, id="system-prompt")
+            yield TextArea(visible(self._current.system_prompt), id="system-prompt")
             with Grid(id="sampling"):
                 for name, label, *_ in _FIELDS:
                     yield Label(label)
@@ -142,6 +143,8 @@ class SettingsDialog(Dialog[ChatSettings]):
             max_new_tokens=int(values["max_new_tokens"]),
         )
         prompt = self.query_one("#system-prompt", TextArea).text
+        if prompt == visible(self._current.system_prompt):  # untouched: keep its exact bytes
+            prompt = self._current.system_prompt
         self.dismiss(ChatSettings(prompt, sampling))
 
     def _error(self, message: str) -> None:
