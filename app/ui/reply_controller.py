@@ -136,6 +136,7 @@ class ReplyController:
             await self.stop()
             await asyncio.wait({task}, timeout=timeout_s)
             task.cancel()  # a no-op once done
+            await asyncio.wait({task}, timeout=timeout_s)  # its `finally` queues an unsaved reply
             self._close(run)
         return self.save_unsaved()
 
