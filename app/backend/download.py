@@ -234,9 +234,14 @@ def _hook(tick: Callable[[], None]) -> type:
 
 
 def _blobs(place: HubPlace, repo: str) -> Path:
+    return blob_dir(place.cache_dir, repo)
+
+
+def blob_dir(cache_dir: Path, repo: str) -> Path:
+    """Where huggingface_hub's cache at `cache_dir` keeps a model repo's file contents."""
     from huggingface_hub.file_download import repo_folder_name
 
-    return place.cache_dir / repo_folder_name(repo_id=repo, repo_type="model") / "blobs"
+    return cache_dir / repo_folder_name(repo_id=repo, repo_type="model") / "blobs"
 
 
 def _missing(files: Mapping[str, tuple[int, str]], blobs: Path) -> int:

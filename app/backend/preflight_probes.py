@@ -140,7 +140,9 @@ def build_plan(checkpoint: str, mem_fraction: float, hub_cache: Path) -> Plan:
     if local.is_dir():
         size = sum(f.stat().st_size for f in local.glob("*.safetensors"))
         return Plan(mem_fraction, size or KNOWN_WEIGHTS_BYTES, 0)
-    blobs = hub_cache / f"models--{checkpoint.replace('/', '--')}" / "blobs"
+    from app.backend.download import blob_dir
+
+    blobs = blob_dir(hub_cache, checkpoint)
     have = sum(f.stat().st_size for f in blobs.glob("*") if not f.name.endswith(".incomplete"))
     return Plan(mem_fraction, KNOWN_WEIGHTS_BYTES, max(0, KNOWN_WEIGHTS_BYTES - have))
 

@@ -26,13 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.backend.sglang_log import route_sglang_logging
     from app.backend.to_log import output_to_log
-    from app.commands.common import check_engine_can_start
     from app.commands.download import fetch_model
     from app.commands.prepare import engine_backend
 
     print(environment())
     settings = settings_from(args)
-    check_engine_can_start(settings, gpu=False)  # the preflight below says what the GPU lacks
     backend = engine_backend(settings, args, show=_preflight_line)  # the preflight first
     fetch_model(settings.model_path)  # a text bar here, not one line per progress stage
     log_file = settings.log_dir / "sglang.log"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -14,7 +13,6 @@ from pathlib import Path
 
 from app.backend import preflight_probes
 from app.backend.engine_config import EngineConfig
-from app.backend.engine_setup import check_model_path, engine_missing
 from app.backend.first_start import PreparedBackend
 from app.backend.preflight import Probes, is_unified, run_preflight
 from app.backend.prepare import PREPARE_MEM_FRACTION, PrepareSpec, build_env, build_jobs, prepare
@@ -22,6 +20,7 @@ from app.backend.protocol import ChatBackend
 from app.commands.common import (
     add_data_arguments,
     add_model_arguments,
+    check_engine_can_start,
     engine_config,
     settings_from,
     sglang_overrides,
@@ -57,9 +56,7 @@ def preflight_gate(
     Raises:
         PreflightFailed: a check failed and --skip-preflight was not given.
     """
-    check_model_path(settings.model_path)
-    if importlib.util.find_spec("sglang") is None:  # the install, before the machine
-        raise engine_missing(ModuleNotFoundError("No module named 'sglang'", name="sglang"))
+    check_engine_can_start(settings, gpu=False)  # the install; the preflight checks the GPU
     hub = preflight_probes.hub_cache_dir()
     local = Path(settings.model_path).expanduser()
     probes = preflight_probes.probe(local if local.is_dir() else hub)
