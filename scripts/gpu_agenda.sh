@@ -13,6 +13,13 @@
 #              profile's SM90 CUTLASS MoE (minutes unknown)
 #   head       the LM head alone at M = 1..8: BF16, FP32 logits and every FP8 kernel candidate
 #              (CUTLASS, torch._scaled_mm, the Triton GEMV tilings) against the byte floor (1)
+#   prepare    `ling-chat prepare` on the 6-layer model's config: the preflight, then every JIT
+#              kernel built on the cut dummy model (first on a bare machine: minutes); run
+#              again, it finds its marker and returns at once
+#   graphs     the stack booted with the recipe's batch-1 decode graphs and with SGLang's
+#              default graph list: start stages, each capture's batch sizes, seconds and GB (3)
+#   bench-exit `ling-chat bench` of the stack, one short request: the time from its table to
+#              its exit (1.5)
 #   engine     the stack passes and streams a reply; weight-only sharing refused (2; cold: 5)
 #   engine42   the same proof and reply on the full 42-layer model (2 dense + 40 MoE layers,
 #              66.6 GB of dummy weights) at memory fraction 0.65, with start time by stage
@@ -144,6 +151,22 @@ for step in "$@"; do
   case "$step" in
     flashinfer) run flashinfer 300 python3 scripts/gpu_flashinfer_check.py ;;
     flashinfer-moe) run flashinfer-moe 560 python3 scripts/gpu_flashinfer_check.py --moe ;;
+    prepare)
+      python3 -c "from pathlib import Path; from tests.gpu import models; models.write_model_dir(Path('/root/m6'))"
+      run prepare 540 python3 -m app prepare --model /root/m6 --data-dir /root/lcd
+      [[ -s "$OUT/prepare.log" ]] && grep -q "preflight" "$OUT/prepare.log" && ! grep -q "cached for later" "$OUT/prepare.log" \
+        && run prepare-skip 540 python3 -m app prepare --model /root/m6 --data-dir /root/lcd --skip-preflight
+      run prepare-again 120 python3 -m app prepare --model /root/m6 --data-dir /root/lcd --skip-preflight ;;
+    graphs)
+      run graphs 540 python3 scripts/gpu_graph_settings.py /root/graphs
+      cp /root/graphs/graphs.json "$OUT/" 2>/dev/null ;;
+    bench-exit)
+      python3 -c "from pathlib import Path; from tests.gpu import models; models.write_model_dir(Path('/root/m6'))"
+      # Each line stamped: the table's last line and the exit, to the hundredth of a second.
+      run bench-exit 300 bash -c 'python3 -m app bench --model /root/m6 --sglang-arg load_format=dummy \
+        --allow-unproven --skip-preflight --profiles stack --input-len 512 --output-len 64 \
+        --num-prompts 1 --reps 1 --json "$0/bench-exit.json" 2>&1 | while IFS= read -r l; do echo "$(date +%T.%2N) $l"; done
+        echo "$(date +%T.%2N) exited"' "$OUT" ;;
     head) run head 240 python3 scripts/gpu_head_bench.py --json "$OUT/head.json" ;;
     engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes or weight_only" ;;
     engine42)

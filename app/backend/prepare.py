@@ -186,10 +186,15 @@ async def prepare(
                 doing = compiling(stage)
                 warmed = warmed or (stage.done and stage.name == WARMUP_STAGE)
                 yield LoadStage(PREPARE_STAGE, False, time.perf_counter() - t0, f"{doing} · {jobs}")
+            refused = () if warmed else (await backend.proof()).failed
         finally:
             await backend.shutdown()
     if not warmed:
-        raise BackendError("preparing the kernels stopped before the warm-up ran")
+        why = "".join(
+            f": {line.title}: {line.evidence}" + (f" ({line.fix})" if line.fix else "")
+            for line in refused[:1]
+        )
+        raise BackendError(f"preparing the kernels stopped before the warm-up ran{why}")
     took = time.perf_counter() - t0
     record = {"gpu": spec.gpu, "profile": spec.config.profile, "versions": versions()}
     try:

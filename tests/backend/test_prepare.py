@@ -26,7 +26,7 @@ from app.backend.prepare import (
 from app.backend.protocol import BackendInfo, LoadStage, ReplyEvent
 from app.chat import ChatMessage, Sampling
 from app.errors import BackendError
-from app.proof_report import ProofReport
+from app.proof_report import ProofLine, ProofReport, Verdict
 from app.telemetry.ling_config import LING_3_FLASH_CONFIG
 
 
@@ -97,9 +97,12 @@ class DummyEngineDouble:
 
     started: list[EngineConfig] = []
 
-    def __init__(self, config: EngineConfig, *, fail: bool = False) -> None:
+    def __init__(
+        self, config: EngineConfig, *, fail: bool = False, refused: ProofLine | None = None
+    ) -> None:
         self.config = config
         self.fail = fail
+        self.refused = refused
         self.shut_down = False
 
     @property
@@ -112,12 +115,15 @@ class DummyEngineDouble:
         yield LoadStage("Loading weights", False, 2.0, "capturing cuda graph bs=1")
         if self.fail:
             raise BackendError("SGLang failed to start (RuntimeError: nvcc died)")
+        if self.refused:  # the engine's way: the load stage ends "refused", no warm-up
+            yield LoadStage("Loading weights", True, 3.0, "refused")
+            return
         yield LoadStage("Loading weights", True, 3.0)
         yield LoadStage("Warming up and measuring accept length", False, 3.0, "...")
         yield LoadStage("Warming up and measuring accept length", True, 9.0, "accept 1.00")
 
     async def proof(self) -> ProofReport:
-        return ProofReport("stack", ())
+        return ProofReport("stack", (self.refused,) if self.refused else ())
 
     def stream_reply(
         self, messages: Sequence[ChatMessage], sampling: Sampling
@@ -202,6 +208,17 @@ async def test_a_failed_prepare_writes_no_marker_and_stops_the_dummy_engine(spec
         async for _ in prepare(spec, make):
             pass
     assert doubles[0].shut_down and not spec.marker().exists()
+
+
+async def test_a_refused_dummy_engine_names_the_proof_line_and_its_fix(spec: PrepareSpec):
+    line = ProofLine("fp8_head", "FP8 LM head", Verdict.FAIL, "1.05x, under 1.2x", "use humming")
+    with pytest.raises(BackendError) as caught:
+        await stages(spec, refused=line)
+    assert str(caught.value) == (
+        "preparing the kernels stopped before the warm-up ran: "
+        "FP8 LM head: 1.05x, under 1.2x (use humming)"
+    )
+    assert not spec.marker().exists()
 
 
 async def test_the_real_start_follows_the_prepare_on_one_clock(spec: PrepareSpec):
