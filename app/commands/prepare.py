@@ -28,8 +28,9 @@ from app.commands.common import (
 from app.errors import BackendError, PreflightFailed
 from app.settings import Settings
 
-BIND_KEYS = ("host", "port", "api_key")
-"""Server arguments that change no kernel: left out of the prepare."""
+NO_KERNEL_KEYS = ("host", "port", "api_key", "load_format")
+"""Server arguments that change no kernel (the prepare loads dummy weights anyway): left out
+of the prepare and of its marker, so that `--sglang-arg load_format=dummy` reuses it."""
 NON_WEIGHT_FILES = ["*.json", "*.jinja", "*.model", "*.txt", "*.tiktoken", "*.py"]
 
 
@@ -89,7 +90,7 @@ def prepare_spec(config: EngineConfig, probes: Probes) -> PrepareSpec:
     gpu = probes.gpu
     pool = int(PREPARE_MEM_FRACTION * gpu.total_bytes) if gpu and is_unified(gpu) else 0
     jobs = build_jobs(probes.mem_available, os.cpu_count() or 1, pool)
-    kept = {k: v for k, v in config.overrides.items() if k not in BIND_KEYS}
+    kept = {k: v for k, v in config.overrides.items() if k not in NO_KERNEL_KEYS}
     return PrepareSpec(
         config=dataclasses.replace(config, overrides=kept),
         checkpoint=checkpoint_dir(config.model_path),

@@ -235,3 +235,17 @@ async def test_the_real_start_follows_the_prepare_on_one_clock(spec: PrepareSpec
 
 def test_the_module_stays_small():
     assert len(Path(prepare_mod.__file__).read_text().splitlines()) < 300
+
+
+def test_settings_that_change_no_kernel_share_one_marker(tmp_path: Path):
+    from app.backend.preflight import GpuInfo, Probes
+    from app.commands.prepare import prepare_spec
+
+    gpu = GpuInfo("NVIDIA H200", 90, 140 * GIB)
+    probes = Probes(None, None, None, None, gpu, 128 * GIB, 100 * GIB, False, (), 500 * GIB)
+    ckpt = str(checkpoint(tmp_path / "ckpt"))
+    plain = prepare_spec(EngineConfig(ckpt), probes)
+    dummy = prepare_spec(EngineConfig(ckpt, overrides={"load_format": "dummy", "port": 1}), probes)
+    other = prepare_spec(EngineConfig(ckpt, overrides={"page_size": 16}), probes)
+    assert plain.marker() == dummy.marker() != other.marker()
+    assert dummy.config.overrides == {} and plain.gpu == "NVIDIA H200 sm_90"

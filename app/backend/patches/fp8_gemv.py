@@ -1,9 +1,7 @@
 """Triton kernels for the FP8 LM head at a few tokens (M <= 8), run in SGLang's scheduler.
 
-At decode's M = 1..4 the head's time is its weight's bytes over the memory bandwidth. Every
-kernel streams each FP8 weight row once and scales each output channel at the end:
-- `fma` widens the FP8 rows to FP32 and multiplies them by the activations on the CUDA
-  cores, reducing along K (a plain GEMV: no tensor-core tile, no padding of M to 16);
+At decode's M = 1..4 the head's time is its weight's bytes over the memory bandwidth. Both
+kernels stream each FP8 weight row once and scale each output channel at the end:
 - `widen` turns the FP8 rows into BF16 in registers and multiplies by the BF16
   activations (no activation quantization);
 - `fp8dot` quantizes the activations per token inside the kernel (each program reads the
@@ -21,7 +19,7 @@ import triton
 import triton.language as tl
 
 MAX_M = 8
-"""The most tokens one call serves; the tensor-core kernels pad them to BLOCK_M rows."""
+"""The most tokens one call serves; the dot pads them to BLOCK_M rows."""
 BLOCK_M = 16
 
 
@@ -45,10 +43,6 @@ class GemvConfig:
 
 
 CONFIGS = (
-    GemvConfig("fma", 16, 256, 4, 4),
-    GemvConfig("fma", 32, 256, 4, 3),
-    GemvConfig("fma", 64, 128, 4, 3),
-    GemvConfig("fma", 64, 256, 8, 3),
     GemvConfig("widen", 64, 256, 4, 3),
     GemvConfig("widen", 128, 128, 4, 4),
     GemvConfig("fp8dot", 64, 128, 4, 4),
@@ -109,40 +103,6 @@ def _fp8_head_gemv(
     tl.store(out, acc.to(tl.bfloat16), mask=row_ok[:, None] & token_ok[None, :])
 
 
-@triton.jit
-def _fp8_head_gemv_fma(
-    x_ptr,
-    w_ptr,
-    scale_ptr,
-    out_ptr,
-    m,
-    n,
-    k,
-    stride_xm,
-    stride_wn,
-    stride_om,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-):
-    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    tokens = tl.arange(0, BLOCK_M)
-    row_ok = rows < n
-    token_ok = tokens < m
-    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-    for k0 in range(0, k, BLOCK_K):
-        cols = k0 + tl.arange(0, BLOCK_K)
-        w = tl.load(w_ptr + rows[:, None] * stride_wn + cols[None, :], mask=row_ok[:, None])
-        x = tl.load(
-            x_ptr + tokens[:, None] * stride_xm + cols[None, :], mask=token_ok[:, None], other=0.0
-        )
-        acc += tl.sum(w.to(tl.float32)[:, None, :] * x.to(tl.float32)[None, :, :], axis=2)
-    scale = tl.load(scale_ptr + rows, mask=row_ok, other=0.0)
-    acc = acc * scale[:, None]
-    out = out_ptr + tokens[None, :] * stride_om + rows[:, None]
-    tl.store(out, acc.to(tl.bfloat16), mask=row_ok[:, None] & token_ok[None, :])
-
-
 def fits(config: GemvConfig, k: int) -> bool:
     """The kernel steps K in whole blocks (the head's K is 2,560)."""
     return k % config.block_k == 0
@@ -157,20 +117,17 @@ def gemv(
     if m > MAX_M or not fits(config, k) or rows.stride(1) != 1 or x.stride(1) != 1:
         raise ValueError(f"fp8 head GEMV: M={m}, K={k}, config {config.name} do not fit")
     out = torch.empty((m, n), device=x.device, dtype=torch.bfloat16)
-    grid = (triton.cdiv(n, config.block_n),)
-    args = (x, rows, scale, out, m, n, k, x.stride(0), rows.stride(0), out.stride(0))
-    if config.kernel == "fma":  # one compile per padded M: 1, 2, 4 or 8 rows
-        _fp8_head_gemv_fma[grid](
-            *args,
-            BLOCK_M=triton.next_power_of_2(m),
-            BLOCK_N=config.block_n,
-            BLOCK_K=config.block_k,
-            num_warps=config.warps,
-            num_stages=config.stages,
-        )
-        return out
-    _fp8_head_gemv[grid](
-        *args,
+    _fp8_head_gemv[(triton.cdiv(n, config.block_n),)](
+        x,
+        rows,
+        scale,
+        out,
+        m,
+        n,
+        k,
+        x.stride(0),
+        rows.stride(0),
+        out.stride(0),
         BLOCK_M=BLOCK_M,
         BLOCK_N=config.block_n,
         BLOCK_K=config.block_k,
