@@ -114,7 +114,8 @@ SERVER_ARGS: tuple[Setting, ...] = (
     Setting(
         "cuda_graph_bs_decode",
         [1],
-        f"{RECIPE}: decode graphs for batch 1 only, less start time and memory than SGLang's list",
+        f"{RECIPE}: decode graphs for batch 1 only; on the H200 (6 layers) the stack's captures "
+        "took 3.7 s and 0.25 GB against 21.4 s and 1.15 GB for SGLang's list (batch 1-12)",
     ),
     Setting("cuda_graph_max_bs_decode", 1, RECIPE),
     Setting(
@@ -126,7 +127,8 @@ SERVER_ARGS: tuple[Setting, ...] = (
     Setting(
         "max_mamba_cache_size",
         64,
-        f"{RECIPE}: caps the KDA state pool (11.2 GB at SGLang's default, 42 layers, H200)",
+        f"{RECIPE}: caps the KDA state pool: 5.2 GB at 42 layers on the H200, "
+        "11.2 GB at SGLang's default",
     ),
     Setting("chunked_prefill_size", 8192, RECIPE),
     Setting("max_prefill_tokens", 16384, f"{RECIPE} (SGLang's default)"),
