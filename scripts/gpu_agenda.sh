@@ -23,6 +23,8 @@
 #   engine     the stack passes and streams a reply; weight-only sharing refused (2; cold: 5)
 #   engine42   the same proof and reply on the full 42-layer model (2 dense + 40 MoE layers,
 #              66.6 GB of dummy weights) at memory fraction 0.65, with start time by stage
+#   replayssm  the stack with KDA ReplaySSM verify (ring 8): the same proof, known answer and accept
+#              length as without it (1.5); replayssm42 the same at 42 layers
 #   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
 #              at 42 layers, 2K context, for scripts/spark_projection.py (KERNEL_PROFILES=...)
 #   caches     Humming's, Triton's and FlashInfer's kernel caches as 15 MiB pieces in $OUT;
@@ -168,10 +170,14 @@ for step in "$@"; do
         --num-prompts 1 --reps 1 --json "$0/bench-exit.json" 2>&1 | while IFS= read -r l; do echo "$(date +%T.%2N) $l"; done
         echo "$(date +%T.%2N) exited"' "$OUT" ;;
     head) run head 240 python3 scripts/gpu_head_bench.py --json "$OUT/head.json" ;;
-    engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes or weight_only" ;;
+    engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes and recurrent or weight_only" ;;
     engine42)
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
-        gpu_tests engine42 560 tests/gpu/test_engine_gpu.py -k stack_passes ;;
+        gpu_tests engine42 560 tests/gpu/test_engine_gpu.py -k "stack_passes and recurrent" ;;
+    replayssm) gpu_tests replayssm 400 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;
+    replayssm42)
+      LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
+        gpu_tests replayssm42 400 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;
     kernels42)
       run kernels42 560 python3 scripts/gpu_kernel_profile.py /root/k42 --layers 42 \
         --profiles "${KERNEL_PROFILES:-humming+fp8,stack}" --known-answer

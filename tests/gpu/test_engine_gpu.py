@@ -64,8 +64,13 @@ def verdicts(report: ProofReport) -> dict[str, Verdict]:
     return {line.key: line.verdict for line in report.lines}
 
 
-async def test_stack_passes_every_line_and_streams_a_reply(tmp_path, monkeypatch):
-    backend = make_backend(tmp_path, monkeypatch)
+REPLAYSSM = {"enable_linear_replayssm_spec": True, "linear_replayssm_cache_len": 8}
+"""KDA ReplaySSM verify for NEXTN: a ring of 8, twice the 4-token verify window."""
+
+
+@pytest.mark.parametrize("overrides", [{}, REPLAYSSM], ids=["recurrent", "replayssm"])
+async def test_stack_passes_every_line_and_streams_a_reply(tmp_path, monkeypatch, overrides):
+    backend = make_backend(tmp_path, monkeypatch, overrides=overrides)
     try:
         async for stage in backend.start():
             print(f"[{stage.elapsed_s:6.1f}s] {stage.name} {'done' if stage.done else '...'}")
