@@ -3,10 +3,11 @@
 #
 #   . /root/gpu/env.sh && bash scripts/gpu_agenda.sh STEP [STEP ...]
 #
-# The steps of one call must fit its 10 minutes: for example `engine` (the first, on a bare
-# machine), then `ui auto`, `serve`, `bench`, `ab`, one call each.
+# Run the steps as one background job and poll its log with short calls (tests/gpu/README.md):
+# a bare machine ran `head prepare engine ui serve engine42 graphs bench-exit dspark
+# dspark-breakages` in 24 minutes, `prepare` first, so that no later step compiles.
 #
-# Steps (minutes on a warm machine; the first engine of a bare one adds about 4):
+# Steps (minutes on a warm machine):
 #   flashinfer FlashInfer's import, and the JIT build and one call of the sampling kernels the
 #              NEXTN verify samples with (first, once the `flashinfer` extra wheels are in:
 #              every NEXTN engine needs them); flashinfer-moe also builds the `baseline`
@@ -14,15 +15,15 @@
 #   head       the LM head alone at M = 1..8: BF16, FP32 logits and every FP8 kernel candidate
 #              (CUTLASS, torch._scaled_mm, the Triton GEMV tilings) against the byte floor (1)
 #   prepare    `ling-chat prepare` on the 6-layer model's config: the preflight, then every JIT
-#              kernel built on the cut dummy model (first on a bare machine: minutes); run
-#              again, it finds its marker and returns at once
+#              kernel built on the cut dummy model (7.5 on a bare machine); run again, it finds
+#              its marker and returns at once
 #   graphs     the stack booted with the recipe's batch-1 decode graphs and with SGLang's
-#              default graph list: start stages, each capture's batch sizes, seconds and GB (3)
+#              default graph list: start stages, each capture's batch sizes, seconds and GB (2)
 #   bench-exit `ling-chat bench` of the stack, one short request: the time from its table to
-#              its exit (1.5)
-#   engine     the stack passes and streams a reply; weight-only sharing refused (2; cold: 5)
+#              its exit (2)
+#   engine     the stack passes and streams a reply; weight-only sharing refused (2)
 #   engine42   the same proof and reply on the full 42-layer model (2 dense + 40 MoE layers,
-#              66.6 GB of dummy weights) at memory fraction 0.65, with start time by stage
+#              67.8 GB of dummy weights) at memory fraction 0.65, with start time by stage (1.5)
 #   replayssm  the stack with KDA ReplaySSM verify (ring 8): the same proof, known answer and accept
 #              length as without it (1.5); replayssm42 the same at 42 layers
 #   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
@@ -33,10 +34,10 @@
 #   breakages  random weights, no FP8 hook, BF16-view sharing with and without the guard,
 #              FP32 head, speculation off: each refused (7)
 #   dspark     the dspark profile (DSpark draft of tests/gpu/dspark_models.py, ReplaySSM 32)
-#              passes every line and streams the known answer; a bad ring refused (written,
-#              never run: minutes unknown); dspark42 the same at 42 layers
+#              passes every line and streams the known answer; a bad ring refused (1.5);
+#              dspark42 the same at 42 layers (untried)
 #   dspark-breakages  a BF16 view of the head given to the DSpark draft, ReplaySSM off: each
-#              refused (written, never run)
+#              refused (2)
 #   auto       `auto` MoE refused (1.5; with no FlashInfer, SGLang fails to load it; with the
 #              `flashinfer` extras it would start the baseline's long MoE build: EXTRA=/root/none)
 #   marlin     Marlin MoE refused (over 4: cut at 200 and 240 s while capturing graphs)
