@@ -114,17 +114,19 @@ run() {  # run NAME LIMIT_S COMMAND...: its output, and the end of each SGLang l
   shift 2
   marker=$(mktemp)
   echo "== $name (limit ${limit}s) $(date +%T)"
-  # GPU memory in use every 500 ms: the step's peak is the largest line.
-  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 >"$OUT/$name.mem" 2>/dev/null &
+  # GPU memory in use every 500 ms: the step's peak is the largest line. Written outside $OUT
+  # and copied in at the end: a call that fetches $OUT mid-step takes its files away.
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 >"/tmp/$name.mem" 2>/dev/null &
   local smi=$!
   # A step still running 15 s before its limit is stuck somewhere: SIGABRT makes every
   # SGLang child print where each of its threads is (PYTHONFAULTHANDLER) into its log.
   (sleep $((limit - 15)) && pkill -ABRT -f spawn_main) >/dev/null 2>&1 &
   watcher=$!
-  PYTHONFAULTHANDLER=1 timeout -s INT "$limit" "$@" 2>&1 | tee "$OUT/$name.log" \
+  PYTHONFAULTHANDLER=1 timeout -s INT "$limit" "$@" 2>&1 | tee "/tmp/$name.log" \
     | grep -v "tokenizer you are loading" | tail -60
-  echo "== $name exit ${PIPESTATUS[0]} $(date +%T); peak GPU memory $(sort -n "$OUT/$name.mem" | tail -1) MiB"
+  echo "== $name exit ${PIPESTATUS[0]} $(date +%T); peak GPU memory $(sort -n "/tmp/$name.mem" | tail -1) MiB"
   kill "$smi" 2>/dev/null
+  cp "/tmp/$name.mem" "/tmp/$name.log" "$OUT/"
   pkill -P "$watcher" 2>/dev/null  # its sleep, which would outlive it
   kill "$watcher" 2>/dev/null
   while IFS= read -r log; do
