@@ -24,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.bench.depth import (  # noqa: E402
     ACCEPT_MODEL,
     ACCEPT_PROFILES,
-    SGLANG_BATCH1,
     AcceptModel,
     Recommendation,
     RoundCosts,
@@ -33,6 +32,9 @@ from app.bench.depth import (  # noqa: E402
     evaluate,
     profiled_costs,
     recommend,
+)
+from app.bench.draft_chain import (  # noqa: E402
+    SGLANG_BATCH1,
 )
 from app.bench.kernels import KernelProfile  # noqa: E402
 from app.bench.spark_fit import Fit  # noqa: E402

@@ -13,20 +13,22 @@ import pytest
 
 from app.bench.depth import (
     ACCEPT_PROFILES,
-    SGLANG_BATCH1,
     AcceptModel,
     AcceptProfile,
-    AdaptiveRule,
     RoundCosts,
-    accept_length,
     accept_model,
-    adaptive_mean_field,
-    adaptive_occupancy,
     byte_model_costs,
     evaluate,
-    fit_acceptance,
     profiled_costs,
     recommend,
+)
+from app.bench.draft_chain import (
+    SGLANG_BATCH1,
+    AdaptiveRule,
+    accept_length,
+    adaptive_mean_field,
+    adaptive_occupancy,
+    fit_acceptance,
 )
 from app.bench.kernels import KernelProfile, KernelRecord, Phase
 from app.bench.spark_fit import Fit
