@@ -28,6 +28,15 @@
 #              length as without it (1.5); replayssm42 the same at 42 layers
 #   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
 #              at 42 layers, 2K context, for scripts/spark_projection.py (KERNEL_PROFILES=...)
+#   depths42   the stack's verify round at 42 layers, 2K context, known-answer weights, at each
+#              NEXTN depth of DEPTHS (default 2,4,3: the default last, so that a cut run keeps
+#              the others), one engine each, files kernels-stack-42-kK.json; then
+#              scripts/depth_eval.py over every depth profiled on this machine so far, with the
+#              committed humming+fp8 step: its table, and $OUT/depth-eval.json. The proof's
+#              NEXTN line fails off 3 steps (printed; the profile goes on). Known-answer weights
+#              route every token to the same experts, the shared-routing bound; depths42-random
+#              has random weights, tokens routed apart (files random-*). DEPTHS=1,5,7 adds
+#              adaptive's other candidates. (about 1.5 a depth; 4.5 for three)
 #   caches     Humming's, Triton's and FlashInfer's kernel caches as 15 MiB pieces in $OUT;
 #              kept in the git-ignored .gpu-cache/ and named in `carry`, a later machine
 #              restores them before its first step
@@ -185,6 +194,16 @@ for step in "$@"; do
       run kernels42 560 python3 scripts/gpu_kernel_profile.py /root/k42 --layers 42 \
         --profiles "${KERNEL_PROFILES:-humming+fp8,stack}" --known-answer
       cp /root/k42/kernels-*.json "$OUT/" 2>/dev/null ;;
+    depths42 | depths42-random)
+      weights=--known-answer prefix=
+      [[ "$step" == depths42-random ]] && weights= prefix=random-
+      run "$step" 560 python3 scripts/gpu_kernel_profile.py "/root/$step" --layers 42 \
+        --profiles stack --steps "${DEPTHS:-2,4,3}" ${weights:+"$weights"}
+      for f in "/root/$step"/kernels-stack-42-k*.json; do
+        [[ -e "$f" ]] && cp "$f" "$OUT/$prefix${f##*/}"
+      done
+      run "$step-eval" 60 python3 scripts/depth_eval.py --profiles "/root/$step"/kernels-stack-42-k*.json \
+        --decode-profile bench/2026-12-01-h200-kernels-humming-fp8-42.json --out "$OUT/${prefix}depth-eval.json" ;;
     caches)  # the kernel caches, in pieces that come back through $OUT, for .gpu-cache/
       tar czf /root/cache.tgz -C /root .humming .cache/sglang 2>/dev/null
       split -b 15m -d -a 2 /root/cache.tgz "$OUT/cache.tgz.part-"

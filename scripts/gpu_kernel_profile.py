@@ -4,10 +4,14 @@ Boots one engine per profile on a Ling-3.0-flash-shaped model (42 layers by defa
 profiles two greedy requests of different lengths in SGLang's scheduler (torch
 profiler), and writes the difference per step or round: every kernel with its calls and
 GPU time, without the prefill both requests share. The files feed
-`scripts/spark_projection.py`.
+`scripts/spark_projection.py` and `scripts/depth_eval.py`.
+
+`--steps 2,4,3` boots each NEXTN profile once a depth (speculative_num_steps K, K + 1 draft
+tokens, top-1) and writes kernels-PROFILE-LAYERS-kK.json. The proof's NEXTN line then fails
+(it holds the product to 3/1/4): it is printed, and the profile goes on.
 
     python scripts/gpu_kernel_profile.py OUTDIR --profiles humming+fp8,stack [--layers 42]
-        [--known-answer] [--context 2048] [--mem-fraction 0.65]
+        [--known-answer] [--context 2048] [--mem-fraction 0.65] [--steps 2,4,3]
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from gpu_stack_ab import boot  # noqa: E402
 
 from app.backend.engine import EngineBackend  # noqa: E402
 from app.bench.engine_calls import call_tokenizer_manager, generate  # noqa: E402
+from app.bench.profile_runs import ProfileRun, profile_runs  # noqa: E402
 from tests.gpu import known_answer, models  # noqa: E402
 
 SHORT, LONG = 8, 72
@@ -73,10 +78,10 @@ async def profiled_request(
 
 
 async def profile_one(
-    profile: str, model: Path, out: Path, args: argparse.Namespace
+    run: ProfileRun, model: Path, out: Path, args: argparse.Namespace
 ) -> dict[str, Any]:
     started = time.perf_counter()
-    backend = await boot(profile, profile, model, out, args.mem_fraction)
+    backend = await boot(run.name, run.profile, model, out, args.mem_fraction, run.overrides)
     boot_s = time.perf_counter() - started
     try:
         for seed in range(2):  # warm-up: Triton's JIT and autotuning at this context
@@ -91,7 +96,7 @@ async def profile_one(
         await backend.shutdown()
     rounds = long[2] - short[2]
     if rounds < 1:
-        raise SystemExit(f"{profile}: the longer request took no more rounds than the shorter")
+        raise SystemExit(f"{run.name}: the longer request took no more rounds than the shorter")
     names = set(long[0]) | set(short[0])
     kernels = []
     for name in names:
@@ -103,7 +108,7 @@ async def profile_one(
     result = {
         "gpu": _gpu_name(),
         "layers": args.layers,
-        "profile": profile,
+        "profile": run.profile,
         "phase": "verify" if long[3] is not None else "decode",
         "rounds": rounds,
         "accept_length": long[3],
@@ -112,10 +117,12 @@ async def profile_one(
         "boot_s": round(boot_s, 1),
         "kernels": kernels,
     }
+    if run.depth is not None:
+        result["draft_steps"] = run.depth
     per_round = sum(k["total_us"] for k in kernels) / max(rounds, 1)
     launches = sum(k["calls"] for k in kernels) / max(rounds, 1)
     print(
-        f"{profile}: {result['phase']} {per_round / 1000:.3f} ms GPU time per round over "
+        f"{run.name}: {result['phase']} {per_round / 1000:.3f} ms GPU time per round over "
         f"{rounds} rounds, {launches:.0f} kernels a round, accept {long[3]}; booted in "
         f"{boot_s:.0f} s",
         flush=True,
@@ -142,14 +149,19 @@ async def main() -> None:
     parser.add_argument("--known-answer", action="store_true")
     parser.add_argument("--context", type=int, default=2048)
     parser.add_argument("--mem-fraction", type=float, default=0.65)
+    parser.add_argument("--steps", default="", help="NEXTN depths, e.g. 2,4,3")
     args = parser.parse_args()
+    try:
+        steps = [int(k) for k in args.steps.split(",") if k.strip()]
+        runs = profile_runs(args.profiles.split(","), args.layers, steps)
+    except ValueError as err:
+        parser.error(str(err))
     args.out.mkdir(parents=True, exist_ok=True)
     os.environ[known_answer.KNOWN_ANSWER_ENV] = "1" if args.known_answer else "0"
     model = models.write_model_dir(args.out / "model", args.layers, known_answer=args.known_answer)
-    for profile in args.profiles.split(","):
-        result = await profile_one(profile, model, args.out / profile, args)
-        path = args.out / f"kernels-{profile.replace('+', '-')}-{args.layers}.json"
-        path.write_text(json.dumps(result, indent=1))
+    for run in runs:  # each file as soon as it is measured: a cut run keeps the ones before
+        result = await profile_one(run, model, args.out / run.name, args)
+        (args.out / run.file_name).write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

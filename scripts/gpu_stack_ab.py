@@ -139,8 +139,15 @@ def new_children(before: set[int]) -> list[int]:
 
 
 async def boot(
-    name: str, profile: str, model: Path, out: Path, mem_fraction: float
+    name: str,
+    profile: str,
+    model: Path,
+    out: Path,
+    mem_fraction: float,
+    overrides: dict[str, Any] | None = None,
 ) -> EngineBackend:
+    """A dummy-weight engine of `profile`, its proof printed (a failing line does not stop
+    it); `overrides` are server arguments over the profile's."""
     config = EngineConfig(
         model_path=str(model),
         profile=profile,
@@ -148,7 +155,7 @@ async def boot(
         log_dir=out / name,
         min_accept_length=1.0,
         context_length=4096,
-        overrides={"load_format": "dummy"},
+        overrides={"load_format": "dummy", **(overrides or {})},
     )
     backend = EngineBackend(config, scheduler_entry=known_answer.run_scheduler_process)
     async for stage in backend.start():

@@ -282,12 +282,7 @@ def server_args(config: EngineConfig, gpu: GpuFacts) -> dict[str, Any]:
 def speculative_args(levers: Levers) -> dict[str, Any]:
     """The server arguments of a profile's draft model and verify."""
     if levers.nextn:
-        return {
-            "speculative_algorithm": "NEXTN",
-            "speculative_num_steps": NEXTN_STEPS,
-            "speculative_eagle_topk": NEXTN_TOPK,
-            "speculative_num_draft_tokens": NEXTN_DRAFT_TOKENS,
-        }
+        return {"speculative_algorithm": "NEXTN", **nextn_depth_args(NEXTN_STEPS)}
     if levers.dspark:
         return {
             "speculative_algorithm": "DSPARK",
@@ -300,6 +295,21 @@ def speculative_args(levers: Levers) -> dict[str, Any]:
             "linear_replayssm_cache_len": REPLAYSSM_CACHE_LEN,
         }
     return {}
+
+
+def nextn_depth_args(steps: int) -> dict[str, Any]:
+    """A top-1 NEXTN chain of `steps` draft steps: the verify reads the drafts and the bonus.
+
+    Raises:
+        ValueError: steps < 1.
+    """
+    if steps < 1:
+        raise ValueError(f"a NEXTN chain needs at least one draft step, got {steps}")
+    return {
+        "speculative_num_steps": steps,
+        "speculative_eagle_topk": NEXTN_TOPK,
+        "speculative_num_draft_tokens": steps + 1,
+    }
 
 
 def replayssm_problem(args: dict[str, Any]) -> str | None:

@@ -7,6 +7,9 @@ A profile file is what torch.profiler gave inside SGLang's scheduler for `rounds
      "rounds": 64, "accept_length": null, "context_tokens": 2048,
      "kernels": [{"name": "...", "calls": 1234, "total_us": 5678.9}, ...]}
 
+A verify profile also names its NEXTN depth, "draft_steps" (files without it ran the
+default 3).
+
 Each kernel is put in the byte category whose weights or state it streams, by its name;
 a kernel that streams none of the byte model's bytes costs only its fixed cost. Names no
 rule knows also go there, and are listed (`KernelMap.unmapped`).
@@ -14,6 +17,7 @@ rule knows also go there, and are listed (`KernelMap.unmapped`).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -103,6 +107,8 @@ class KernelProfile:
     accept_length: float | None
     context_tokens: int
     kernels: tuple[KernelRecord, ...]
+    draft_steps: int = NEXTN_STEPS
+    """NEXTN draft steps a round (phase verify; a decode step has none)."""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> KernelProfile:
@@ -113,7 +119,9 @@ class KernelProfile:
         """
         try:
             phase = Phase(data["phase"])
-            rounds, layers = _positive_int(data, "rounds"), _positive_int(data, "layers")
+            rounds = _positive_int("rounds", data["rounds"])
+            layers = _positive_int("layers", data["layers"])
+            steps = _positive_int("draft_steps", data.get("draft_steps", NEXTN_STEPS))
             accept = data.get("accept_length")
             kernels = tuple(
                 KernelRecord(str(k["name"]), int(k["calls"]), float(k["total_us"]))
@@ -130,6 +138,7 @@ class KernelProfile:
                 accept_length=None if accept is None else float(accept),
                 context_tokens=int(data["context_tokens"]),
                 kernels=kernels,
+                draft_steps=steps,
             )
         except KeyError as missing:
             raise ValueError(f"kernel profile lacks {missing}") from None
@@ -139,15 +148,20 @@ class KernelProfile:
     @property
     def forwards(self) -> int:
         """Forwards a unit runs, hence LM head calls: 1 a step, 1 + draft steps a round."""
-        return 1 if self.phase is Phase.DECODE else NEXTN_STEPS + 1
+        return 1 if self.phase is Phase.DECODE else self.draft_steps + 1
+
+    @property
+    def unit_ms(self) -> float:
+        """GPU time of one step or round, ms: all its kernels' time over the rounds."""
+        return math.fsum(k.total_us for k in self.kernels) / self.rounds / 1e3
 
     def per_unit(self, kernel: KernelRecord) -> tuple[float, float]:
         """(calls, microseconds) a kernel takes per step or round."""
         return kernel.calls / self.rounds, kernel.total_us / self.rounds
 
 
-def _positive_int(data: Mapping[str, Any], key: str) -> int:
-    value = int(data[key])
+def _positive_int(key: str, raw: Any) -> int:
+    value = int(raw)
     if value < 1:
         raise ValueError(f"{key} must be at least 1, got {value}")
     return value

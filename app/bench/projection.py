@@ -274,7 +274,13 @@ def spark_projection(
         by_key[(p.profile, p.phase)] = p
 
     def load_of(name: str, profile: KernelProfile, kmap: KernelMap) -> UnitLoad:
-        nbytes = unit_bytes(name, profile.phase, context_tokens=context_tokens, config=config)
+        nbytes = unit_bytes(
+            name,
+            profile.phase,
+            context_tokens=context_tokens,
+            config=config,
+            draft_steps=profile.draft_steps,
+        )
         return unit_load(profile, kmap, nbytes)
 
     units: list[tuple[str, KernelProfile, KernelMap]] = []

@@ -10,7 +10,7 @@ from app.backend.engine_config import NEXTN_STEPS
 from app.bench.bandwidth import lm_head
 from app.bench.kernels import Category, Phase
 from app.telemetry.checkpoint import LmHead, ModelShape, Precision, WeightFormat
-from app.telemetry.mtp import DraftBytes, mtp_cycle
+from app.telemetry.mtp import DraftBytes, Routing, mtp_cycle
 from app.telemetry.roofline import StepBytes, decode_step_bytes
 
 
@@ -55,12 +55,19 @@ def _draft_parts(shape: ModelShape, precision: Precision, d: DraftBytes) -> dict
 
 
 def unit_bytes(
-    profile: str, phase: Phase, *, context_tokens: int, config: Mapping[str, Any]
+    profile: str,
+    phase: Phase,
+    *,
+    context_tokens: int,
+    config: Mapping[str, Any],
+    draft_steps: int = NEXTN_STEPS,
+    routing: Routing = Routing.INDEPENDENT,
 ) -> dict[Category, float]:
     """The byte model's bytes of one step or round of `profile`, by category.
 
     The head's category also holds the logits it writes: FP32 for the FP32-logits head,
-    BF16 otherwise, one row a token.
+    BF16 otherwise, one row a token. `draft_steps` and `routing` shape a round (see
+    `mtp_cycle`).
     """
     head = lm_head(profile)
     shape, precision = ModelShape.from_config(config), Precision.from_config(config, head)
@@ -71,11 +78,13 @@ def unit_bytes(
         )
         parts[Category.LM_HEAD] += row
         return parts
-    cycle = mtp_cycle(shape, precision, context_tokens=context_tokens, draft_steps=NEXTN_STEPS)
+    cycle = mtp_cycle(
+        shape, precision, context_tokens=context_tokens, draft_steps=draft_steps, routing=routing
+    )
     parts = defaultdict(float, _step_parts(shape, precision, cycle.verify))
-    draft = [cycle.draft_extend] + [cycle.draft_step] * (NEXTN_STEPS - 1)
+    draft = [cycle.draft_extend] + [cycle.draft_step] * (draft_steps - 1)
     for forward in draft:
         for category, nbytes in _draft_parts(shape, precision, forward).items():
             parts[category] += nbytes
-    parts[Category.LM_HEAD] += row * (2 * NEXTN_STEPS + 1)  # verify k + 1 rows, k drafts
+    parts[Category.LM_HEAD] += row * (2 * draft_steps + 1)  # verify k + 1 rows, k drafts
     return dict(parts)

@@ -19,6 +19,7 @@ from app.backend.engine_config import (
     GpuFacts,
     Setting,
     engine_environment,
+    nextn_depth_args,
     server_args,
 )
 from app.backend.engine_setup import set_engine_environment
@@ -72,6 +73,20 @@ def test_stack_asks_for_nextn_3_1_4_with_the_model_as_draft_and_no_fp32_head():
     assert args["speculative_draft_model_path"] == "/models/ling"
     assert args["enable_fp32_lm_head"] is False
     assert args["startup_weight_load_mode"] == "serial"
+
+
+def test_a_nextn_depth_override_sets_a_top_1_chain_of_that_depth():
+    config = EngineConfig("/m", profile="stack", overrides=nextn_depth_args(2))
+    args = server_args(config, H200_FULL)
+    assert (
+        args["speculative_algorithm"],
+        args["speculative_num_steps"],
+        args["speculative_eagle_topk"],
+        args["speculative_num_draft_tokens"],
+    ) == ("NEXTN", 2, 1, 3)
+    assert nextn_depth_args(7)["speculative_num_draft_tokens"] == 8
+    with pytest.raises(ValueError, match="at least one draft step"):
+        nextn_depth_args(0)
 
 
 def test_baseline_is_the_official_recipe():

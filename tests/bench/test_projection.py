@@ -106,6 +106,17 @@ def test_per_unit_values_divide_by_rounds() -> None:
     assert p.per_unit(p.kernels[0]) == (40.0, 320.0)
     assert p.forwards == 1
     assert load(stack_round()).forwards == 4
+    step_us = sum(calls * us for _, calls, us in LAYERS_BODY + BF16_HEAD)
+    assert p.unit_ms == pytest.approx(step_us / 1e3)
+
+
+def test_a_round_profile_names_its_depth_and_older_files_ran_three_steps() -> None:
+    assert load(stack_round()).draft_steps == 3
+    two = load({**stack_round(), "draft_steps": 2})
+    assert two.draft_steps == 2
+    assert two.forwards == 3
+    with pytest.raises(ValueError, match="draft_steps must be at least 1"):
+        load({**stack_round(), "draft_steps": 0})
 
 
 @pytest.mark.parametrize(
@@ -180,6 +191,29 @@ def test_round_bytes_hold_four_head_reads() -> None:
     assert bf16[Category.LM_HEAD] - fp8[Category.LM_HEAD] == 4 * (head_bf16 - head_fp8)
     # the round is test_mtp's 9.425 GB, plus 7 logits rows (4 verified tokens, 3 drafts)
     assert sum(fp8.values()) == pytest.approx(9.425e9 + 7 * 157184 * 2, rel=1e-4)
+
+
+def test_a_round_of_other_depths_reads_the_head_once_a_forward() -> None:
+    kw: dict[str, Any] = {"context_tokens": 2048, "config": LING_3_FLASH_CONFIG}
+    head_fp8, head_bf16 = 157184 * 2560 + 157184 * 4, 157184 * 2560 * 2
+    for k in (1, 2, 5):
+        fp8 = unit_bytes("stack", Phase.VERIFY, draft_steps=k, **kw)
+        bf16 = unit_bytes("humming+nextn", Phase.VERIFY, draft_steps=k, **kw)
+        assert bf16[Category.LM_HEAD] - fp8[Category.LM_HEAD] == (k + 1) * (head_bf16 - head_fp8)
+        # logits rows: k + 1 verified tokens, k drafts
+        assert fp8[Category.LM_HEAD] == (k + 1) * head_fp8 + (2 * k + 1) * 157184 * 2
+    shallow = sum(unit_bytes("stack", Phase.VERIFY, draft_steps=2, **kw).values())
+    assert shallow < sum(unit_bytes("stack", Phase.VERIFY, **kw).values())
+
+
+def test_a_profiled_round_of_another_depth_is_projected_with_that_depth_s_bytes() -> None:
+    two = {**stack_round(), "draft_steps": 2}
+    result = spark_projection([load(humming()), load(humming_fp8()), load(two)])
+    round_ = next(p for p in result.profiles if p.profile == "stack")
+    kw: dict[str, Any] = {"context_tokens": PUBLISHED_CONTEXT_TOKENS, "config": LING_3_FLASH_CONFIG}
+    assert round_.bytes == pytest.approx(
+        sum(unit_bytes("stack", Phase.VERIFY, draft_steps=2, **kw).values())
+    )
 
 
 # --- the fit -----------------------------------------------------------------------------
