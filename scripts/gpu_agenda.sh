@@ -28,6 +28,8 @@
 #              length as without it (1.5); replayssm42 the same at 42 layers
 #   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
 #              at 42 layers, 2K context, for scripts/spark_projection.py (KERNEL_PROFILES=...)
+#   kernels42-replayssm  one verify round of the stack at 42 layers without and with KDA
+#              ReplaySSM verify (ring 8), known-answer weights, booted one after the other (3.5)
 #   depths42   the stack's verify round at 42 layers, 2K context, known-answer weights, at each
 #              NEXTN depth of DEPTHS (default 2,4,3: the default last, so that a cut run keeps
 #              the others), one engine each, files kernels-stack-42-kK.json; then
@@ -194,6 +196,11 @@ for step in "$@"; do
       run kernels42 560 python3 scripts/gpu_kernel_profile.py /root/k42 --layers 42 \
         --profiles "${KERNEL_PROFILES:-humming+fp8,stack}" --known-answer
       cp /root/k42/kernels-*.json "$OUT/" 2>/dev/null ;;
+    kernels42-replayssm)  # the stack's round without and with ReplaySSM, side by side
+      run kernels42-replayssm 560 bash -c 'python3 scripts/gpu_kernel_profile.py /root/k42r \
+        --layers 42 --profiles stack --known-answer && python3 scripts/gpu_kernel_profile.py \
+        /root/k42r --layers 42 --profiles stack --known-answer --replayssm'
+      cp /root/k42r/kernels-*.json "$OUT/" 2>/dev/null ;;
     depths42 | depths42-random)
       weights=--known-answer prefix=
       [[ "$step" == depths42-random ]] && weights= prefix=random-

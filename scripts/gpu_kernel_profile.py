@@ -8,10 +8,11 @@ GPU time, without the prefill both requests share. The files feed
 
 `--steps 2,4,3` boots each NEXTN profile once a depth (speculative_num_steps K, K + 1 draft
 tokens, top-1) and writes kernels-PROFILE-LAYERS-kK.json. The proof's NEXTN line then fails
-(it holds the product to 3/1/4): it is printed, and the profile goes on.
+(it holds the product to 3/1/4): it is printed, and the profile goes on. `--replayssm`
+verifies with KDA ReplaySSM (the shortest ring SGLang accepts): files ...-replayssm.json.
 
     python scripts/gpu_kernel_profile.py OUTDIR --profiles humming+fp8,stack [--layers 42]
-        [--known-answer] [--context 2048] [--mem-fraction 0.65] [--steps 2,4,3]
+        [--known-answer] [--context 2048] [--mem-fraction 0.65] [--steps 2,4,3] [--replayssm]
 """
 
 from __future__ import annotations
@@ -119,6 +120,8 @@ async def profile_one(
     }
     if run.depth is not None:
         result["draft_steps"] = run.depth
+    if run.replayssm:
+        result["replayssm"] = True
     per_round = sum(k["total_us"] for k in kernels) / max(rounds, 1)
     launches = sum(k["calls"] for k in kernels) / max(rounds, 1)
     print(
@@ -150,10 +153,13 @@ async def main() -> None:
     parser.add_argument("--context", type=int, default=2048)
     parser.add_argument("--mem-fraction", type=float, default=0.65)
     parser.add_argument("--steps", default="", help="NEXTN depths, e.g. 2,4,3")
+    parser.add_argument(
+        "--replayssm", action="store_true", help="NEXTN verify with KDA ReplaySSM (shortest ring)"
+    )
     args = parser.parse_args()
     try:
         steps = [int(k) for k in args.steps.split(",") if k.strip()]
-        runs = profile_runs(args.profiles.split(","), args.layers, steps)
+        runs = profile_runs(args.profiles.split(","), args.layers, steps, replayssm=args.replayssm)
     except ValueError as err:
         parser.error(str(err))
     args.out.mkdir(parents=True, exist_ok=True)

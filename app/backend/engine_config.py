@@ -23,8 +23,6 @@ DSPARK_DRAFT = "inclusionAI/Ling-3.0-flash-dspark"
 DSPARK_BLOCK = 8
 """Draft tokens per DSpark block; the verify window is one more (the anchor token)."""
 DSPARK_WINDOW = DSPARK_BLOCK + 1
-REPLAYSSM_CACHE_LEN = 32
-"""The KDA ReplaySSM verify ring: a power of two >= 2x the verify window (SGLang's rule)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,8 +289,7 @@ def speculative_args(levers: Levers) -> dict[str, Any]:
             "speculative_num_steps": 1,
             "speculative_eagle_topk": 1,
             "speculative_num_draft_tokens": DSPARK_WINDOW,
-            "enable_linear_replayssm_spec": True,
-            "linear_replayssm_cache_len": REPLAYSSM_CACHE_LEN,
+            **replayssm_args(DSPARK_WINDOW),
         }
     return {}
 
@@ -309,6 +306,15 @@ def nextn_depth_args(steps: int) -> dict[str, Any]:
         "speculative_num_steps": steps,
         "speculative_eagle_topk": NEXTN_TOPK,
         "speculative_num_draft_tokens": steps + 1,
+    }
+
+
+def replayssm_args(window: int) -> dict[str, Any]:
+    """KDA ReplaySSM verify for a verify window of `window` tokens, with the shortest ring
+    SGLang accepts: a power of two >= 2x the window (32 for DSpark's 9, 8 for NEXTN's 4)."""
+    return {
+        "enable_linear_replayssm_spec": True,
+        "linear_replayssm_cache_len": 1 << (2 * window - 1).bit_length(),
     }
 
 

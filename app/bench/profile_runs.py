@@ -6,27 +6,33 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.backend.engine_config import NEXTN_STEPS, PROFILES, nextn_depth_args
+from app.backend.engine_config import NEXTN_STEPS, PROFILES, nextn_depth_args, replayssm_args
 
 
 @dataclass(frozen=True, slots=True)
 class ProfileRun:
-    """One profile, at a NEXTN depth other than its own when `draft_steps` is set."""
+    """One profile, at a NEXTN depth other than its own when `draft_steps` is set, with KDA
+    ReplaySSM verify when `replayssm` is."""
 
     profile: str
     layers: int
     draft_steps: int | None = None
+    replayssm: bool = False
+
+    @property
+    def _suffix(self) -> str:
+        depth = "" if self.draft_steps is None else f"-k{self.draft_steps}"
+        return depth + ("-replayssm" if self.replayssm else "")
 
     @property
     def name(self) -> str:
         """The run's name: its log directory."""
-        return self.profile if self.draft_steps is None else f"{self.profile}-k{self.draft_steps}"
+        return self.profile + self._suffix
 
     @property
     def file_name(self) -> str:
-        """Its kernel-profile file: kernels-PROFILE-LAYERS[-kSTEPS].json."""
-        depth = "" if self.draft_steps is None else f"-k{self.draft_steps}"
-        return f"kernels-{self.profile.replace('+', '-')}-{self.layers}{depth}.json"
+        """Its kernel-profile file: kernels-PROFILE-LAYERS[-kSTEPS][-replayssm].json."""
+        return f"kernels-{self.profile.replace('+', '-')}-{self.layers}{self._suffix}.json"
 
     @property
     def depth(self) -> int | None:
@@ -37,17 +43,23 @@ class ProfileRun:
 
     @property
     def overrides(self) -> dict[str, Any]:
-        """Server arguments over the profile's own (its depth; the proof's NEXTN line then
-        fails, which a profile run reports and goes on)."""
-        return {} if self.draft_steps is None else nextn_depth_args(self.draft_steps)
+        """Server arguments over the profile's own (its depth: the proof's NEXTN line then
+        fails, which a profile run reports and goes on; ReplaySSM with its shortest ring)."""
+        args = {} if self.draft_steps is None else nextn_depth_args(self.draft_steps)
+        if self.replayssm:
+            args |= replayssm_args((self.depth or NEXTN_STEPS) + 1)
+        return args
 
 
-def profile_runs(profiles: Sequence[str], layers: int, steps: Sequence[int]) -> list[ProfileRun]:
-    """Each profile once, or each NEXTN profile once a depth in `steps` when it is given.
+def profile_runs(
+    profiles: Sequence[str], layers: int, steps: Sequence[int], *, replayssm: bool = False
+) -> list[ProfileRun]:
+    """Each profile once, or each NEXTN profile once a depth in `steps` when it is given;
+    with `replayssm`, each NEXTN run verifies with KDA ReplaySSM.
 
     Raises:
-        ValueError: An unknown profile, a depth under 1 or given twice, or depths for a
-            profile without NEXTN.
+        ValueError: An unknown profile, a depth under 1 or given twice, depths for a
+            profile without NEXTN, or ReplaySSM for one.
     """
     if any(k < 1 for k in steps) or len(set(steps)) < len(steps):
         raise ValueError(f"depths must be distinct draft steps of at least 1: {list(steps)}")
@@ -55,10 +67,8 @@ def profile_runs(profiles: Sequence[str], layers: int, steps: Sequence[int]) -> 
     for profile in profiles:
         if profile not in PROFILES:
             raise ValueError(f"unknown profile {profile!r}; one of {', '.join(PROFILES)}")
-        if not steps:
-            runs.append(ProfileRun(profile, layers))
-        elif not PROFILES[profile].nextn:
-            raise ValueError(f"{profile} has no NEXTN draft: it has no depth to set")
-        else:
-            runs += [ProfileRun(profile, layers, k) for k in steps]
+        if (steps or replayssm) and not PROFILES[profile].nextn:
+            raise ValueError(f"{profile} has no NEXTN draft: no depth or ReplaySSM to set")
+        depths: Sequence[int | None] = steps or [None]
+        runs += [ProfileRun(profile, layers, k, replayssm) for k in depths]
     return runs

@@ -9,6 +9,7 @@ from app.backend.engine_config import (
     PROFILES,
     EngineConfig,
     GpuFacts,
+    replayssm_args,
     replayssm_problem,
     server_args,
 )
@@ -72,6 +73,15 @@ def test_the_ring_rule_follows_the_verify_window_and_sglang_s_default_length():
     assert replayssm_problem({"linear_replayssm_cache_len": 3}) is None  # ReplaySSM off
     ring_64 = {"enable_linear_replayssm_spec": True, "linear_replayssm_cache_len": 64}
     assert replayssm_problem({**ring_64, "speculative_num_draft_tokens": 9}) is None
+
+
+@pytest.mark.parametrize(("window", "ring"), [(2, 4), (4, 8), (5, 16), (8, 16), (9, 32)])
+def test_replayssm_args_give_the_shortest_ring_sglang_accepts(window: int, ring: int):
+    args = replayssm_args(window)
+    assert args == {"enable_linear_replayssm_spec": True, "linear_replayssm_cache_len": ring}
+    assert replayssm_problem({**args, "speculative_num_draft_tokens": window}) is None
+    shorter = {**args, "linear_replayssm_cache_len": ring // 2}
+    assert replayssm_problem({**shorter, "speculative_num_draft_tokens": window}) is not None
 
 
 def test_the_cli_refuses_a_bad_ring_with_one_line_before_anything_starts(capsys):

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from app.backend.engine import EngineBackend
-from app.backend.engine_config import EngineConfig
+from app.backend.engine_config import NEXTN_DRAFT_TOKENS, EngineConfig, replayssm_args
 from app.backend.protocol import ReplyDone, TextChunk
 from app.chat import ChatMessage, Role, Sampling
 from app.commands.doctor import format_report, run_doctor
@@ -64,7 +64,7 @@ def verdicts(report: ProofReport) -> dict[str, Verdict]:
     return {line.key: line.verdict for line in report.lines}
 
 
-REPLAYSSM = {"enable_linear_replayssm_spec": True, "linear_replayssm_cache_len": 8}
+REPLAYSSM = replayssm_args(NEXTN_DRAFT_TOKENS)
 """KDA ReplaySSM verify for NEXTN: a ring of 8, twice the 4-token verify window."""
 
 
