@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from app.backend.draft import shape
+from app.backend.draft import from_facts, shape
 from app.backend.protocol import (
     BackendInfo,
     ChatBackend,
@@ -183,7 +183,11 @@ class ReplayBackend:
         self._sleep = sleep
         self._next_reply = 0
         self._abort = asyncio.Event()
-        self._info = replace(info_from_dict(self._trace["info"]), kind="replay")
+        info = info_from_dict(self._trace["info"])
+        proof = self._trace["proof"]
+        if info.draft is None and proof is not None:  # recorded before the draft was kept
+            info = replace(info, draft=from_facts(proof.get("facts")))
+        self._info = replace(info, kind="replay")
 
     @property
     def info(self) -> BackendInfo:

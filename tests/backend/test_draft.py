@@ -8,8 +8,12 @@ from app.backend.draft import draft_in_use, from_args, from_facts
 from app.backend.engine_config import PROFILES, EngineConfig, GpuFacts, server_args
 from app.backend.patches import evidence
 from app.backend.protocol import DraftShape
-from tests.backend.test_proof_dspark import dspark_facts
-from tests.fixtures.sglang_objects import SourcesDouble, plain_scheduler, stack_facts
+from tests.fixtures.sglang_objects import (
+    SourcesDouble,
+    dspark_facts,
+    plain_scheduler,
+    stack_facts,
+)
 
 H200 = GpuFacts(sm=90, has_fa3=True, has_flashinfer=True, has_xgrammar=True)
 SHAPES = {

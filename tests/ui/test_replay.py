@@ -152,10 +152,18 @@ async def test_a_replay_shows_the_recorded_draft_depth(tmp_path: Path) -> None:
     assert ReplayBackend(path).info.draft == inner.info.draft == DraftShape(3, 4)
 
 
-def test_a_trace_recorded_before_the_draft_was_kept_has_none() -> None:
-    """The shipped trace's info holds no draft: it loads, and says nothing of one."""
+def test_a_trace_recorded_before_the_draft_was_kept_reads_it_from_its_proof() -> None:
+    """The shipped trace's info holds no draft; its proof's facts name the NEXTN shape."""
     assert "draft" not in read_trace(trace_path("demo"))["info"]
-    assert ReplayBackend(trace_path("demo")).info.draft is None
+    assert ReplayBackend(trace_path("demo")).info.draft == DraftShape(3, 4)
+
+
+def test_a_trace_without_a_draft_or_a_proof_shows_none(tmp_path: Path) -> None:
+    trace = read_trace(trace_path("demo"))
+    trace["proof"] = None
+    path = tmp_path / "old.trace.json"
+    path.write_text(json.dumps(trace))
+    assert ReplayBackend(path).info.draft is None
 
 
 @pytest.mark.parametrize(
