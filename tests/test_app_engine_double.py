@@ -50,11 +50,20 @@ def chatted(work: Path, mode: str) -> dict[str, Any]:
 def test_a_chat_starts_streams_and_leaves_no_process_behind(tmp_path):
     result = chatted(tmp_path, "chat")
     assert result["screen"] == "ChatScreen"
+    assert result["draft"] == "draft    3 steps · 4 tokens"
     assert result["replies"] == [
         {"status": "complete", "content": FULL_REPLY, "accept": 4.0, "error": None}
     ]
     log = (tmp_path / "sglang.log").read_text()
     assert "scheduler double up: moe_runner_backend=humming" in log  # child output -> log
+
+
+def test_the_speed_panel_shows_the_draft_steps_the_scheduler_runs(tmp_path):
+    # speculative_num_steps=2 reaches SGLang, whose top-1 draft worker then verifies 3
+    # tokens (the args still ask for 4): the running scheduler's facts are what is shown.
+    result = chatted(tmp_path, "two_draft_steps")
+    assert result["screen"] == "ChatScreen"
+    assert result["draft"] == "draft    2 steps · 3 tokens"
 
 
 def test_quitting_mid_reply_keeps_what_arrived_and_stops_the_engine(tmp_path):

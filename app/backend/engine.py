@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from app.backend.boot_log import LOAD_STAGE, BootLog
 from app.backend.download import is_hub_id
+from app.backend.draft import draft_in_use
 from app.backend.engine_config import EngineConfig, server_args
 from app.backend.engine_download import download_stages
 from app.backend.engine_reply import chat_prompt, produce_reply, prompt_ids
@@ -84,6 +85,9 @@ class EngineBackend:
                 int(self._engine.tokenizer_manager.context_len)
                 if self._engine is not None
                 else None
+            ),
+            draft=draft_in_use(
+                self._report.facts if self._report is not None else {}, self.server_kwargs
             ),
         )
 

@@ -80,6 +80,18 @@ class TimedGeneration:
 
 
 @dataclass(frozen=True, slots=True)
+class DraftShape:
+    """The draft depth in use: what one speculative round drafts and the target verifies."""
+
+    steps: int
+    """Draft steps per round (SGLang's `speculative_num_steps`; 1 for a block draft)."""
+    verify_tokens: int
+    """Tokens the target verifies per round (`speculative_num_draft_tokens`)."""
+    block: int | None = None
+    """Tokens a block draft (DSpark) drafts in its one step; None for a step draft (NEXTN)."""
+
+
+@dataclass(frozen=True, slots=True)
 class BackendInfo:
     """What the UI shows about the model side and stores with each reply."""
 
@@ -92,6 +104,8 @@ class BackendInfo:
     """True when speculative decoding is meant to be on (accept length is meaningful)."""
     context_length: int | None = None
     """The model's context in tokens, once the backend knows it (after start or a request)."""
+    draft: DraftShape | None = None
+    """The draft depth in use, once the backend knows it; None without speculation."""
 
 
 class ChatBackend(Protocol):

@@ -42,6 +42,7 @@ from typing import Any
 
 import httpx
 
+from app.backend.draft import count, draft_in_use
 from app.backend.engine_config import DEFAULT_MIN_ACCEPT_LENGTH, DEFAULT_PROFILE, PROFILES
 from app.backend.proof import build_report
 from app.backend.protocol import BackendInfo, LoadStage, ReplyError, ReplyEvent, TextChunk
@@ -153,6 +154,7 @@ class RemoteBackend:
             profile=self.profile,
             speculative=bool(server.get("speculative_algorithm")),
             context_length=self._context_length,
+            draft=draft_in_use(server.get(PROOF_KEY), server),
         )
 
     async def start(self) -> AsyncIterator[LoadStage]:
@@ -349,10 +351,11 @@ class RemoteBackend:
         info = self._server_info
         reserved = 0
         if info.get("speculative_algorithm"):
-            drafts = int(info.get("speculative_eagle_topk") or 0) * int(
-                info.get("speculative_num_steps") or 0
+            topk, steps, tokens = (
+                count(info.get(f"speculative_{name}")) or 0
+                for name in ("eagle_topk", "num_steps", "num_draft_tokens")
             )
-            reserved = max(drafts, int(info.get("speculative_num_draft_tokens") or 0))
+            reserved = max(topk * steps, tokens)
         return used + reserved, context
 
     async def _abort_on_server(self, rid: str) -> bool:

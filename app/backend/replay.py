@@ -4,7 +4,8 @@ A trace is one JSON file (schema `TRACE_FORMAT`, version `TRACE_VERSION`):
 
     {"format": "ling-chat-trace", "version": 1, "recorded_at": "2025-01-01T00:00:00+00:00",
      "info": {"kind": "engine", "model": ..., "sglang_version": ..., "profile": ...,
-              "speculative": true},
+              "speculative": true, "context_length": 32768,
+              "draft": {"steps": 3, "verify_tokens": 4, "block": null}},
      "stages": [{"name": ..., "done": false, "elapsed_s": 0.0, "detail": ""}, ...],
      "proof": {...ProofReport.to_dict()...} | null,
      "replies": [{"request": {"messages": [{"role": "user", "content": ...}],
@@ -31,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from app.backend.draft import from_facts, shape
 from app.backend.protocol import (
     BackendInfo,
     ChatBackend,
@@ -116,6 +118,16 @@ def event_from_dict(data: Mapping[str, Any], at: float) -> ReplyEvent:
     raise ValueError(f"unknown event type {kind!r}")
 
 
+def info_from_dict(data: Mapping[str, Any]) -> BackendInfo:
+    """The recorded backend's facts; a trace recorded before the draft was kept has none."""
+    draft = data.get("draft")
+    if draft is None:
+        return BackendInfo(**data)
+    if (recorded := shape(**draft)) is None:
+        raise ValueError(f"the draft {draft!r} is not counts of steps and tokens")
+    return BackendInfo(**{**data, "draft": recorded})
+
+
 def read_trace(path: Path) -> dict[str, Any]:
     """Read and check a trace file; problems raise a one-line `BackendError`."""
     try:
@@ -132,7 +144,7 @@ def read_trace(path: Path) -> dict[str, Any]:
             f"(this ling-chat reads version {TRACE_VERSION})"
         )
     try:
-        BackendInfo(**trace["info"])
+        info_from_dict(trace["info"])
         for stage in trace["stages"]:
             LoadStage(**stage)
         if trace["proof"] is not None:
@@ -171,8 +183,11 @@ class ReplayBackend:
         self._sleep = sleep
         self._next_reply = 0
         self._abort = asyncio.Event()
-        recorded = self._trace["info"]
-        self._info = BackendInfo(**{**recorded, "kind": "replay"})
+        info = info_from_dict(self._trace["info"])
+        proof = self._trace["proof"]
+        if info.draft is None and proof is not None:  # recorded before the draft was kept
+            info = replace(info, draft=from_facts(proof.get("facts")))
+        self._info = replace(info, kind="replay")
 
     @property
     def info(self) -> BackendInfo:

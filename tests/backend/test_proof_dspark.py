@@ -8,49 +8,8 @@ from typing import Any
 import pytest
 
 from app.proof_report import Verdict
-from tests.fixtures.sglang_objects import stack_facts
+from tests.fixtures.sglang_objects import dspark_facts, stack_facts
 from tests.support.proof import judge, verdict
-
-
-def dspark_facts() -> dict[str, Any]:
-    """What the scheduler reports for a healthy `dspark` profile (6-layer target, 5-layer draft)."""
-    facts = stack_facts()
-    facts.update(moe_draft=None, head_draft=None, sharing=None)
-    facts["speculative"] = {
-        "worker": "DSparkWorkerV2",
-        "draft_worker": "TpModelWorker",
-        "num_steps": None,
-        "topk": None,
-        "num_draft_tokens": None,
-    }
-    facts["dspark"] = {
-        "worker": "DSparkWorkerV2",
-        "draft_class": "LingDSparkModel",
-        "draft_layers": 5,
-        "markov_head": "VanillaMarkov",
-        "gamma": 8,
-        "verify_window": 9,
-        "config_block_size": 8,
-        "head": {
-            "is_target_head": True,
-            "embed_is_target_embed": True,
-            "weight_dtype": "float8_e4m3fn",
-            "quant_method": "LingFp8LMHeadMethod",
-            "applies_quant_method": True,
-        },
-        "projections_captured": {"LingFp8LMHeadMethod": 1},
-        "fp8_calls_in_draft_capture": 1,
-        "replayssm": {
-            "spec_enabled": True,
-            "kda_fold": True,
-            "ring_len": 32,
-            "ring_allocated": True,
-            "commits": 6,
-        },
-        "graph_runners": {"target_verify": True, "draft_decode": True},
-    }
-    return facts
-
 
 DSPARK_KEYS = ("dspark", "dspark_head", "dspark_block", "replayssm", "dspark_graphs")
 

@@ -24,8 +24,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.backend import remote
-from app.backend.protocol import BackendInfo, ReplyDone, ReplyError, ReplyEvent, TextChunk
-from app.backend.remote import RemoteBackend, is_loopback
+from app.backend.protocol import (
+    BackendInfo,
+    DraftShape,
+    ReplyDone,
+    ReplyError,
+    ReplyEvent,
+    TextChunk,
+)
+from app.backend.remote import PROOF_KEY, RemoteBackend, is_loopback
 from app.backend.warmup import SAMPLED_WARMUP, WARMUP_SAMPLING
 from app.backend.wire import ChatStream, SSELines, WireError
 from app.chat import ChatMessage, Role, Sampling
@@ -343,7 +350,13 @@ async def test_start_reads_server_info_warms_up_and_judges_the_published_proof(
     ]
     assert (await backend.proof()).ok
     assert backend.info == BackendInfo(
-        "server", MODEL_PATH, "0.5.23", "stack", True, context_length=server.context_len
+        "server",
+        MODEL_PATH,
+        "0.5.23",
+        "stack",
+        True,
+        context_length=server.context_len,
+        draft=DraftShape(3, 4),
     )
     greedy, sampled = server.chat_bodies()
     assert greedy["temperature"] == 0.0
@@ -404,6 +417,79 @@ async def test_failing_proof_names_the_failed_levers(
     failed = (await backend.proof()).failed
     assert failed
     assert all(line.title in str(refused.value) for line in failed)
+
+
+DSPARK_ARGS = {
+    "speculative_algorithm": "DSPARK",
+    "speculative_num_steps": 1,
+    "speculative_num_draft_tokens": 9,
+}
+"""What a DSpark server's `/server_info` resolves, its block left to the draft checkpoint."""
+
+
+@pytest.mark.parametrize(
+    ("args", "proof", "draft"),
+    [
+        pytest.param({}, None, DraftShape(3, 4), id="nextn-args"),
+        pytest.param(
+            {},
+            {"speculative": {"num_steps": 2, "num_draft_tokens": 3}},
+            DraftShape(2, 3),
+            id="nextn-live-facts-first",
+        ),
+        pytest.param(DSPARK_ARGS, None, DraftShape(1, 9, block=8), id="dspark-args"),
+        pytest.param(
+            {**DSPARK_ARGS, "speculative_dspark_block_size": 8},
+            {"dspark": {"gamma": 4, "verify_window": 5}, "speculative": None},
+            DraftShape(1, 5, block=4),
+            id="dspark-live-facts-first",
+        ),
+        pytest.param({"speculative_algorithm": None}, None, None, id="no-speculation"),
+    ],
+)
+async def test_info_shows_the_draft_depth_the_server_runs(
+    connect: Callable[..., RemoteBackend],
+    build_report: BuildReportDouble,
+    args: dict[str, Any],
+    proof: dict[str, Any] | None,
+    draft: DraftShape | None,
+) -> None:
+    backend = connect(FakeSGLangServerDouble({**server_info(proof=proof), **args}))
+    await collect(backend.start())
+    assert backend.info.draft == draft
+
+
+NO_STEPS = {"speculative_num_steps": "3"}
+
+
+@pytest.mark.parametrize(
+    ("hostile", "draft"),
+    [
+        (NO_STEPS, None),
+        ({"speculative_num_steps": [3]}, None),
+        ({"speculative_num_steps": True}, None),
+        ({"speculative_num_draft_tokens": 10**30}, None),
+        ({"speculative_num_draft_tokens": -4}, None),
+        ({**DSPARK_ARGS, "speculative_num_draft_tokens": "9"}, None),
+        ({"speculative_eagle_topk": {"k": 1}}, DraftShape(3, 4)),
+        # Broken live facts leave the shape to the server args.
+        ({PROOF_KEY: {"speculative": {"num_steps": 3.5}}}, DraftShape(3, 4)),
+        ({PROOF_KEY: {"dspark": {"gamma": "8", "verify_window": 9}}}, DraftShape(3, 4)),
+        ({PROOF_KEY: ["speculative"], **NO_STEPS}, None),
+        ({PROOF_KEY: {"speculative": "EAGLE"}, **NO_STEPS}, None),
+    ],
+)
+async def test_a_hostile_draft_shape_is_not_shown_and_chatting_goes_on(
+    connect: Callable[..., RemoteBackend],
+    build_report: BuildReportDouble,
+    hostile: dict[str, Any],
+    draft: DraftShape | None,
+) -> None:
+    backend = connect(FakeSGLangServerDouble({**server_info(proof=None), **hostile}))
+    await collect(backend.start())
+    assert backend.info.draft == draft
+    events = await collect(backend.stream_reply(HELLO, SAMPLING))
+    assert isinstance(events[-1], ReplyDone)
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from typing import Any
 
 from app.backend.protocol import (
     BackendInfo,
+    DraftShape,
     LoadStage,
     ReplyDone,
     ReplyError,
@@ -130,7 +131,13 @@ class ScriptedBackendDouble:
         self.hold_start = hold_start
         self.stop_error = stop_error
         self.info = BackendInfo(
-            kind, "inclusionAI/Ling-3.0-flash", "0.5.23", "stack", speculative, context_length=32768
+            kind,
+            "inclusionAI/Ling-3.0-flash",
+            "0.5.23",
+            "stack",
+            speculative,
+            context_length=32768,
+            draft=DraftShape(3, 4) if speculative else None,
         )
         self.replies: list[ScriptedReply] = []
         self.requests: list[tuple[tuple[ChatMessage, ...], Sampling]] = []

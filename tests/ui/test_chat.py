@@ -11,6 +11,7 @@ from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Collapsible, Label, Markdown, Static, TextArea
 
+from app.backend.protocol import DraftShape
 from app.chat import Role, Sampling
 from app.errors import BackendError, ConfigError
 from app.logfile import logging_to
@@ -18,6 +19,7 @@ from app.storage import ChatStore, MessageStatus, StoredMessage
 from app.ui import LingChatApp, reply_controller
 from app.ui.screens.chat import ChatScreen
 from app.ui.widgets.messages import ReplyView, UserMessage
+from app.ui.widgets.speed_panel import draft_line
 from tests.support.clock import FakeClock
 from tests.support.pilot import (
     SIZE,
@@ -371,6 +373,31 @@ async def test_speed_panel_shows_live_numbers_then_the_final_ones(
         assert "accept   3.00" in final and "verify   6 rounds" in final
         assert "prompt   10 (7 cached)" in final
         assert "Session · 1 replies" in text_of(screen.query_one("#session-heading", Label))
+
+
+@pytest.mark.parametrize(
+    ("speculative", "row"), [(True, "draft    3 steps · 4 tokens"), (False, "draft    –")]
+)
+async def test_speed_panel_shows_the_draft_depth_in_use(
+    make_app: MakeApp, clock: FakeClock, speculative: bool, row: str
+) -> None:
+    app = make_app(ScriptedBackendDouble(clock=clock, speculative=speculative))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        assert text_of(screen.query_one("#draft", Static)) == row
+
+
+@pytest.mark.parametrize(
+    ("draft", "line"),
+    [
+        (DraftShape(3, 4), "3 steps · 4 tokens"),
+        (DraftShape(1, 9, block=8), "block 8 · 9 tokens"),
+        (DraftShape(1, 2), "1 step · 2 tokens"),
+        (None, "–"),
+    ],
+)
+def test_the_draft_line_names_steps_or_the_block(draft: DraftShape | None, line: str) -> None:
+    assert draft_line(draft) == line
 
 
 async def test_collapsed_accept_length_raises_the_banner(

@@ -11,7 +11,7 @@ from typing import cast
 import pytest
 from textual.widgets import Static
 
-from app.backend.protocol import ReplyDone, ReplyEvent, TextChunk
+from app.backend.protocol import DraftShape, ReplyDone, ReplyEvent, TextChunk
 from app.backend.replay import (
     MAX_START_S,
     RecordingBackend,
@@ -144,6 +144,47 @@ async def test_a_damaged_reply_in_a_trace_is_a_one_line_error(tmp_path: Path, da
     path.write_text(json.dumps(trace))
     with pytest.raises(BackendError, match="malformed trace"):
         ReplayBackend(path)
+
+
+async def test_a_replay_shows_the_recorded_draft_depth(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    inner, _ = await record(path)
+    assert ReplayBackend(path).info.draft == inner.info.draft == DraftShape(3, 4)
+
+
+def test_a_trace_recorded_before_the_draft_was_kept_reads_it_from_its_proof() -> None:
+    """The shipped trace's info holds no draft; its proof's facts name the NEXTN shape."""
+    assert "draft" not in read_trace(trace_path("demo"))["info"]
+    assert ReplayBackend(trace_path("demo")).info.draft == DraftShape(3, 4)
+
+
+def test_a_trace_without_a_draft_or_a_proof_shows_none(tmp_path: Path) -> None:
+    trace = read_trace(trace_path("demo"))
+    trace["proof"] = None
+    path = tmp_path / "old.trace.json"
+    path.write_text(json.dumps(trace))
+    assert ReplayBackend(path).info.draft is None
+
+
+@pytest.mark.parametrize(
+    "draft",
+    [
+        [3, 4],
+        "3 steps",
+        {"depth": 3},
+        {"steps": 3, "verify_tokens": "4", "block": None},
+        {"steps": 1, "verify_tokens": 9, "block": -8},
+    ],
+)
+async def test_a_damaged_draft_is_a_malformed_trace(tmp_path: Path, draft: object) -> None:
+    path = tmp_path / "trace.json"
+    await record(path)
+    trace = json.loads(path.read_text())
+    trace["info"]["draft"] = draft
+    path.write_text(json.dumps(trace))
+    with pytest.raises(BackendError, match=r"malformed trace") as refused:
+        ReplayBackend(path)
+    assert "\n" not in str(refused.value)
 
 
 async def test_the_app_runs_on_a_replayed_trace(

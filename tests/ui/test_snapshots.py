@@ -15,6 +15,7 @@ from textual.containers import Horizontal
 from textual.pilot import Pilot
 from textual.widgets import Static, TextArea
 
+from app.backend.protocol import DraftShape
 from app.storage import MessageStatus
 from app.telemetry import ReplyStats
 from app.telemetry.session import summarize_session
@@ -48,7 +49,8 @@ def stats(tps: float, accept: float, tokens: int = 600) -> ReplyStats:
 
 
 class SpeedPanels(App[None]):
-    """The panel twice: streaming (live) and after the reply, with a session behind it."""
+    """The panel twice: streaming (live) and after the reply, with a session behind it;
+    the first drafts NEXTN steps, the second DSpark blocks."""
 
     CSS_PATH = "../../app/ui/app.tcss"
 
@@ -72,6 +74,8 @@ class SpeedPanels(App[None]):
             recent_tokens_per_step=3.4,
         )
         self.query_one("#live", SpeedPanel).show_live(live, ttft_s=0.21)
+        self.query_one("#live", SpeedPanel).show_draft(DraftShape(3, 4))
+        self.query_one("#final", SpeedPanel).show_draft(DraftShape(1, 9, block=8))
         self.query_one("#final", SpeedPanel).show_last(
             MessageStatus.COMPLETE, stats(44.0, 2.2), context_length=32768
         )

@@ -115,6 +115,7 @@ class ChatScreen(ViewActionsScreen):
         speed = self.query_one(SpeedPanel)
         speed.show_proof(self._ctx.proof)
         speed.show_session(summarize_session([]))
+        speed.show_draft(self._ctx.backend.info.draft)
         with self._storage_errors_reported():
             conversations = self._ctx.store.list_conversations(limit=1)
             if conversations:

@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Label, Sparkline, Static
 
+from app.backend.protocol import DraftShape
 from app.proof_report import ProofReport
 from app.storage import MessageStatus
 from app.telemetry import ReplyStats
@@ -49,6 +50,18 @@ def context_line(stats: ReplyStats, context_length: int | None) -> str:
     return f"{used:,} / {context_length:,} ({used / context_length:.0%})"
 
 
+def draft_line(draft: DraftShape | None) -> str:
+    """The draft depth in use, e.g. `3 steps · 4 tokens` or `block 8 · 9 tokens`."""
+    if draft is None:
+        return DASH
+    depth = f"block {draft.block}" if draft.block else _count(draft.steps, "step")
+    return f"{depth} · {_count(draft.verify_tokens, 'token')}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 class SpeedPanel(VerticalScroll, can_focus=False):
     """Numbers about decoding speed; the screen feeds it at a throttled rate."""
 
@@ -61,6 +74,7 @@ class SpeedPanel(VerticalScroll, can_focus=False):
         yield Label("accept length per reply", classes="spark-label")
         yield Sparkline([], id="accept-spark")
         yield Static("", id="session-numbers")
+        yield Static(_rows(("draft", DASH)), id="draft")
         yield Label("Optimizations", classes="heading")
         yield Static("", id="optimizations")
 
@@ -121,6 +135,10 @@ class SpeedPanel(VerticalScroll, can_focus=False):
                 ("tokens", f"{summary.completion_tokens:,}"),
             )
         )
+
+    def show_draft(self, draft: DraftShape | None) -> None:
+        """The draft depth in use (verify tokens bound a round's accept length)."""
+        self.query_one("#draft", Static).update(_rows(("draft", draft_line(draft))))
 
     def show_proof(self, report: ProofReport) -> None:
         """One line per optimization with its verdict from the start-up proof."""
