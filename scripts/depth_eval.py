@@ -3,7 +3,8 @@
 Round times per depth come from the byte model on the Spark fitted in
 bench/spark-projection.json (both routing bounds), and, given kernel profiles of the stack
 at several depths (scripts/gpu_kernel_profile.py --steps), from their measured GPU time.
-Acceptance is a geometric chain fitted to each published accept length (app/bench/depth.py).
+Acceptance is a geometric chain fitted to each published accept length
+(app/bench/draft_chain.py).
 Prints a table per accept profile and writes JSON.
 
     python scripts/depth_eval.py [--profiles kernels-stack-42-k2.json ...]
@@ -33,9 +34,7 @@ from app.bench.depth import (  # noqa: E402
     profiled_costs,
     recommend,
 )
-from app.bench.draft_chain import (  # noqa: E402
-    SGLANG_BATCH1,
-)
+from app.bench.draft_chain import SGLANG_BATCH1  # noqa: E402
 from app.bench.kernels import KernelProfile  # noqa: E402
 from app.bench.spark_fit import Fit  # noqa: E402
 from app.telemetry.mtp import Routing  # noqa: E402
