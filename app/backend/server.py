@@ -9,10 +9,10 @@ client would, and shuts down if the proof fails.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 from collections.abc import Callable
+from typing import TextIO
 
 from app.backend.engine_config import (
     REASONING_PARSER,
@@ -36,7 +36,7 @@ from app.proof_report import ProofReport
 
 def serve(
     config: EngineConfig,
-    report_out: Callable[[ProofReport], None],
+    render: Callable[[ProofReport], str],
     *,
     scheduler_entry: Callable[..., None] | None = None,
 ) -> bool:
@@ -47,7 +47,7 @@ def serve(
 
     Args:
         config: what to serve (its overrides carry host, port, api_key, tp_size).
-        report_out: receives the proof report once the server judged itself.
+        render: the proof report as the terminal shows it, once the server judged itself.
         scheduler_entry: replaces ling-chat's scheduler entry (GPU tests only).
     """
     check_model_path(config.model_path)
@@ -81,8 +81,7 @@ def serve(
 
         def judge_self() -> None:
             """Runs in SGLang's warm-up thread once the server is ready; unproven: stop."""
-            with contextlib.redirect_stdout(terminal):
-                verdict.append(judge(prove, report_out))
+            verdict.append(judge(prove, render, terminal))
             if not verdict[-1]:
                 os.kill(os.getpid(), signal.SIGTERM)
 
@@ -96,14 +95,17 @@ def serve(
     return bool(verdict) and all(verdict)
 
 
-def judge(prove: Callable[[], ProofReport], report_out: Callable[[ProofReport], None]) -> bool:
-    """The server's verdict on itself: False when the proof fails or could not be run."""
+def judge(
+    prove: Callable[[], ProofReport], render: Callable[[ProofReport], str], out: TextIO
+) -> bool:
+    """The server's verdict on itself, shown on `out`: False when the proof fails or could
+    not be run. Only `out` is written: other threads' output stays where it goes."""
     try:
         report = prove()
     except Exception as exc:  # noqa: BLE001 - a server that cannot judge itself is unproven
-        print(f"ling-chat: refused to serve: the proof could not run ({exc})", flush=True)
+        print(f"ling-chat: refused to serve: the proof could not run ({exc})", file=out, flush=True)
         return False
-    report_out(report)
+    print(render(report), file=out, flush=True)
     return report.ok
 
 

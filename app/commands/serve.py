@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     fetch_model(settings.model_path)
     from app.backend.server import serve
 
-    ok = serve(config, lambda report: print(format_report(report), flush=True))
+    ok = serve(config, format_report)
     return 0 if ok else 2
 
 

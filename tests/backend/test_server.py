@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 import subprocess
@@ -20,22 +21,25 @@ def report(verdict: Verdict) -> ProofReport:
 
 
 @pytest.mark.parametrize(("verdict", "ok"), [(Verdict.PASS, True), (Verdict.FAIL, False)])
-def test_the_verdict_is_the_reports(verdict: Verdict, ok: bool) -> None:
-    seen: list[ProofReport] = []
-    assert judge(lambda: report(verdict), seen.append) is ok
-    assert seen == [report(verdict)]
+def test_the_verdict_is_the_reports_shown_on_the_terminal_only(
+    verdict: Verdict, ok: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    terminal = io.StringIO()
+    assert judge(lambda: report(verdict), lambda r: f"shown: {r.summary()}", terminal) is ok
+    assert terminal.getvalue() == f"shown: {report(verdict).summary()}\n"
+    assert capsys.readouterr().out == ""  # the process's stdout (SGLang's log) is untouched
 
 
 def test_a_proof_that_cannot_run_refuses(capsys: pytest.CaptureFixture[str]) -> None:
     def broken() -> ProofReport:
         raise BackendError("warm-up failed: HTTP 500")
 
-    seen: list[ProofReport] = []
-    assert judge(broken, seen.append) is False
-    assert seen == []
-    assert "refused to serve: the proof could not run (warm-up failed: HTTP 500)" in (
-        capsys.readouterr().out
+    terminal = io.StringIO()
+    assert judge(broken, lambda r: "never shown", terminal) is False
+    assert terminal.getvalue() == (
+        "ling-chat: refused to serve: the proof could not run (warm-up failed: HTTP 500)\n"
     )
+    assert capsys.readouterr().out == ""
 
 
 # --- `ling-chat serve` in a fresh process, SGLang as the engine double --------------------

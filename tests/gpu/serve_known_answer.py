@@ -26,7 +26,7 @@ def main() -> int:
     )
     ok = serve(
         config,
-        lambda report: print(format_report(report), flush=True),
+        format_report,
         scheduler_entry=known_answer.run_scheduler_process,
     )
     return 0 if ok else 2
