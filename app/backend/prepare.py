@@ -186,15 +186,13 @@ async def prepare(
                 doing = compiling(stage)
                 warmed = warmed or (stage.done and stage.name == WARMUP_STAGE)
                 yield LoadStage(PREPARE_STAGE, False, time.perf_counter() - t0, f"{doing} · {jobs}")
-            refused = () if warmed else (await backend.proof()).failed
+            refused = None if warmed else next(iter((await backend.proof()).failed), None)
         finally:
             await backend.shutdown()
     if not warmed:
-        why = "".join(
-            f": {line.title}: {line.evidence}" + (f" ({line.fix})" if line.fix else "")
-            for line in refused[:1]
-        )
-        raise BackendError(f"preparing the kernels stopped before the warm-up ran{why}")
+        why = "" if refused is None else f": {refused.title}: {refused.evidence}"
+        fix = f" ({refused.fix})" if refused is not None and refused.fix else ""
+        raise BackendError(f"preparing the kernels stopped before the warm-up ran{why}{fix}")
     took = time.perf_counter() - t0
     record = {"gpu": spec.gpu, "profile": spec.config.profile, "versions": versions()}
     try:
