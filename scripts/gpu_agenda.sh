@@ -39,6 +39,12 @@
 #              route every token to the same experts, the shared-routing bound; depths42-random
 #              has random weights, tokens routed apart (files random-*). DEPTHS=1,5,7 adds
 #              adaptive's other candidates. (about 1.5 a depth; 4.5 for three)
+#              Without 3 in DEPTHS, depths42 takes depth 3 from kernels42-replayssm's stack run.
+#   kernels42-dspark  one verify round of the dspark profile at 42 layers (a DSpark draft of
+#              the real draft's shapes, dummy weights: accept about 1) (untried)
+#   bench-dspark  `ling-chat bench` over stack and dspark, synthetic and GSM8K-format, both at
+#              the accept length SIM_ACCEPT (default 2.68) that SGLang simulates; the table
+#              labels the rows simulated (untried)
 #   caches     Humming's, Triton's and FlashInfer's kernel caches as 15 MiB pieces in $OUT;
 #              kept in the git-ignored .gpu-cache/ and named in `carry`, a later machine
 #              restores them before its first step
@@ -47,6 +53,8 @@
 #   dspark     the dspark profile (DSpark draft of tests/gpu/dspark_models.py, ReplaySSM 32)
 #              passes every line and streams the known answer; a bad ring refused (1.5);
 #              dspark42 the same at 42 layers (untried)
+#   dspark-ui  the app chats through the dspark profile and raises its collapse banner on the
+#              random draft's accept length (1.5; untried)
 #   dspark-breakages  a BF16 view of the head given to the DSpark draft, ReplaySSM off: each
 #              refused (2)
 #   auto       `auto` MoE refused (1.5; with no FlashInfer, SGLang fails to load it; with the
@@ -201,6 +209,14 @@ for step in "$@"; do
         --layers 42 --profiles stack --known-answer && python3 scripts/gpu_kernel_profile.py \
         /root/k42r --layers 42 --profiles stack --known-answer --replayssm'
       cp /root/k42r/kernels-*.json "$OUT/" 2>/dev/null ;;
+    kernels42-dspark)  # the dspark profile's round (a DSpark draft of dummy weights: accept ~1)
+      run kernels42-dspark 400 python3 scripts/gpu_kernel_profile.py /root/k42d --layers 42 \
+        --profiles dspark --known-answer
+      cp /root/k42d/kernels-*.json "$OUT/" 2>/dev/null ;;
+    bench-dspark)  # stack and dspark side by side, both at one simulated accept length
+      python3 -c "from pathlib import Path; from tests.gpu import dspark_models; dspark_models.write_draft_dir(Path('/root/d6'), 6)"
+      SGLANG_SIMULATE_ACC_LEN="${SIM_ACCEPT:-2.68}" bench bench-dspark 560 stack,dspark \
+        --dspark-draft /root/d6 --workload both --dataset tests/fixtures/gsm8k_small.jsonl ;;
     depths42 | depths42-random)
       weights=--known-answer prefix=
       [[ "$step" == depths42-random ]] && weights= prefix=random-
@@ -209,7 +225,10 @@ for step in "$@"; do
       for f in "/root/$step"/kernels-stack-42-k*.json; do
         [[ -e "$f" ]] && cp "$f" "$OUT/$prefix${f##*/}"
       done
-      run "$step-eval" 60 python3 scripts/depth_eval.py --profiles "/root/$step"/kernels-stack-42-k*.json \
+      extra=()  # without 3 in DEPTHS, the known-answer stack of kernels42-replayssm is depth 3
+      [[ "$step" == depths42 && ",${DEPTHS:-2,4,3}," != *,3,* && -e /root/k42r/kernels-stack-42.json ]] &&
+        extra=(/root/k42r/kernels-stack-42.json)
+      run "$step-eval" 60 python3 scripts/depth_eval.py --profiles "/root/$step"/kernels-stack-42-k*.json "${extra[@]}" \
         --decode-profile bench/2026-12-01-h200-kernels-humming-fp8-42.json --out "$OUT/${prefix}depth-eval.json" ;;
     caches)  # the kernel caches, in pieces that come back through $OUT, for .gpu-cache/
       tar czf /root/cache.tgz -C /root .humming .cache/sglang 2>/dev/null
@@ -219,6 +238,7 @@ for step in "$@"; do
     dspark) gpu_tests dspark 520 tests/gpu/test_dspark_gpu.py -k "passes or ring" ;;
     dspark42) LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
         gpu_tests dspark42 560 tests/gpu/test_dspark_gpu.py -k passes ;;
+    dspark-ui) gpu_tests dspark-ui 300 tests/gpu/test_dspark_gpu.py -k banner ;;
     dspark-breakages) gpu_tests dspark-breakages 560 tests/gpu/test_dspark_gpu.py -k breakage ;;
     auto) gpu_tests auto 200 tests/gpu/test_engine_gpu.py -k auto ;;
     marlin) gpu_tests marlin 500 tests/gpu/test_engine_gpu.py -k marlin ;;

@@ -4,7 +4,9 @@ Rows: BF16 matmul (SGLang's default head), FP32 logits (`enable_fp32_lm_head`: B
 weight, FP32 output), SGLang's `Fp8LinearMethod.apply`, and every candidate kernel the
 FP8 head picks from at load (app/backend/patches/fp8_head.py: SGLang's CUTLASS path,
 cuBLASLt row-wise `torch._scaled_mm`, the Triton GEMV in each tiling), each against the
-byte floor of its weight at the nominal peak and at the copy bandwidth measured here.
+byte floor of its weight at the nominal peak, at the copy bandwidth measured here, and at
+the read bandwidth of a full reduction over the FP8 head's own bytes (what a kernel that
+only streams the weight can reach here).
 
     python scripts/gpu_head_bench.py [--peak-gbps 4800] [--json PATH]
 """
@@ -54,6 +56,9 @@ def main() -> None:
     bf16_bytes = weight.numel() * 2
     fp8_bytes = weight.numel() + VOCAB * 4
     copy_gbps = fp8_head.copy_gbps()
+    weight_words = ling_head.weight.t().view(torch.int32)  # the [N, K] FP8 rows, 4 a word
+    read_us = fp8_head.graph_time_us(lambda: weight_words.amax())
+    read_gbps = weight.numel() / (read_us * 1e3)
     rows: list[dict[str, Any]] = []
     for m in range(1, 9):
         x = torch.randn(m, HIDDEN, device="cuda", dtype=torch.bfloat16)
@@ -85,12 +90,14 @@ def main() -> None:
                     "us": round(us, 1),
                     "floor_us": round(floor_us(nbytes, args.peak_gbps), 1),
                     "copy_floor_us": round(floor_us(nbytes, copy_gbps), 1),
+                    "read_floor_us": round(floor_us(nbytes, read_gbps), 1),
                     "cosine_min": None if cosine is None else round(cosine, 5),
                 }
             )
     print(
         f"LM head {VOCAB} x {HIDDEN} on {torch.cuda.get_device_name()}, CUDA graphs; floor at "
-        f"{args.peak_gbps:.0f} GB/s peak / {copy_gbps:.0f} GB/s measured copy bandwidth"
+        f"{args.peak_gbps:.0f} GB/s peak / {copy_gbps:.0f} GB/s measured copy bandwidth / "
+        f"{read_gbps:.0f} GB/s reading the FP8 weight ({read_us:.1f} us)"
     )
     print(f"{'path':>28} " + " ".join(f"{'M=' + str(m):>8}" for m in range(1, 9)) + "   floor")
     for name in dict.fromkeys(r["path"] for r in rows):
@@ -102,7 +109,8 @@ def main() -> None:
         best = min(r["us"] for r in cells.values() if r["us"] == r["us"]) if cells else 0
         share = first["floor_us"] / best if best else 0
         print(
-            f"{name:>28} {line}   {first['floor_us']:.1f}/{first['copy_floor_us']:.1f} us "
+            f"{name:>28} {line}   "
+            f"{first['floor_us']:.1f}/{first['copy_floor_us']:.1f}/{first['read_floor_us']:.1f} us "
             f"(best {share:.0%} of peak floor)"
         )
     if args.json:
@@ -112,6 +120,7 @@ def main() -> None:
                     "gpu": torch.cuda.get_device_name(),
                     "peak_gbps": args.peak_gbps,
                     "copy_gbps": round(copy_gbps, 1),
+                    "read_gbps": round(read_gbps, 1),
                     "rows": rows,
                 }
             )

@@ -10,6 +10,8 @@ GPU time, without the prefill both requests share. The files feed
 tokens, top-1) and writes kernels-PROFILE-LAYERS-kK.json. The proof's NEXTN line then fails
 (it holds the product to 3/1/4): it is printed, and the profile goes on. `--replayssm`
 verifies with KDA ReplaySSM (the shortest ring SGLang accepts): files ...-replayssm.json.
+The `dspark` profile drafts with a DSpark model of the real draft's shapes and dummy weights
+(tests/gpu/dspark_models.py): its accept length is about 1, its round is the real one.
 
     python scripts/gpu_kernel_profile.py OUTDIR --profiles humming+fp8,stack [--layers 42]
         [--known-answer] [--context 2048] [--mem-fraction 0.65] [--steps 2,4,3] [--replayssm]
@@ -35,9 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_stack_ab import boot  # noqa: E402
 
 from app.backend.engine import EngineBackend  # noqa: E402
+from app.backend.engine_config import PROFILES  # noqa: E402
 from app.bench.engine_calls import call_tokenizer_manager, generate  # noqa: E402
 from app.bench.profile_runs import ProfileRun, profile_runs  # noqa: E402
-from tests.gpu import known_answer, models  # noqa: E402
+from tests.gpu import dspark_models, known_answer, models  # noqa: E402
 
 SHORT, LONG = 8, 72
 NAME_CHARS = 200
@@ -81,8 +84,12 @@ async def profiled_request(
 async def profile_one(
     run: ProfileRun, model: Path, out: Path, args: argparse.Namespace
 ) -> dict[str, Any]:
+    overrides = dict(run.overrides)
+    if PROFILES[run.profile].dspark:
+        draft = dspark_models.write_draft_dir(args.out / "draft", args.layers)
+        overrides["speculative_draft_model_path"] = str(draft)
     started = time.perf_counter()
-    backend = await boot(run.name, run.profile, model, out, args.mem_fraction, run.overrides)
+    backend = await boot(run.name, run.profile, model, out, args.mem_fraction, overrides)
     boot_s = time.perf_counter() - started
     try:
         for seed in range(2):  # warm-up: Triton's JIT and autotuning at this context

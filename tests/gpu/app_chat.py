@@ -28,12 +28,19 @@ def ended_replies(store: ChatStore) -> int:
 
 
 async def chat_through_app(
-    backend: ChatBackend, db: Path, questions: tuple[str, ...], screenshot: Path
+    backend: ChatBackend,
+    db: Path,
+    questions: tuple[str, ...],
+    screenshot: Path,
+    *,
+    min_accept: float = MIN_ACCEPT,
+    banner: str | None = None,
 ) -> list[StoredMessage]:
     """Start the app on `backend`, ask `questions` in turn, save a screenshot; the replies.
 
-    Each reply must be the known answer, complete, with SGLang's accept length stored and
-    shown in the speed panel.
+    Each reply must be the known answer, complete, with SGLang's accept length (at least
+    `min_accept`) stored and shown in the speed panel. With `banner`, the app's banner must
+    show that text after the last reply.
     """
     began = time.monotonic()
 
@@ -71,6 +78,10 @@ async def chat_through_app(
                 )
                 panel = text_of(numbers)
                 say(f"speed panel after the last reply:\n{panel}")
+                if banner is not None:
+                    shown = screen.query_one("#banner", Static)
+                    await wait_until(pilot, lambda: shown.display and banner in text_of(shown))
+                    say(f"banner: {text_of(shown)}")
                 app.save_screenshot(filename=screenshot.name, path=str(screenshot.parent))
         finally:  # a failed wait must not leave the backend running and the test hanging
             await app.close_backend()
@@ -80,7 +91,7 @@ async def chat_through_app(
     for reply in replies:
         assert reply.status is MessageStatus.COMPLETE
         assert reply.content.strip() == answer.strip()
-        assert reply.stats is not None and (reply.stats.accept_length or 0) >= MIN_ACCEPT
+        assert reply.stats is not None and (reply.stats.accept_length or 0) >= min_accept
         print(
             f"stored reply: {reply.stats.completion_tokens} tokens, "
             f"{reply.stats.decode_tps:.1f} tok/s, TTFT {reply.stats.ttft_s:.3f} s, "

@@ -1,7 +1,8 @@
-"""The `dspark` profile on a real GPU: it passes every proof line, and each breakage is refused.
+"""The `dspark` profile on a real GPU: it passes every proof line, each breakage is refused,
+and the app raises its collapse banner on the draft's accept length.
 
-Written, not yet run on a GPU. Run on the GPU machine: `python -m pytest
-tests/gpu/test_dspark_gpu.py -m gpu --run-gpu -s` (42 layers: LING_CHAT_TEST_LAYERS=42).
+Run on the GPU machine: `python -m pytest tests/gpu/test_dspark_gpu.py -m gpu --run-gpu -s`
+(42 layers: LING_CHAT_TEST_LAYERS=42).
 The target is the known-answer Ling model of tests/gpu/models.py; the draft is
 tests/gpu/dspark_models.py's, with dummy weights, so its accept length is a timing
 number only: the floor here is 1.0, and the head is proven by identity and capture.
@@ -9,6 +10,7 @@ number only: the floor here is 1.0, and the head is proven by identity and captu
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from app.commands.doctor import format_report, run_doctor
 from app.errors import ConfigError
 from app.proof_report import Verdict
 from tests.gpu import dspark_models, models
+from tests.gpu.app_chat import chat_through_app
 
 known_answer = pytest.importorskip("tests.gpu.known_answer", reason="needs torch and SGLang")
 pytestmark = pytest.mark.gpu
@@ -69,6 +72,18 @@ async def test_dspark_passes_every_line_and_streams_a_reply(tmp_path, monkeypatc
         assert text.strip() == models.expected_reply()[1].strip()
     finally:
         await backend.shutdown()
+
+
+async def test_the_app_raises_the_collapse_banner_on_the_random_draft(tmp_path, monkeypatch):
+    out = Path(os.environ.get("OUT") or tmp_path)
+    await chat_through_app(
+        make_backend(tmp_path, monkeypatch),
+        tmp_path / "history.db",
+        ("What did each lever do?", "And how is accept length measured?"),
+        out / "ui-dspark-collapse.svg",
+        min_accept=1.0,
+        banner="Speculative decoding has collapsed",
+    )
 
 
 BREAKAGES = {

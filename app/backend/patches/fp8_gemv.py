@@ -6,12 +6,15 @@ kernels stream each FP8 weight row once and scale each output channel at the end
   activations (no activation quantization);
 - `fp8dot` quantizes the activations per token inside the kernel (each program reads the
   few activation rows twice, from L2) and multiplies FP8 by FP8 on the tensor cores, with
-  no widening of the weight.
+  no widening of the weight;
+- `fp8rows` is `fp8dot` with one program per SM, each over an equal run of rows: no tail
+  wave, and one pipelined loop that streams on across its row blocks.
 Triton compiles them for the GPU at hand (sm_90a on the H200, sm_121a on the Spark's GB10).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -51,10 +54,30 @@ CONFIGS = (
     GemvConfig("fp8dot", 256, 128, 8, 3),
     GemvConfig("fp8dot", 256, 256, 8, 2),
     GemvConfig("fp8dot", 512, 128, 8, 2),
+    GemvConfig("fp8rows", 128, 128, 8, 4),
+    GemvConfig("fp8rows", 256, 128, 8, 3),
 )
 """On the H200 the widest FP8-by-FP8 tile ran fastest (256 x 128: 102.6 us, 128 x 128:
 122.4 us at M = 1). A tiling that needs more shared memory than the GPU has (sm_12x has
 about 100 KB an SM) fails to compile there, and the choice at load skips it."""
+
+
+@triton.jit
+def _x_scales(
+    x_ptr, m, k, stride_xm, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, FP8_MAX: tl.constexpr
+):
+    """Per-token FP8 scales of the activations: one pass over them, from L2."""
+    tokens = tl.arange(0, BLOCK_M)
+    amax = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for k0 in range(0, k, BLOCK_K):
+        cols = k0 + tl.arange(0, BLOCK_K)
+        x = tl.load(
+            x_ptr + tokens[None, :] * stride_xm + cols[:, None],
+            mask=(tokens < m)[None, :],
+            other=0.0,
+        )
+        amax = tl.maximum(amax, tl.max(tl.abs(x.to(tl.float32)), axis=0))
+    return tl.maximum(amax, 1e-12) / FP8_MAX
 
 
 @triton.jit
@@ -80,17 +103,8 @@ def _fp8_head_gemv(
     row_ok = rows < n
     token_ok = tokens < m
     x_scale = tl.full((BLOCK_M,), 1.0, dtype=tl.float32)
-    if QUANTIZE_X:  # per-token scales first: a pass over the activations, from L2
-        amax = tl.zeros((BLOCK_M,), dtype=tl.float32)
-        for k0 in range(0, k, BLOCK_K):
-            cols = k0 + tl.arange(0, BLOCK_K)
-            x = tl.load(
-                x_ptr + tokens[None, :] * stride_xm + cols[:, None],
-                mask=token_ok[None, :],
-                other=0.0,
-            )
-            amax = tl.maximum(amax, tl.max(tl.abs(x.to(tl.float32)), axis=0))
-        x_scale = tl.maximum(amax, 1e-12) / FP8_MAX
+    if QUANTIZE_X:
+        x_scale = _x_scales(x_ptr, m, k, stride_xm, BLOCK_M, BLOCK_K, FP8_MAX)
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     for k0 in range(0, k, BLOCK_K):
         cols = k0 + tl.arange(0, BLOCK_K)
@@ -108,6 +122,57 @@ def _fp8_head_gemv(
     tl.store(out, acc.to(tl.bfloat16), mask=row_ok[:, None] & token_ok[None, :])
 
 
+@triton.jit
+def _fp8_head_gemv_rows(
+    x_ptr,
+    w_ptr,
+    scale_ptr,
+    out_ptr,
+    m,
+    n,
+    k,
+    stride_xm,
+    stride_wn,
+    stride_om,
+    rows_per_program,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    FP8_MAX: tl.constexpr,
+):
+    first = tl.program_id(0) * rows_per_program
+    last = tl.minimum(first + rows_per_program, n)
+    tokens = tl.arange(0, BLOCK_M)
+    token_ok = tokens < m
+    x_scale = _x_scales(x_ptr, m, k, stride_xm, BLOCK_M, BLOCK_K, FP8_MAX)
+    k_steps = k // BLOCK_K
+    blocks = tl.cdiv(last - first, BLOCK_N)
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for i in range(blocks * k_steps):  # one loop over (row block, K step): one pipeline
+        step = i % k_steps
+        rows = first + (i // k_steps) * BLOCK_N + tl.arange(0, BLOCK_N)
+        row_ok = rows < last
+        cols = step * BLOCK_K + tl.arange(0, BLOCK_K)
+        w = tl.load(w_ptr + rows[:, None] * stride_wn + cols[None, :], mask=row_ok[:, None])
+        x = tl.load(
+            x_ptr + tokens[None, :] * stride_xm + cols[:, None], mask=token_ok[None, :], other=0.0
+        )
+        acc += tl.dot(w, (x.to(tl.float32) / x_scale[None, :]).to(tl.float8e4nv))
+        if step == k_steps - 1:
+            scale = tl.load(scale_ptr + rows, mask=row_ok, other=0.0)
+            out = out_ptr + tokens[None, :] * stride_om + rows[:, None]
+            result = acc * scale[:, None] * x_scale[None, :]
+            tl.store(out, result.to(tl.bfloat16), mask=row_ok[:, None] & token_ok[None, :])
+            acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+
+
+def _processors(device: torch.device) -> int:
+    """SMs of the GPU (CPU cores under Triton's interpreter)."""
+    if device.type == "cuda":
+        return int(torch.cuda.get_device_properties(device).multi_processor_count)
+    return os.cpu_count() or 1
+
+
 def fits(config: GemvConfig, k: int) -> bool:
     """The kernel steps K in whole blocks (the head's K is 2,560)."""
     return k % config.block_k == 0
@@ -122,6 +187,28 @@ def gemv(
     if m > MAX_M or not fits(config, k) or rows.stride(1) != 1 or x.stride(1) != 1:
         raise ValueError(f"fp8 head GEMV: M={m}, K={k}, config {config.name} do not fit")
     out = torch.empty((m, n), device=x.device, dtype=torch.bfloat16)
+    if config.kernel == "fp8rows":
+        programs = _processors(x.device)
+        _fp8_head_gemv_rows[(programs,)](
+            x,
+            rows,
+            scale,
+            out,
+            m,
+            n,
+            k,
+            x.stride(0),
+            rows.stride(0),
+            out.stride(0),
+            triton.cdiv(n, programs),
+            BLOCK_M=BLOCK_M,
+            BLOCK_N=config.block_n,
+            BLOCK_K=config.block_k,
+            num_warps=config.warps,
+            num_stages=config.stages,
+            FP8_MAX=FP8_MAX,
+        )
+        return out
     _fp8_head_gemv[(triton.cdiv(n, config.block_n),)](
         x,
         rows,
