@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.backend.engine_config import PROFILES
+from app.bench.acceptance import SIMULATE_ENV, position_cell
 from app.bench.results import BenchRun, ProfileResult, RooflineColumns, WorkloadSummary
 from app.render.bars import CEILING, bars
 
@@ -19,6 +20,7 @@ REPS_NOTE = (
     " it leaves out the variation from boot to boot: --boots measures that)"
 )
 BOOTS_NOTE = "boots: the slowest and fastest engine boot of the profile (--boots)"
+POSITION_NOTE = "by position: the share of verify rounds that accepted draft 1, 2, ..."
 
 
 def lever_label(profile: str, previous: str | None) -> str:
@@ -47,6 +49,15 @@ class TableRow:
     """Decode tok/s relative to the nearest row above that has one (0.123 = +12.3%)."""
     vs_baseline: float | None
     """Decode tok/s relative to the `baseline` profile (else the first row with a speed)."""
+    simulated_accept: float | None
+    """The accept length SGLang faked on this profile's engine; None when it was measured."""
+
+    @property
+    def label(self) -> str:
+        """The profile's name, marked when its acceptance was faked."""
+        if self.simulated_accept is None:
+            return self.profile
+        return f"{self.profile} (simulated accept {self.simulated_accept:g})"
 
 
 def table_rows(profiles: Sequence[ProfileResult], workload: str) -> list[TableRow]:
@@ -71,6 +82,7 @@ def table_rows(profiles: Sequence[ProfileResult], workload: str) -> list[TableRo
                 or (f"{found.summary.errors} failed requests" if found and speed is None else None),
                 vs_prev=_ratio(speed, prev_speed),
                 vs_baseline=_ratio(speed, base),
+                simulated_accept=result.simulated_accept_length,
             )
         )
         previous = result.profile
@@ -189,7 +201,8 @@ def workload_title(description: Mapping[str, Any], boots: int = 1) -> str:
 
 
 def speed_table(rows: Sequence[TableRow]) -> str:
-    """Speed, latency, accept length and accuracy, with each row's deltas."""
+    """Speed, latency, accept length (pooled, median, by draft position) and accuracy, with
+    each row's deltas."""
     speeds = {
         r.profile: r.summary.decode_tps
         for r in rows
@@ -199,17 +212,17 @@ def speed_table(rows: Sequence[TableRow]) -> str:
     booted = _booted(rows)
     headers = ["profile", "lever", "tok/s", "reps", *(["boots"] if booted else [])]
     headers += ["vs prev", f"vs {reference}", "TPOT ms", "p95"]
-    headers += ["TTFT s", "E2E s mean", "p50", "p95", "accept", "median", "accuracy", "err"]
-    headers.append("trunc")
+    headers += ["TTFT s", "E2E s mean", "p50", "p95", "accept", "median", "by position"]
+    headers += ["accuracy", "err", "trunc"]
     lines = []
     for row in rows:
         s = row.summary
         if s is None:
-            lines.append([row.profile, row.lever] + [_NONE] * (len(headers) - 2))
+            lines.append([row.label, row.lever] + [_NONE] * (len(headers) - 2))
             continue
         lines.append(
             [
-                row.profile,
+                row.label,
                 row.lever,
                 _fmt(s.decode_tps, ".2f"),
                 speed_range(s.rep_decode_tps),
@@ -224,6 +237,7 @@ def speed_table(rows: Sequence[TableRow]) -> str:
                 _fmt(s.latency_p95_s, ".2f"),
                 _fmt(s.accept_length, ".2f"),
                 _fmt(s.accept_length_median, ".2f"),
+                position_cell(s.accept_positions) if s.accept_positions else _NONE,
                 _fmt(s.accuracy, ".1%"),
                 str(s.errors),
                 _NONE if s.truncated is None else str(s.truncated),
@@ -291,6 +305,8 @@ def render_run(run: BenchRun) -> str:
     for description in run.plan["workloads"]:
         rows = table_rows(run.profiles, description["name"])
         notes = [REPS_NOTE, BOOTS_NOTE] if _booted(rows) else [REPS_NOTE]
+        if any(row.summary is not None and row.summary.accept_positions for row in rows):
+            notes.append(POSITION_NOTE)
         block = [
             workload_title(description, int(run.plan.get("boots", 1))),
             "\n".join([speed_table(rows), *notes]),
@@ -300,12 +316,19 @@ def render_run(run: BenchRun) -> str:
             block.append(roofline_table(rows, peak))
         block.append(speed_plot(rows, peak))
         block += [f"{row.profile}: {row.error}" for row in rows if row.error]
+        block += [
+            f"{row.profile}: acceptance simulated, not measured ({SIMULATE_ENV}="
+            f"{row.simulated_accept:g}): its accept length and speed are not the model's"
+            for row in rows
+            if row.simulated_accept is not None
+        ]
         blocks.append("\n\n".join(block))
     return "\n\n\n".join(blocks)
 
 
 def tables_json(run: BenchRun) -> dict[str, list[dict[str, Any]]]:
-    """The rows of every workload's table (profile, lever, decode tok/s and deltas)."""
+    """The rows of every workload's table (profile, lever, decode tok/s and deltas, and the
+    accept length SGLang faked, if it did)."""
     return {
         description["name"]: [
             {
@@ -314,6 +337,7 @@ def tables_json(run: BenchRun) -> dict[str, list[dict[str, Any]]]:
                 "decode_tps": row.summary.decode_tps if row.summary else None,
                 "vs_prev": row.vs_prev,
                 "vs_baseline": row.vs_baseline,
+                "simulated_accept_length": row.simulated_accept,
             }
             for row in table_rows(run.profiles, description["name"])
         ]

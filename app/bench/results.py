@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from app.bench.acceptance import PositionAcceptance, simulated_accept_length
 from app.telemetry.metrics import ReplyStats
 
 SCHEMA = "ling-chat.bench/1"
@@ -77,6 +78,8 @@ class WorkloadSummary:
     """1 / median TPOT of each repetition, to judge run-to-run noise."""
     boot_decode_tps: tuple[float, ...] = ()
     """1 / median TPOT of each engine boot, when the profile was booted more than once."""
+    accept_positions: PositionAcceptance | None = None
+    """Acceptance by draft position, pooled over the requests that report a histogram."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; `from_dict` reads it back."""
@@ -89,8 +92,14 @@ class WorkloadSummary:
     def from_dict(cls, data: Mapping[str, Any]) -> WorkloadSummary:
         """Rebuild a summary written by `to_dict`."""
         boots = tuple(data.get("boot_decode_tps", ()))  # absent before `--boots`
+        positions = data.get("accept_positions")  # absent before per-position acceptance
         return cls(
-            **{**data, "rep_decode_tps": tuple(data["rep_decode_tps"]), "boot_decode_tps": boots}
+            **{
+                **data,
+                "rep_decode_tps": tuple(data["rep_decode_tps"]),
+                "boot_decode_tps": boots,
+                "accept_positions": PositionAcceptance.from_dict(positions) if positions else None,
+            }
         )
 
 
@@ -161,13 +170,19 @@ class ProfileResult:
         """The result of the workload called `name`, if it ran."""
         return next((w for w in self.workloads if w.name == name), None)
 
+    @property
+    def simulated_accept_length(self) -> float | None:
+        """The accept length SGLang faked on this engine (`SGLANG_SIMULATE_ACC_LEN`), if any."""
+        return simulated_accept_length(self.proof)
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict; `from_dict` reads it back."""
+        """A JSON-ready dict; `from_dict` reads it back (`simulated_accept_length` is derived)."""
         return {
             "profile": self.profile,
             "error": self.error,
             "engine": dict(self.engine),
             "proof": dict(self.proof) if self.proof is not None else None,
+            "simulated_accept_length": self.simulated_accept_length,
             "workloads": [w.to_dict() for w in self.workloads],
         }
 

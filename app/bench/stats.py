@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from app.bench.acceptance import pooled_position_acceptance
 from app.bench.results import RequestRecord, WorkloadSummary
 from app.telemetry import windows
 from app.telemetry.metrics import ReplyStats, pooled_accept_length
@@ -65,4 +66,5 @@ def summarize(records: Sequence[RequestRecord], *, natural_stop: bool) -> Worklo
             else None
         ),
         rep_decode_tps=tuple(tps for tps in rep_tps if tps is not None),
+        accept_positions=pooled_position_acceptance(s.accept_histogram for s in done),
     )

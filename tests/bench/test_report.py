@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from app.bench.report import lever_gains, lever_label, render_run, table_rows, tables_json
+from app.bench.acceptance import SIMULATE_ENV, pooled_position_acceptance
+from app.bench.report import (
+    POSITION_NOTE,
+    lever_gains,
+    lever_label,
+    render_run,
+    table_rows,
+    tables_json,
+)
 from app.bench.results import SCHEMA, BenchRun, ProfileResult, RooflineColumns
 from app.commands.bench import read_json, write_json
 from app.errors import ConfigError
@@ -145,10 +154,47 @@ def test_a_run_saved_before_boots_existed_reads_and_renders() -> None:
 
 def test_accept_length_accuracy_and_errors_columns() -> None:
     row = profile(
-        "stack", 50.0, accept_length=2.68, accept_length_median=2.5, accuracy=0.925, errors=1
+        "stack",
+        50.0,
+        accept_length=2.68,
+        accept_length_median=2.5,
+        accept_positions=pooled_position_acceptance([(10, 20, 30, 40)]),
+        accuracy=0.925,
+        errors=1,
     )
-    cells = _cells(render_run(run(row)), "stack")
-    assert cells[-5:] == ["2.68", "2.50", "92.5%", "1", "—"]
+    text = render_run(run(row))
+    cells = _cells(text, "stack")
+    assert cells[-6:] == ["2.68", "2.50", "0.90/0.70/0.40", "92.5%", "1", "—"]
+    assert POSITION_NOTE in text
+
+
+def test_rows_without_a_histogram_show_no_positions() -> None:
+    text = render_run(run(profile("baseline", 36.0)))
+    assert _cells(text, "baseline")[-4] == "—"
+    assert POSITION_NOTE not in text
+
+
+def test_a_faked_accept_length_is_labelled_in_the_table_and_json(tmp_path: Path) -> None:
+    faked = replace(
+        profile("dspark", 120.0, accept_positions=pooled_position_acceptance([(0, 0, 2, 2)])),
+        proof={"profile": "dspark", "lines": [], "facts": {"env": {SIMULATE_ENV: "3.5"}}},
+    )
+    bench = run(profile("stack", 100.0), faked)
+    text = render_run(bench)
+    assert _cells(text, "dspark")[:4] == ["dspark", "(simulated", "accept", "3.5)"]
+    assert _cells(text, "stack")[:2] == ["stack", "stack"]  # measured: no label
+    assert f"dspark: acceptance simulated, not measured ({SIMULATE_ENV}=3.5)" in text
+    path = tmp_path / "run.json"
+    write_json(bench, path)
+    data = json.loads(path.read_text())
+    assert [p["simulated_accept_length"] for p in data["profiles"]] == [None, 3.5]
+    assert [r["simulated_accept_length"] for r in data["tables"]["synthetic"]] == [None, 3.5]
+    assert data["profiles"][1]["workloads"][0]["summary"]["accept_positions"] == {
+        "histogram": [0, 0, 2, 2],
+        "rates": [1.0, 1.0, 0.5],
+        "accept_length": 3.5,
+    }
+    assert read_json(path) == bench
 
 
 def test_roofline_table_and_plot_ceiling() -> None:
@@ -174,7 +220,7 @@ def test_failed_profile_is_listed_under_its_table() -> None:
     failed = ProfileResult(profile="stack", error="no GPU")
     text = render_run(run(profile("baseline", 36.0), failed))
     assert "stack: no GPU" in text
-    assert _cells(text, "stack").count("—") == 15  # every column but profile and lever
+    assert _cells(text, "stack").count("—") == 16  # every column but profile and lever
 
 
 def test_json_round_trip(tmp_path: Path) -> None:
@@ -193,7 +239,10 @@ def test_json_schema_keys(tmp_path: Path) -> None:
     assert data["git"] == {"commit": "abc123", "dirty": False}
     assert data["plan"]["workloads"] == [SYNTHETIC_PLAN]
     first = data["profiles"][0]
-    assert set(first) == {"profile", "error", "engine", "proof", "workloads"}
+    assert set(first) == {
+        "profile", "error", "engine", "proof", "simulated_accept_length", "workloads",
+    }  # fmt: skip
+    assert first["simulated_accept_length"] is None
     workload = first["workloads"][0]
     assert set(workload) == {"name", "summary", "roofline", "requests"}
     assert set(workload["summary"]) >= {
@@ -211,6 +260,7 @@ def test_json_schema_keys(tmp_path: Path) -> None:
         "decode_tps": 39.45,
         "vs_prev": pytest.approx(39.45 / 36.09 - 1),
         "vs_baseline": pytest.approx(39.45 / 36.09 - 1),
+        "simulated_accept_length": None,
     }
     published = data["published"]["synthetic"]["humming"]
     assert published["completed"] == 1 and published["completion_tokens"] == 5

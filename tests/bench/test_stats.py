@@ -90,3 +90,25 @@ def test_empty_workload_has_no_numbers() -> None:
     assert summary.decode_tps is None
     assert summary.latency_mean_s is None
     assert summary.rep_decode_tps == ()
+
+
+def test_measured_histograms_pool_into_acceptance_by_position() -> None:
+    records = [
+        _record(None, ttft=9.0, tpot=1.0, tokens=3, verify_ct=9, histogram=(9,)),
+        _record(0, ttft=0.1, tpot=0.01, tokens=10, verify_ct=4, histogram=(1, 1, 1, 1)),
+        _record(1, ttft=0.1, tpot=0.01, tokens=5, verify_ct=2, histogram=(0, 1, 1)),
+    ]
+    summary = summarize(records, natural_stop=False)
+    positions = summary.accept_positions
+    assert positions is not None
+    assert positions.histogram == (1, 2, 2, 1)
+    assert positions.rates == pytest.approx((5 / 6, 3 / 6, 1 / 6))
+    assert positions.accept_length == pytest.approx(15 / 6)  # (10 + 5) tokens / 6 rounds
+    assert positions.accept_length == pytest.approx(summary.accept_length)
+
+
+def test_no_histogram_no_positions() -> None:
+    summary = summarize(
+        [_record(0, ttft=0.1, tpot=0.01, tokens=8, verify_ct=3)], natural_stop=False
+    )
+    assert summary.accept_positions is None

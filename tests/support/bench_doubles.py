@@ -19,10 +19,14 @@ def sample(
     text: str = "",
     finish: str = "length",
     prompt_tokens: int = 4,
+    histogram: tuple[int, ...] | None = None,
 ) -> BenchSample:
     """A reply that started at 0, first token at `ttft`, then one token every `tpot`."""
     usage = ReplyUsage(
-        completion_tokens=tokens, prompt_tokens=prompt_tokens, verify_rounds=verify_ct or 0
+        completion_tokens=tokens,
+        prompt_tokens=prompt_tokens,
+        verify_rounds=verify_ct or 0,
+        accept_histogram=histogram,
     )
     end = ttft + tpot * (tokens - 1)
     return BenchSample(
