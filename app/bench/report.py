@@ -14,6 +14,8 @@ from app.render.bars import CEILING, bars
 
 BASELINE = "baseline"
 _LEVERS = {"humming": "Humming", "fp8_head": "FP8 head", "nextn": "NEXTN"}
+"""NVIDIA's three levers, whose gains alone and stacked the gains table shows."""
+_DRAFTS = {"dspark": "DSpark"}
 _NONE = "—"
 REPS_NOTE = (
     "reps: the slowest and fastest repetition; deltas inside it are noise (on one engine boot"
@@ -30,7 +32,7 @@ def lever_label(profile: str, previous: str | None) -> str:
         return profile
     changes = [
         ("+" if getattr(levers, attr) else "-") + name
-        for attr, name in _LEVERS.items()
+        for attr, name in (_LEVERS | _DRAFTS).items()
         if getattr(levers, attr) != getattr(before, attr)
     ]
     return " ".join(changes) or "="

@@ -45,6 +45,7 @@ def _cells(text: str, first: str) -> list[str]:
         ("stack", "baseline", "+Humming +FP8 head +NEXTN"),
         ("baseline", "stack", "-Humming -FP8 head -NEXTN"),
         ("stack", "stack", "="),
+        ("dspark", "stack", "-NEXTN +DSpark"),
         ("custom", "baseline", "custom"),
     ],
 )
