@@ -28,6 +28,7 @@ from app.backend.engine_config import (
     DEFAULT_MEM_FRACTION,
     DEFAULT_MIN_ACCEPT_LENGTH,
     DEFAULT_PROFILE,
+    DSPARK_DRAFT,
     PROFILES,
 )
 from app.chat import Sampling
@@ -77,6 +78,8 @@ class Settings(BaseSettings):
     """Local checkpoint directory or Hugging Face id of the MXFP4 checkpoint."""
     profile: str = DEFAULT_PROFILE
     """Which optimizations the engine turns on: a name in `PROFILES`."""
+    dspark_draft: str = DSPARK_DRAFT
+    """Local folder or Hugging Face id of the `dspark` profile's draft model."""
     sampling: SamplingSettings = SamplingSettings()
     mem_fraction: float = Field(default=DEFAULT_MEM_FRACTION, gt=0.05, lt=0.98)
     """Share of GPU memory SGLang may take; 0.65 leaves room on the Spark's unified memory."""
@@ -101,7 +104,7 @@ class Settings(BaseSettings):
     def _expand_data_dir(cls, value: Path) -> Path:
         return value.expanduser()
 
-    @field_validator("model_path")
+    @field_validator("model_path", "dspark_draft")
     @classmethod
     def _expand_model_path(cls, value: str) -> str:
         return str(Path(value).expanduser()) if value.startswith("~") else value

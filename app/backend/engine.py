@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from app.backend.boot_log import LOAD_STAGE, BootLog
-from app.backend.download import is_hub_id
 from app.backend.draft import draft_in_use
-from app.backend.engine_config import EngineConfig, server_args
-from app.backend.engine_download import download_stages
+from app.backend.engine_config import EngineConfig, draft_models, server_args
+from app.backend.engine_download import engine_downloads
 from app.backend.engine_reply import chat_prompt, produce_reply, prompt_ids
 from app.backend.engine_setup import (
     check_model_path,
@@ -103,7 +102,7 @@ class EngineBackend:
         def stage(name: str, done: bool, detail: str = "") -> LoadStage:
             return LoadStage(name, done, time.perf_counter() - t0, detail)
 
-        check_model_path(self.config.model_path)
+        check_model_path(self.config.model_path, draft_models([self.config]))
         set_engine_environment()  # before SGLang's modules read it at import
         yield stage("Importing SGLang", False)
         self._thread = EngineThread()
@@ -113,9 +112,8 @@ class EngineBackend:
         except ImportError as exc:
             raise engine_missing(exc) from exc
         yield stage("Importing SGLang", True)
-        if is_hub_id(self.config.model_path):
-            async for fetched in download_stages(self.config.model_path, t0):
-                yield fetched
+        async for fetched in engine_downloads(self.config, t0):
+            yield fetched
         environment = self._boot_environment()
         self.processes.watch()
         kwargs = self.server_kwargs = server_args(self.config, gpu)

@@ -9,6 +9,7 @@ name, value and reason; the README's "Engine settings" table is rendered from th
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -242,19 +243,35 @@ class EngineConfig:
     log_dir: Path | None = None
     min_accept_length: float = DEFAULT_MIN_ACCEPT_LENGTH
     context_length: int | None = None
+    dspark_draft: str = DSPARK_DRAFT
+    """The `dspark` profile's draft model: a Hugging Face id or a local folder."""
     overrides: dict[str, Any] = field(default_factory=dict)
     """Extra SGLang server arguments (tests: load_format="dummy"; serve: host, port, tp).
 
     A None value removes ling-chat's setting, so that SGLang's own default applies."""
 
     def __post_init__(self) -> None:
-        if problem := replayssm_problem({**speculative_args(self.levers), **self.overrides}):
+        speculative = speculative_args(self.levers, self.dspark_draft)
+        if problem := replayssm_problem({**speculative, **self.overrides}):
             raise ConfigError(problem)
 
     @property
     def levers(self) -> Levers:
         """The levers of this profile; unknown profiles are a programming error."""
         return PROFILES[self.profile]
+
+    @property
+    def draft_model(self) -> str | None:
+        """The draft model this profile loads beside the checkpoint (DSpark's; an override of
+        `speculative_draft_model_path` wins), or None."""
+        if not self.levers.dspark:
+            return None
+        return self.overrides.get("speculative_draft_model_path", self.dspark_draft)
+
+
+def draft_models(configs: Iterable[EngineConfig]) -> list[str]:
+    """The draft models these engines load beside their checkpoints, each once, in order."""
+    return list(dict.fromkeys(c.draft_model for c in configs if c.draft_model is not None))
 
 
 def server_args(config: EngineConfig, gpu: GpuFacts) -> dict[str, Any]:
@@ -272,19 +289,20 @@ def server_args(config: EngineConfig, gpu: GpuFacts) -> dict[str, Any]:
     )
     if levers.nextn:  # the model is its own NEXTN draft
         args["speculative_draft_model_path"] = config.model_path
-    args.update(speculative_args(levers))
+    args.update(speculative_args(levers, config.dspark_draft))
     args.update(config.overrides)
     return {name: value for name, value in args.items() if value is not None}
 
 
-def speculative_args(levers: Levers) -> dict[str, Any]:
-    """The server arguments of a profile's draft model and verify."""
+def speculative_args(levers: Levers, dspark_draft: str) -> dict[str, Any]:
+    """The server arguments of a profile's draft model and verify (`dspark_draft`: where
+    the DSpark draft is)."""
     if levers.nextn:
         return {"speculative_algorithm": "NEXTN", **nextn_depth_args(NEXTN_STEPS)}
     if levers.dspark:
         return {
             "speculative_algorithm": "DSPARK",
-            "speculative_draft_model_path": DSPARK_DRAFT,
+            "speculative_draft_model_path": dspark_draft,
             "speculative_dspark_block_size": DSPARK_BLOCK,
             "speculative_num_steps": 1,
             "speculative_eagle_topk": 1,

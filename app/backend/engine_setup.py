@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from app.backend.download import is_hub_id
@@ -24,19 +24,25 @@ def engine_missing(exc: ImportError) -> BackendError:
     )
 
 
-def check_model_path(model_path: str) -> None:
-    """Fail fast on a local path that is missing or holds no config.json.
+def check_model_path(model_path: str, drafts: Iterable[str] = ()) -> None:
+    """Fail fast on a local checkpoint or draft model that is missing or holds no config.json.
 
     Raises:
         ModelNotFound: one line naming the path.
     """
+    _check_local("model path", model_path)
+    for draft in drafts:
+        _check_local("draft model path", draft)
+
+
+def _check_local(what: str, model_path: str) -> None:
     if is_hub_id(model_path):
         return  # fetched into the Hugging Face cache at start-up (app/backend/download.py)
     path = Path(model_path).expanduser()
     if not path.is_dir():
-        raise ModelNotFound(f"model path {path} does not exist")
+        raise ModelNotFound(f"{what} {path} does not exist")
     if not (path / "config.json").is_file():
-        raise ModelNotFound(f"model path {path} has no config.json")
+        raise ModelNotFound(f"{what} {path} has no config.json")
 
 
 def set_engine_environment() -> None:

@@ -25,6 +25,8 @@ KERNEL_CACHE_BYTES = 2 * GIB
 """Disk the first start's kernel caches take (Humming, FlashInfer, Triton, SGLang JIT)."""
 KNOWN_WEIGHTS_BYTES = 70 * 10**9
 """inclusionAI/Ling-3.0-flash-fp4's weights (66-70 GB): the upper end, to refuse, not wedge."""
+KNOWN_DRAFT_BYTES = 3 * 10**9
+"""inclusionAI/Ling-3.0-flash-dspark's weights (1.36B BF16 parameters, 2.7 GB), rounded up."""
 MODPROBE_OVERRIDE = "/etc/modprobe.d/zz-nvidia-drm-override.conf"
 """Found on some Sparks; CUDA then reports about 62 of 121 GB."""
 
@@ -73,7 +75,7 @@ class Plan:
     weights_bytes: int
     """The checkpoint's safetensors bytes (KNOWN_WEIGHTS_BYTES before it is downloaded)."""
     download_bytes_missing: int
-    """Checkpoint bytes not yet on disk."""
+    """Bytes of the checkpoint and of the draft model not yet on disk."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,10 +12,12 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.backend.preflight import (
+    KNOWN_DRAFT_BYTES,
     KNOWN_WEIGHTS_BYTES,
     MODPROBE_OVERRIDE,
     GpuInfo,
@@ -134,17 +136,30 @@ def resident_processes(proc: Path, exclude: set[int]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def build_plan(checkpoint: str, mem_fraction: float, hub_cache: Path) -> Plan:
-    """Weights and missing bytes of a local directory or a Hugging Face id's cache."""
+def build_plan(
+    checkpoint: str, mem_fraction: float, hub_cache: Path, drafts: Sequence[str] = ()
+) -> Plan:
+    """Weights and missing bytes of a local directory or a Hugging Face id's cache, plus the
+    missing bytes of the draft models."""
     local = Path(checkpoint).expanduser()
     if local.is_dir():
         size = sum(f.stat().st_size for f in local.glob("*.safetensors"))
-        return Plan(mem_fraction, size or KNOWN_WEIGHTS_BYTES, 0)
+        weights, missing = size or KNOWN_WEIGHTS_BYTES, 0
+    else:
+        weights, missing = KNOWN_WEIGHTS_BYTES, _missing(checkpoint, KNOWN_WEIGHTS_BYTES, hub_cache)
+    missing += sum(_missing(draft, KNOWN_DRAFT_BYTES, hub_cache) for draft in drafts)
+    return Plan(mem_fraction, weights, missing)
+
+
+def _missing(model: str, known_bytes: int, hub_cache: Path) -> int:
+    """What the cache lacks of a Hugging Face id's `known_bytes`; 0 for a local directory."""
+    if Path(model).expanduser().is_dir():
+        return 0
     from app.backend.download import blob_dir
 
-    blobs = blob_dir(hub_cache, checkpoint)
+    blobs = blob_dir(hub_cache, model)
     have = sum(f.stat().st_size for f in blobs.glob("*") if not f.name.endswith(".incomplete"))
-    return Plan(mem_fraction, KNOWN_WEIGHTS_BYTES, max(0, KNOWN_WEIGHTS_BYTES - have))
+    return max(0, known_bytes - have)
 
 
 def hub_cache_dir() -> Path:

@@ -18,6 +18,7 @@ from app.backend.engine_config import (
     REASONING_PARSER,
     EngineConfig,
     chat_template_kwargs,
+    draft_models,
     server_args,
 )
 from app.backend.engine_setup import (
@@ -50,7 +51,7 @@ def serve(
         render: the proof report as the terminal shows it, once the server judged itself.
         scheduler_entry: replaces ling-chat's scheduler entry (GPU tests only).
     """
-    check_model_path(config.model_path)
+    check_model_path(config.model_path, draft_models([config]))
     set_engine_environment()  # before SGLang's modules read it at import
     log_file = log_path(config)
     route_sglang_logging(log_file)

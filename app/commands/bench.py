@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from app import __version__
-from app.backend.engine_config import PROFILES
+from app.backend.engine_config import PROFILES, draft_models
 from app.backend.engine_setup import check_model_path, engine_missing
 from app.bench.bandwidth import roofline_columns
 from app.bench.compare import compare_runs, render_comparison
@@ -212,8 +212,10 @@ def _bench(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as exc:
         raise engine_missing(exc) from exc
     config = engine_config(settings, overrides)
-    prepare_engines(settings, args, [dataclasses.replace(config, profile=p) for p in profiles])
-    fetch_model(settings.model_path)  # after the preflight, which checks the disk for it
+    configs = [dataclasses.replace(config, profile=p) for p in profiles]
+    prepare_engines(settings, args, configs)
+    for model in [settings.model_path, *draft_models(configs)]:
+        fetch_model(model)  # after the preflight, which checks the disk for them
     factory = bench_engine_factory(config, require_proof=not args.allow_unproven)
     plan = {
         "suite": args.suite,

@@ -6,14 +6,21 @@ import argparse
 import json
 from typing import Any
 
-from app.backend.engine_config import DEFAULT_PROFILE, PROFILES, EngineConfig
+from app.backend.engine_config import (
+    DEFAULT_PROFILE,
+    DSPARK_DRAFT,
+    PROFILES,
+    EngineConfig,
+    draft_models,
+)
 from app.backend.protocol import ChatBackend
 from app.errors import ConfigError
 from app.settings import Settings, load_settings
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """--model, --profile, --mem-fraction, --skip-preflight: what the engine loads and how."""
+    """--model, --profile, --dspark-draft, --mem-fraction, --skip-preflight: what the engine
+    loads and how."""
     # SUPPRESS: a flag left out of a sub-command must not erase one given before it.
     parser.add_argument(
         "--model",
@@ -26,6 +33,11 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         choices=list(PROFILES),
         default=argparse.SUPPRESS,
         help=f"optimizations to engage (default: {DEFAULT_PROFILE}; the others are for A/B runs)",
+    )
+    parser.add_argument(
+        "--dspark-draft",
+        default=argparse.SUPPRESS,
+        help=f"the dspark profile's draft model: folder or HF id (default: {DSPARK_DRAFT})",
     )
     parser.add_argument(
         "--mem-fraction",
@@ -51,7 +63,7 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """Settings with the CLI flags that were given on top of env and config file."""
-    names = ("model_path", "profile", "mem_fraction", "data_dir")
+    names = ("model_path", "profile", "dspark_draft", "mem_fraction", "data_dir")
     return load_settings(**{name: getattr(args, name, None) for name in names})
 
 
@@ -88,6 +100,7 @@ def engine_config(settings: Settings, overrides: dict[str, Any] | None = None) -
         mem_fraction=settings.mem_fraction,
         log_dir=settings.log_dir,
         min_accept_length=settings.min_accept_length,
+        dspark_draft=settings.dspark_draft,
         overrides=overrides or {},
     )
 
@@ -104,7 +117,7 @@ def check_engine_can_start(settings: Settings, *, gpu: bool = True) -> None:
     from app.backend.engine_setup import ENGINE_PACKAGES, check_model_path, engine_missing
     from app.backend.gpu_probe import require_gpu
 
-    check_model_path(settings.model_path)
+    check_model_path(settings.model_path, draft_models([engine_config(settings)]))
     for package in ENGINE_PACKAGES[:2]:  # humming is checked by the proof
         if importlib.util.find_spec(package) is None:
             raise engine_missing(ImportError(name=package))

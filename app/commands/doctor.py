@@ -9,8 +9,15 @@ import shutil
 from collections.abc import Callable
 from importlib import metadata
 
+from app.backend.engine_config import draft_models
 from app.backend.protocol import ChatBackend
-from app.commands.common import add_data_arguments, add_model_arguments, settings_from
+from app.commands.common import (
+    add_data_arguments,
+    add_model_arguments,
+    engine_config,
+    settings_from,
+    sglang_overrides,
+)
 from app.proof_report import ProofReport, Verdict
 
 MARKS = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.OFF: "off "}
@@ -32,7 +39,9 @@ def run(args: argparse.Namespace) -> int:
     print(environment())
     settings = settings_from(args)
     backend = engine_backend(settings, args, show=_preflight_line)  # the preflight first
-    fetch_model(settings.model_path)  # a text bar here, not one line per progress stage
+    drafts = draft_models([engine_config(settings, sglang_overrides(args))])
+    for model in [settings.model_path, *drafts]:
+        fetch_model(model)  # a text bar here, not one line per progress stage
     log_file = settings.log_dir / "sglang.log"
     route_sglang_logging(log_file)
     with output_to_log(log_file) as terminal:  # SGLang's import warnings, its logging

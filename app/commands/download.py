@@ -8,7 +8,8 @@ import time
 from typing import TextIO
 
 from app.backend.download import Progress, fetch_checkpoint, is_hub_id
-from app.commands.common import add_data_arguments, settings_from
+from app.backend.engine_config import draft_models
+from app.commands.common import add_data_arguments, engine_config, settings_from
 
 BAR_WIDTH = 30
 LOG_EVERY_S = 10.0
@@ -19,15 +20,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "model",
         nargs="?",
-        help="HF id or local folder (default: the configured model_path)",
+        help="HF id or local folder (default: the configured model_path, and with the dspark "
+        "profile its dspark_draft)",
     )
     add_data_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Fetch what the cache lacks; print the checkpoint's folder."""
-    model = args.model or settings_from(args).model_path
-    print(fetch_model(model), flush=True)
+    """Fetch what the cache lacks; print each checkpoint's folder."""
+    if args.model:
+        models = [args.model]
+    else:
+        settings = settings_from(args)
+        models = [settings.model_path, *draft_models([engine_config(settings)])]
+    for model in models:
+        print(fetch_model(model), flush=True)
     return 0
 
 

@@ -8,11 +8,11 @@ import asyncio
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from app.backend import preflight_probes
-from app.backend.engine_config import EngineConfig
+from app.backend.engine_config import EngineConfig, draft_models
 from app.backend.first_start import PreparedBackend
 from app.backend.preflight import Probes, is_unified, run_preflight
 from app.backend.prepare import PREPARE_MEM_FRACTION, PrepareSpec, build_env, build_jobs, prepare
@@ -47,9 +47,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def preflight_gate(
-    settings: Settings, args: argparse.Namespace, *, show: Callable[[str], None] | None = None
+    settings: Settings,
+    args: argparse.Namespace,
+    *,
+    drafts: Sequence[str] = (),
+    show: Callable[[str], None] | None = None,
 ) -> Probes:
-    """Probe the machine and refuse a start that would fail or wedge it.
+    """Probe the machine and refuse a start that would fail or wedge it (`drafts`: the draft
+    models the start loads, whose missing bytes the disk check counts).
 
     `show` receives every check's line (the doctor prints them all); failed lines always go
     to stderr. Returns the probes, which also size the prepare's compile jobs.
@@ -61,7 +66,7 @@ def preflight_gate(
     hub = preflight_probes.hub_cache_dir()
     local = Path(settings.model_path).expanduser()
     probes = preflight_probes.probe(local if local.is_dir() else hub)
-    plan = preflight_probes.build_plan(settings.model_path, settings.mem_fraction, hub)
+    plan = preflight_probes.build_plan(settings.model_path, settings.mem_fraction, hub, drafts)
     checks = run_preflight(probes, plan)
     for check in checks:
         if show is not None:
@@ -129,8 +134,8 @@ def engine_backend(
     from app.backend.engine import EngineBackend
     from app.commands.common import make_engine_backend
 
-    probes = preflight_gate(settings, args, show=show)
     config = engine_config(settings, sglang_overrides(args))
+    probes = preflight_gate(settings, args, drafts=draft_models([config]), show=show)
     inner = make_engine_backend(settings, args)
     return PreparedBackend(inner, lambda: prepare_spec(config, probes), EngineBackend)
 
@@ -151,13 +156,13 @@ async def prepare_printing(spec: PrepareSpec, out: Callable[[str], None] | None 
 
 
 def prepare_engines(
-    settings: Settings, args: argparse.Namespace, configs: Iterable[EngineConfig]
+    settings: Settings, args: argparse.Namespace, configs: Sequence[EngineConfig]
 ) -> None:
     """The preflight, then each config's prepare in turn (serve: one; bench: one per profile).
 
     Raises:
         PreflightFailed: the preflight refused the start.
     """
-    probes = preflight_gate(settings, args)
+    probes = preflight_gate(settings, args, drafts=draft_models(configs))
     for config in configs:
         asyncio.run(prepare_printing(prepare_spec(config, probes)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from app.api_key import add_api_key_arguments, api_key
+from app.backend.engine_config import draft_models
 from app.backend.remote import is_loopback
 from app.commands.common import (
     add_data_arguments,
@@ -35,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     check_engine_can_start(settings)
     config = engine_config(settings, overrides)
     prepare_engines(settings, args, [config])  # the preflight first: its disk check too
-    fetch_model(settings.model_path)
+    for model in [settings.model_path, *draft_models([config])]:
+        fetch_model(model)
     from app.backend.server import serve
 
     ok = serve(config, format_report)

@@ -21,7 +21,13 @@ from app.backend.download import (
     bytes_missing,
     fetch_checkpoint,
 )
-from app.backend.engine_download import DOWNLOAD_STAGE, download_stages
+from app.backend.engine_config import EngineConfig
+from app.backend.engine_download import (
+    DOWNLOAD_STAGE,
+    DRAFT_DOWNLOAD_STAGE,
+    download_stages,
+    engine_downloads,
+)
 from app.cli import main
 from app.errors import ModelNotFound
 from tests.fixtures.hub_double import COMMIT, FakeHubDouble, blob_name, serving
@@ -167,6 +173,35 @@ async def test_the_engine_start_shows_the_download_with_its_bytes(hub, place, mo
     assert moving and moving[-1].bytes_total == TOTAL
     assert " left" in moving[-1].detail or "starting" in moving[-1].detail
     _assert_whole(fetch_checkpoint(REPO, place=place))
+
+
+async def test_a_dspark_start_downloads_its_draft_as_a_stage_of_its_own(
+    hub, place, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("HF_HUB_CACHE", str(place.cache_dir))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    local = str(tmp_path / "ling")  # a local checkpoint: no stage of its own
+    stack = EngineConfig(local, dspark_draft=REPO)
+    assert [stage async for stage in engine_downloads(stack, time.perf_counter())] == []
+    dspark = EngineConfig(local, profile="dspark", dspark_draft=REPO)
+    stages = [stage async for stage in engine_downloads(dspark, time.perf_counter())]
+    assert {stage.name for stage in stages} == {DRAFT_DOWNLOAD_STAGE}
+    assert stages[-1].done and max(stage.bytes_total or 0 for stage in stages) == TOTAL
+    _assert_whole(fetch_checkpoint(REPO, place=place))
+
+
+def test_download_command_fetches_the_dspark_draft_of_the_configured_profile(
+    hub, place, monkeypatch, capsys, tmp_path
+):
+    monkeypatch.setenv("HF_HUB_CACHE", str(place.cache_dir))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("LING_CHAT_MODEL_PATH", str(tmp_path))
+    monkeypatch.setenv("LING_CHAT_PROFILE", "dspark")
+    monkeypatch.setenv("LING_CHAT_DSPARK_DRAFT", REPO)
+    assert main(["download"]) == 0
+    checkpoint, draft = capsys.readouterr().out.split()
+    assert checkpoint == str(tmp_path)
+    _assert_whole(Path(draft))
 
 
 def test_download_command_draws_a_text_bar_and_prints_the_folder(hub, place, monkeypatch, capsys):

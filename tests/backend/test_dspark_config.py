@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
 import pytest
 
 from app.backend.engine_config import (
@@ -9,11 +12,13 @@ from app.backend.engine_config import (
     PROFILES,
     EngineConfig,
     GpuFacts,
+    draft_models,
     replayssm_args,
     replayssm_problem,
     server_args,
 )
 from app.cli import main
+from app.commands.common import engine_config, settings_from
 from app.errors import ConfigError
 from app.settings import Settings
 
@@ -96,3 +101,37 @@ def test_a_dspark_engine_reports_speculation_on_so_the_collapse_check_watches_it
 
     assert EngineBackend(EngineConfig("/m", profile="dspark")).info.speculative
     assert not EngineBackend(EngineConfig("/m", profile="humming")).info.speculative
+
+
+def test_the_dspark_draft_setting_reaches_the_server_arguments_and_an_override_wins():
+    config = EngineConfig("/m", profile="dspark", dspark_draft="/d")
+    assert server_args(config, H200)["speculative_draft_model_path"] == "/d"
+    assert config.draft_model == "/d"
+    pinned = EngineConfig(
+        "/m", profile="dspark", dspark_draft="/d", overrides={"speculative_draft_model_path": "/o"}
+    )
+    assert server_args(pinned, H200)["speculative_draft_model_path"] == "/o"
+    assert pinned.draft_model == "/o"
+    assert EngineConfig("/m", dspark_draft="/d").draft_model is None  # NEXTN: its own draft
+    assert draft_models([config, pinned, config]) == ["/d", "/o"]
+
+
+def test_dspark_draft_comes_from_the_flag_or_the_environment_with_home_expanded(monkeypatch):
+    monkeypatch.setenv("LING_CHAT_DSPARK_DRAFT", "~/env-draft")
+    assert Settings().dspark_draft == str(Path("~/env-draft").expanduser())
+    args = argparse.Namespace(dspark_draft="~/flag-draft", profile="dspark")
+    config = engine_config(settings_from(args))
+    assert config.dspark_draft == str(Path("~/flag-draft").expanduser())
+    monkeypatch.delenv("LING_CHAT_DSPARK_DRAFT")
+    assert Settings().dspark_draft == DSPARK_DRAFT
+
+
+def test_a_missing_local_draft_refuses_the_dspark_start_in_one_line(tmp_path, capsys):
+    model = tmp_path / "ling"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    draft = tmp_path / "no-draft"
+    argv = ["prepare", "--model", str(model), "--profile", "dspark", "--dspark-draft", str(draft)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"draft model path {draft} does not exist" in err

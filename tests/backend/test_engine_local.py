@@ -36,6 +36,18 @@ def test_hugging_face_ids_are_left_to_sglang(tmp_path, monkeypatch):
     check_model_path("inclusionAI/Ling-3.0-flash-fp4")  # the same name as a Hub id: not checked
 
 
+async def test_a_dspark_start_refuses_a_missing_local_draft_before_sglang(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    draft = tmp_path / "draft"
+    check_model_path(str(tmp_path), ["inclusionAI/Ling-3.0-flash-dspark"])  # fetched at start
+    config = EngineConfig(str(tmp_path), profile="dspark", dspark_draft=str(draft))
+    with pytest.raises(ModelNotFound, match=f"^draft model path {draft} does not exist$"):
+        await anext(EngineBackend(config).start())
+    draft.mkdir()
+    with pytest.raises(ModelNotFound, match=f"^draft model path {draft} has no config.json$"):
+        check_model_path(str(tmp_path), [str(draft)])
+
+
 def test_a_refusal_raised_in_the_scheduler_becomes_a_failed_proof_line(tmp_path):
     backend = EngineBackend(EngineConfig("/m", log_dir=tmp_path))
     message = "the NEXTN draft's LM head is its own module, not the target's"

@@ -10,6 +10,7 @@ import pytest
 from app.backend import preflight_probes as probes_mod
 from app.backend.preflight import (
     GIB,
+    KNOWN_DRAFT_BYTES,
     KNOWN_WEIGHTS_BYTES,
     MODPROBE_OVERRIDE,
     GpuInfo,
@@ -148,3 +149,16 @@ def test_the_plan_reads_weights_from_a_local_checkpoint_and_missing_bytes_from_t
     (blobs / "b.incomplete").write_bytes(b"x" * 300)
     plan = probes_mod.build_plan("inclusionAI/Ling-3.0-flash-fp4", 0.65, tmp_path / "hub")
     assert plan.download_bytes_missing == KNOWN_WEIGHTS_BYTES - 500
+
+
+def test_the_plan_counts_what_the_cache_lacks_of_a_hub_draft(tmp_path: Path):
+    model = tmp_path / "model"
+    model.mkdir()
+    blobs = tmp_path / "hub" / "models--inclusionAI--Ling-3.0-flash-dspark" / "blobs"
+    blobs.mkdir(parents=True)
+    (blobs / "a").write_bytes(b"x" * 700)
+    draft = "inclusionAI/Ling-3.0-flash-dspark"
+    plan = probes_mod.build_plan(str(model), 0.65, tmp_path / "hub", [draft])
+    assert plan.download_bytes_missing == KNOWN_DRAFT_BYTES - 700
+    plan = probes_mod.build_plan(str(model), 0.65, tmp_path / "hub", [str(model)])
+    assert plan.download_bytes_missing == 0  # a local draft folder

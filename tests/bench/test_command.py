@@ -128,6 +128,17 @@ def test_profile_flag_runs_one_profile(monkeypatch: pytest.MonkeyPatch) -> None:
         bench_main([*SMALL, "--profile", "humming", "--profiles", "stack"])
 
 
+def test_a_dspark_profile_fetches_its_draft_after_the_checkpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _engine(monkeypatch, [SYNTHETIC_REPLY] * 6)
+    fetched: list[str] = []
+    monkeypatch.setattr(bench, "fetch_model", fetched.append)
+    argv = [*SMALL, "--profiles", "stack,dspark", "--model", "org/ling", "--dspark-draft", "org/d"]
+    assert bench_main(argv) == 0
+    assert fetched == ["org/ling", "org/d"]
+
+
 def test_reasoning_without_a_dataset_is_refused() -> None:
     with pytest.raises(ConfigError, match="needs --dataset"):
         bench_main(["--workload", "reasoning"])
