@@ -48,32 +48,87 @@ still ends a real hang."""
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".index.json")
 VERSIONED = ("sglang", "sglang-kernel", "flashinfer-python", "humming-kernels", "torch")
 BUILDING = re.compile(r"Building JIT module ([\w.-]+)")
+DRAFT_LAYER_KEYS = ("target_layer_ids", "dspark_target_layer_ids")
+"""Where a DSpark draft's config names the target layers whose hidden states it reads..."""
+DRAFT_SECTIONS = ("dflash_config", "dspark_config")
+"""...at its top level or in these sections (SGLang's `dspark_config.py`)."""
 
 
-def dummy_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The checkpoint's config cut to the fewest layers that keep every kind of layer.
+def dummy_config(config: Mapping[str, Any], min_layers: int = 0) -> dict[str, Any]:
+    """The checkpoint's config cut to the fewest layers that keep every kind of layer, and
+    at least `min_layers` (the target layers a DSpark draft reads).
 
     Layers below `first_k_dense_replace` are dense, the rest MoE. `layer_group_size` as a
     list marks each layer KDA (1) or MLA (0) (SGLang's bailing_hybrid config): the dense
-    layers and one MoE layer are KDA, the last MoE layer is MLA. The NEXTN layer stays.
+    layers and the MoE layers but the last are KDA, the last MoE layer is MLA. The NEXTN
+    layer stays.
     """
     dense = int(config.get("first_k_dense_replace", 0))
-    layers = dense + 2
+    layers = max(dense + 2, min_layers)
     cut = {**config, "num_hidden_layers": layers}
     if "layer_group_size" in config:
         cut["layer_group_size"] = [1] * (layers - 1) + [0]
     return cut
 
 
-def write_dummy_model(checkpoint: Path, dest: Path) -> Path:
-    """`dest` holding `checkpoint`'s config (cut) and tokenizer files, no weights."""
+def _draft_sections(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The draft config and the nested sections SGLang reads DSpark's fields from."""
+    return [config, *(config[k] for k in DRAFT_SECTIONS if isinstance(config.get(k), dict))]
+
+
+def draft_target_layers(config: dict[str, Any]) -> int:
+    """How many distinct target layers a DSpark draft reads (0: SGLang picks them)."""
+    sections = _draft_sections(config)
+    return len({i for s in sections for key in DRAFT_LAYER_KEYS for i in s.get(key) or ()})
+
+
+def dummy_draft_config(config: Mapping[str, Any], target_layers: int) -> dict[str, Any]:
+    """A DSpark draft's config over the cut target of `target_layers` layers: the target
+    layers it reads mapped, in order, onto the cut target's first layers."""
+    cut: dict[str, Any] = json.loads(json.dumps(config))
+    for section in _draft_sections(cut):
+        for key in DRAFT_LAYER_KEYS:
+            if ids := section.get(key):
+                rank = {layer: n for n, layer in enumerate(sorted(set(ids)))}
+                section[key] = [rank[layer] for layer in ids]
+        if "num_target_layers" in section:
+            section["num_target_layers"] = target_layers
+    return cut
+
+
+def _copy_without_weights(source: Path, dest: Path, config: Mapping[str, Any]) -> Path:
+    """`dest` holding `source`'s files but its weights, and `config` as its config.json."""
     dest.mkdir(parents=True, exist_ok=True)
-    for item in checkpoint.iterdir():
+    for item in source.iterdir():
         if item.is_file() and not item.name.endswith(WEIGHT_SUFFIXES):
             shutil.copy2(item, dest / item.name)
-    config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
-    (dest / "config.json").write_text(json.dumps(dummy_config(config), indent=1))
+    (dest / "config.json").write_text(json.dumps(config, indent=1))
     return dest
+
+
+def read_config(checkpoint: Path) -> dict[str, Any]:
+    """A checkpoint's config.json."""
+    config: dict[str, Any] = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
+    return config
+
+
+def write_dummy_model(checkpoint: Path, dest: Path, min_layers: int = 0) -> Path:
+    """`dest` holding `checkpoint`'s config (cut) and tokenizer files, no weights."""
+    return _copy_without_weights(
+        checkpoint, dest, dummy_config(read_config(checkpoint), min_layers)
+    )
+
+
+def write_dummy_pair(checkpoint: Path, draft: Path | None, dest: Path) -> tuple[Path, Path | None]:
+    """The cut target under `dest`, and beside it the draft (if any) reading its layers."""
+    if draft is None:
+        return write_dummy_model(checkpoint, dest / "model"), None
+    draft_config = read_config(draft)
+    model = write_dummy_model(checkpoint, dest / "model", draft_target_layers(draft_config))
+    layers = int(read_config(model)["num_hidden_layers"])
+    return model, _copy_without_weights(
+        draft, dest / "draft", dummy_draft_config(draft_config, layers)
+    )
 
 
 def versions() -> dict[str, str]:
@@ -137,6 +192,8 @@ class PrepareSpec:
     config: EngineConfig
     checkpoint: Path
     """A local directory holding the checkpoint's config.json and tokenizer."""
+    draft: Path | None
+    """The same for the profile's DSpark draft; None without one."""
     gpu: str
     """e.g. `NVIDIA GB10 sm_121`."""
     env: Mapping[str, str]
@@ -147,14 +204,17 @@ class PrepareSpec:
         setup = {"profile": self.config.profile, "overrides": self.config.overrides}
         return marker_dir() / f"{prepare_key(text, setup, self.gpu, versions())}.json"
 
-    def dummy_engine(self, model_dir: Path) -> EngineConfig:
-        """The same engine on the dummy model, with a watchdog that lets builds finish."""
+    def dummy_engine(self, model_dir: Path, draft_dir: Path | None = None) -> EngineConfig:
+        """The same engine on the dummy model (and draft), with a watchdog that lets builds
+        finish."""
+        draft = {} if draft_dir is None else {"speculative_draft_model_path": str(draft_dir)}
         return dataclasses.replace(
             self.config,
             model_path=str(model_dir),
             mem_fraction=min(self.config.mem_fraction, PREPARE_MEM_FRACTION),
             overrides={
                 **self.config.overrides,
+                **draft,
                 "load_format": "dummy",
                 "watchdog_timeout": PREPARE_WATCHDOG_S,
             },
@@ -179,7 +239,8 @@ async def prepare(
     doing = "booting the dummy model"
     yield LoadStage(PREPARE_STAGE, False, 0.0, f"{doing} · {jobs}")
     with tempfile.TemporaryDirectory(prefix="ling-chat-prepare-") as tmp:
-        backend = make_backend(spec.dummy_engine(write_dummy_model(spec.checkpoint, Path(tmp))))
+        model, draft = write_dummy_pair(spec.checkpoint, spec.draft, Path(tmp))
+        backend = make_backend(spec.dummy_engine(model, draft))
         warmed = False
         try:
             async for stage in backend.start():

@@ -99,6 +99,7 @@ def prepare_spec(config: EngineConfig, probes: Probes) -> PrepareSpec:
     return PrepareSpec(
         config=dataclasses.replace(config, overrides=kept),
         checkpoint=checkpoint_dir(config.model_path),
+        draft=None if config.draft_model is None else checkpoint_dir(config.draft_model),
         gpu=f"{gpu.name} sm_{gpu.sm}" if gpu else "no GPU",
         env=build_env(jobs),
     )

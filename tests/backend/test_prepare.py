@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import AsyncIterator, Sequence
@@ -20,6 +21,7 @@ from app.backend.prepare import (
     build_env,
     build_jobs,
     dummy_config,
+    dummy_draft_config,
     prepare,
     write_dummy_model,
 )
@@ -78,6 +80,50 @@ def test_the_dummy_model_has_the_tokenizer_and_no_weights(tmp_path: Path):
     assert json.loads((dummy / "config.json").read_text())["num_hidden_layers"] == 4
 
 
+# DSpark drafts name the target layers they read at the top level, under a nested section
+# (the published drafts' `dflash_config`), or with a `dspark_` prefix (SGLang 0.5.23).
+DRAFT_LAYOUTS = {
+    "top level": {"target_layer_ids": [1, 21, 40, 41], "num_target_layers": 42},
+    "dflash_config": {"dflash_config": {"target_layer_ids": [41, 1, 21], "num_target_layers": 42}},
+    "prefixed": {"dspark_target_layer_ids": [5, 9]},
+}
+
+
+@pytest.mark.parametrize("layout", DRAFT_LAYOUTS)
+def test_the_dummy_draft_reads_the_cut_targets_layers_in_order(layout: str):
+    draft = {"architectures": ["LingDSparkModel"], **DRAFT_LAYOUTS[layout]}
+    cut = dummy_draft_config(draft, 4)
+    expected = {
+        "top level": {"target_layer_ids": [0, 1, 2, 3], "num_target_layers": 4},
+        "dflash_config": {"dflash_config": {"target_layer_ids": [2, 0, 1], "num_target_layers": 4}},
+        "prefixed": {"dspark_target_layer_ids": [0, 1]},
+    }[layout]
+    assert cut == {"architectures": ["LingDSparkModel"], **expected}
+    assert draft == {"architectures": ["LingDSparkModel"], **DRAFT_LAYOUTS[layout]}  # a copy
+
+
+async def test_a_dspark_prepare_boots_a_draft_that_reads_layers_the_cut_target_has(
+    spec: PrepareSpec, tmp_path: Path
+):
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    # A draft reading five target layers: more than the cut target's four.
+    config = {"target_layer_ids": [1, 10, 20, 40, 41], "num_target_layers": 42}
+    (draft / "config.json").write_text(json.dumps(config))
+    (draft / "model.safetensors").write_text("weights")
+    dspark = dataclasses.replace(
+        spec, config=dataclasses.replace(spec.config, profile="dspark"), draft=draft
+    )
+    await stages(dspark)
+    (seen,) = DummyEngineDouble.configs
+    assert seen["model"]["num_hidden_layers"] == 5
+    assert seen["draft"] == {"target_layer_ids": [0, 1, 2, 3, 4], "num_target_layers": 5}
+    (started,) = DummyEngineDouble.started
+    assert not (
+        Path(started.overrides["speculative_draft_model_path"]) / "model.safetensors"
+    ).exists()
+
+
 def test_compile_jobs_fit_free_memory_at_ten_gib_each():
     # A Spark: 115 GiB available, the dummy engine's 0.3 x 119.6 GiB, 8 GiB for processes.
     assert build_jobs(115 * GIB, 20, int(0.3 * 119.6 * GIB)) == 7
@@ -96,6 +142,8 @@ class DummyEngineDouble:
     """Test double of the dummy model's EngineBackend: plays the stages a real start yields."""
 
     started: list[EngineConfig] = []
+    configs: list[dict[str, Any]] = []
+    """config.json of the model and the draft it was given, read while it runs."""
 
     def __init__(
         self, config: EngineConfig, *, fail: bool = False, refused: ProofLine | None = None
@@ -111,6 +159,17 @@ class DummyEngineDouble:
 
     async def start(self) -> AsyncIterator[LoadStage]:
         DummyEngineDouble.started.append(self.config)
+        model = Path(self.config.model_path) / "config.json"
+        if model.is_file():  # a dummy model, not the hub id of the start after the prepare
+            draft = self.config.overrides.get("speculative_draft_model_path")
+            DummyEngineDouble.configs.append(
+                {
+                    "model": json.loads(model.read_text()),
+                    "draft": json.loads((Path(draft) / "config.json").read_text())
+                    if draft
+                    else None,
+                }
+            )
         yield LoadStage("Loading weights", False, 1.0, "Building JIT module norm; this can take")
         yield LoadStage("Loading weights", False, 2.0, "capturing cuda graph bs=1")
         if self.fail:
@@ -143,9 +202,11 @@ def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PrepareSpec:
     for name in build_env(1):
         monkeypatch.delenv(name, raising=False)
     DummyEngineDouble.started = []
+    DummyEngineDouble.configs = []
     return PrepareSpec(
         config=EngineConfig(model_path="inclusionAI/Ling-3.0-flash-fp4", mem_fraction=0.65),
         checkpoint=checkpoint(tmp_path / "ckpt"),
+        draft=None,
         gpu="NVIDIA GB10 sm_121",
         env=build_env(3),
     )

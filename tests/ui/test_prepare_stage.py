@@ -35,7 +35,11 @@ async def test_the_prepare_stage_names_the_builder_then_a_failure_is_one_line(
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "ckpt" / "config.json").write_text(json.dumps(LING_3_FLASH_CONFIG))
     spec = PrepareSpec(
-        EngineConfig("inclusionAI/Ling-3.0-flash-fp4"), tmp_path / "ckpt", "GB10", build_env(2)
+        EngineConfig("inclusionAI/Ling-3.0-flash-fp4"),
+        tmp_path / "ckpt",
+        None,
+        "GB10",
+        build_env(2),
     )
     dummy = ScriptedBackendDouble(
         clock=clock, stages=[LoadStage("Loading weights", False, 1.0, BUILDING)], hold_start=True
