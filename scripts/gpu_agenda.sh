@@ -191,7 +191,7 @@ for step in "$@"; do
         --allow-unproven --skip-preflight --profiles stack --input-len 512 --output-len 64 \
         --num-prompts 1 --reps 1 --json "$0/bench-exit.json" 2>&1 | while IFS= read -r l; do echo "$(date +%T.%2N) $l"; done
         echo "$(date +%T.%2N) exited"' "$OUT" ;;
-    head) run head 240 python3 scripts/gpu_head_bench.py --json "$OUT/head.json" ;;
+    head) run head 400 python3 scripts/gpu_head_bench.py --json "$OUT/head.json" ;;
     engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes and recurrent or weight_only" ;;
     engine42)
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \

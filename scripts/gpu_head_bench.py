@@ -5,8 +5,11 @@ weight, FP32 output), SGLang's `Fp8LinearMethod.apply`, and every candidate kern
 FP8 head picks from at load (app/backend/patches/fp8_head.py: SGLang's CUTLASS path,
 cuBLASLt row-wise `torch._scaled_mm`, the Triton GEMV in each tiling), each against the
 byte floor of its weight at the nominal peak, at the copy bandwidth measured here, and at
-the read bandwidth of a full reduction over the FP8 head's own bytes (what a kernel that
-only streams the weight can reach here).
+the read bandwidth of the fastest pass that only reads the FP8 head's own bytes (torch's
+reduction, or a Triton stream in one of a few tilings): what a kernel that streams the
+weight can reach here. Calls run back to back, as the head runs in a verify; at M = 1 each
+path is also timed with the L2 cache scrubbed before every call (`cold_us`), as in decode,
+where the other layers' weights pass through L2 between two head calls.
 
     python scripts/gpu_head_bench.py [--peak-gbps 4800] [--json PATH]
 """
@@ -21,10 +24,46 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import triton
+import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 VOCAB, HIDDEN = 157184, 2560
+STREAM_TILES = ((4096, 4), (8192, 8), (16384, 8))
+"""(int32 words a program, warps) of the Triton read stream."""
+
+
+@triton.jit
+def _stream(src, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out + tl.program_id(0), tl.xor_sum(tl.load(src + offs, mask=offs < n, other=0)))
+
+
+def stream_read_us(words: torch.Tensor) -> dict[str, float]:
+    """GPU time of a pass that reads `words` (int32, 1-D) once and writes one word a program."""
+    from app.backend.patches import fp8_head
+
+    times = {"torch-amax": fp8_head.graph_time_us(lambda: words.amax())}
+    for block, warps in STREAM_TILES:
+        out = torch.empty(triton.cdiv(words.numel(), block), device="cuda", dtype=torch.int32)
+        times[f"triton-stream[{block}w{warps}]"] = fp8_head.graph_time_us(
+            lambda out=out, block=block, warps=warps: _stream[(out.numel(),)](
+                words, out, words.numel(), BLOCK=block, num_warps=warps
+            )
+        )
+    return times
+
+
+def cold_us(fn: Callable[[], Any], scrub: torch.Tensor, scrub_us: float) -> float:
+    """`fn`'s time when the L2 cache holds none of its data: each call after a scrub."""
+    from app.backend.patches import fp8_head
+
+    def scrubbed() -> None:
+        scrub.zero_()
+        fn()
+
+    return round(fp8_head.graph_time_us(scrubbed) - scrub_us, 1)
 
 
 class HeadDouble(torch.nn.Module):
@@ -56,9 +95,14 @@ def main() -> None:
     bf16_bytes = weight.numel() * 2
     fp8_bytes = weight.numel() + VOCAB * 4
     copy_gbps = fp8_head.copy_gbps()
-    weight_words = ling_head.weight.t().view(torch.int32)  # the [N, K] FP8 rows, 4 a word
-    read_us = fp8_head.graph_time_us(lambda: weight_words.amax())
+    weight_words = ling_head.weight.t().reshape(-1).view(torch.int32)  # the FP8 rows, 4 a word
+    reads = stream_read_us(weight_words)
+    read_us = min(reads.values())
     read_gbps = weight.numel() / (read_us * 1e3)
+    scrub = torch.empty(
+        2 * torch.cuda.get_device_properties(0).L2_cache_size, device="cuda", dtype=torch.uint8
+    )
+    scrub_us = fp8_head.graph_time_us(scrub.zero_)
     rows: list[dict[str, Any]] = []
     for m in range(1, 9):
         x = torch.randn(m, HIDDEN, device="cuda", dtype=torch.bfloat16)
@@ -75,9 +119,10 @@ def main() -> None:
             if kernel.max_m is None or m <= kernel.max_m:
                 paths[kernel.name] = (lambda x=x, k=kernel: k.run(x), fp8_bytes)
         for name, (fn, nbytes) in paths.items():
-            cosine = None
+            cosine = cold = None
             try:
                 us = fp8_head.graph_time_us(fn)
+                cold = cold_us(fn, scrub, scrub_us) if m == 1 else None
                 out = fn().float()
                 cosine = torch.nn.functional.cosine_similarity(out, reference, dim=-1).min().item()
             except Exception as exc:  # one broken path must not hide the others
@@ -88,24 +133,35 @@ def main() -> None:
                     "m": m,
                     "path": name,
                     "us": round(us, 1),
+                    "cold_us": cold,
                     "floor_us": round(floor_us(nbytes, args.peak_gbps), 1),
                     "copy_floor_us": round(floor_us(nbytes, copy_gbps), 1),
                     "read_floor_us": round(floor_us(nbytes, read_gbps), 1),
                     "cosine_min": None if cosine is None else round(cosine, 5),
                 }
             )
+    for name, us in reads.items():
+        print(
+            f"read of the FP8 head's {weight.numel() / 1e6:.0f} MB, {name}: {us:.1f} us, "
+            f"{weight.numel() / (us * 1e3):.0f} GB/s"
+        )
     print(
         f"LM head {VOCAB} x {HIDDEN} on {torch.cuda.get_device_name()}, CUDA graphs; floor at "
         f"{args.peak_gbps:.0f} GB/s peak / {copy_gbps:.0f} GB/s measured copy bandwidth / "
         f"{read_gbps:.0f} GB/s reading the FP8 weight ({read_us:.1f} us)"
     )
-    print(f"{'path':>28} " + " ".join(f"{'M=' + str(m):>8}" for m in range(1, 9)) + "   floor")
+    print(
+        f"{'path':>28} "
+        + " ".join(f"{'M=' + str(m):>8}" for m in range(1, 9))
+        + f" {'M=1 cold':>8}   floor"
+    )
     for name in dict.fromkeys(r["path"] for r in rows):
         cells = {r["m"]: r for r in rows if r["path"] == name}
         line = " ".join(
             f"{cells[m]['us']:>8.1f}" if m in cells else f"{'-':>8}" for m in range(1, 9)
         )
         first = cells[min(cells)]
+        line += f" {first['cold_us'] if first.get('cold_us') is not None else '-':>8}"
         best = min(r["us"] for r in cells.values() if r["us"] == r["us"]) if cells else 0
         share = first["floor_us"] / best if best else 0
         print(
@@ -121,6 +177,8 @@ def main() -> None:
                     "peak_gbps": args.peak_gbps,
                     "copy_gbps": round(copy_gbps, 1),
                     "read_gbps": round(read_gbps, 1),
+                    "read_us": reads,
+                    "l2_scrub_us": scrub_us,
                     "rows": rows,
                 }
             )

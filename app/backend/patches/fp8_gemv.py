@@ -1,14 +1,17 @@
 """Triton kernels for the FP8 LM head at a few tokens (M <= 8), run in SGLang's scheduler.
 
-At decode's M = 1..4 the head's time is its weight's bytes over the memory bandwidth. Both
-kernels stream each FP8 weight row once and scale each output channel at the end:
+At decode's M = 1..4 the head's time is its weight's bytes over the memory bandwidth. Every
+kernel streams each FP8 weight row once and scales each output channel at the end:
 - `widen` turns the FP8 rows into BF16 in registers and multiplies by the BF16
   activations (no activation quantization);
 - `fp8dot` quantizes the activations per token inside the kernel (each program reads the
   few activation rows twice, from L2) and multiplies FP8 by FP8 on the tensor cores, with
   no widening of the weight;
-- `fp8rows` is `fp8dot` with one program per SM, each over an equal run of rows: no tail
-  wave, and one pipelined loop that streams on across its row blocks.
+- `qdot` quantizes the activations per token once, in a small kernel of its own, so the
+  GEMV's programs stream the weight from their first instruction;
+- `qrows` is `qdot` with `per_sm` programs an SM, each over an equal run of rows: no tail
+  wave, and one pipelined loop that streams on across its row blocks;
+- `qtma` is `qdot` with the weight tiles copied by the tensor memory accelerator (TMA).
 Triton compiles them for the GPU at hand (sm_90a on the H200, sm_121a on the Spark's GB10).
 """
 
@@ -32,34 +35,43 @@ FP8_MAX = 448.0
 
 @dataclass(frozen=True, slots=True)
 class GemvConfig:
-    """One kernel and tiling: output rows per program, K per step, warps, pipeline stages."""
+    """One kernel and tiling: output rows per program, K per step, warps, pipeline stages,
+    and for `qrows` the programs an SM."""
 
     kernel: str
     block_n: int
     block_k: int
     warps: int
     stages: int
+    per_sm: int = 1
 
     @property
     def name(self) -> str:
-        return f"{self.kernel}[{self.block_n}x{self.block_k}w{self.warps}s{self.stages}]"
+        tiling = f"{self.block_n}x{self.block_k}w{self.warps}s{self.stages}"
+        return f"{self.kernel}[{tiling}{f'p{self.per_sm}' if self.kernel == 'qrows' else ''}]"
 
 
 CONFIGS = (
     GemvConfig("widen", 64, 256, 4, 3),
-    GemvConfig("widen", 128, 128, 4, 4),
-    GemvConfig("fp8dot", 64, 128, 4, 4),
-    GemvConfig("fp8dot", 128, 128, 4, 4),
-    GemvConfig("fp8dot", 256, 128, 8, 2),
     GemvConfig("fp8dot", 256, 128, 8, 3),
-    GemvConfig("fp8dot", 256, 256, 8, 2),
-    GemvConfig("fp8dot", 512, 128, 8, 2),
-    GemvConfig("fp8rows", 128, 128, 8, 4),
-    GemvConfig("fp8rows", 256, 128, 8, 3),
+    GemvConfig("fp8dot", 256, 128, 8, 4),
+    GemvConfig("qdot", 128, 128, 4, 4),
+    GemvConfig("qdot", 128, 128, 4, 6),
+    GemvConfig("qdot", 256, 128, 8, 3),
+    GemvConfig("qdot", 256, 128, 8, 4),
+    GemvConfig("qdot", 128, 256, 8, 3),
+    GemvConfig("qdot", 64, 256, 4, 4),
+    GemvConfig("qrows", 128, 128, 4, 4, per_sm=2),
+    GemvConfig("qrows", 128, 128, 8, 6),
+    GemvConfig("qrows", 256, 128, 8, 4),
+    GemvConfig("qrows", 128, 256, 8, 4),
+    GemvConfig("qtma", 128, 128, 4, 4),
+    GemvConfig("qtma", 256, 128, 8, 3),
+    GemvConfig("qtma", 128, 256, 8, 4),
 )
-"""On the H200 the widest FP8-by-FP8 tile ran fastest (256 x 128: 102.6 us, 128 x 128:
-122.4 us at M = 1). A tiling that needs more shared memory than the GPU has (sm_12x has
-about 100 KB an SM) fails to compile there, and the choice at load skips it."""
+"""On the H200 the widest in-kernel-quantizing tile ran fastest (fp8dot 256 x 128: 102.6 us,
+128 x 128: 122.4 us at M = 1). A tiling that needs more shared memory than the GPU has
+(sm_12x has about 100 KB an SM) fails to compile there, and the choice at load skips it."""
 
 
 @triton.jit
@@ -123,46 +135,121 @@ def _fp8_head_gemv(
 
 
 @triton.jit
-def _fp8_head_gemv_rows(
-    x_ptr,
+def _quantize_tokens(
+    x_ptr, q_ptr, s_ptr, k, stride_xm, BLOCK_K: tl.constexpr, FP8_MAX: tl.constexpr
+):
+    """One token's activations to FP8 with a per-token scale: q = x / s, s = amax / FP8_MAX."""
+    token = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_K)
+    ok = cols < k
+    x = tl.load(x_ptr + token * stride_xm + cols, mask=ok, other=0.0).to(tl.float32)
+    x_scale = tl.maximum(tl.max(tl.abs(x), axis=0), 1e-12) / FP8_MAX
+    tl.store(q_ptr + token * k + cols, (x / x_scale).to(tl.float8e4nv), mask=ok)
+    tl.store(s_ptr + token, x_scale)
+
+
+@triton.jit
+def _scaled_store(acc, rows, row_ok, tokens, m, scale_ptr, xs_ptr, out_ptr, stride_om):
+    """acc [rows, tokens] times both scales, stored as BF16 logits [tokens, rows]."""
+    token_ok = tokens < m
+    scale = tl.load(scale_ptr + rows, mask=row_ok, other=0.0)
+    x_scale = tl.load(xs_ptr + tokens, mask=token_ok, other=0.0)
+    out = out_ptr + tokens[None, :] * stride_om + rows[:, None]
+    result = acc * scale[:, None] * x_scale[None, :]
+    tl.store(out, result.to(tl.bfloat16), mask=row_ok[:, None] & token_ok[None, :])
+
+
+@triton.jit
+def _fp8_head_qdot(
+    q_ptr,
+    xs_ptr,
     w_ptr,
     scale_ptr,
     out_ptr,
     m,
     n,
-    k,
-    stride_xm,
     stride_wn,
     stride_om,
-    rows_per_program,
+    K: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
-    FP8_MAX: tl.constexpr,
 ):
-    first = tl.program_id(0) * rows_per_program
-    last = tl.minimum(first + rows_per_program, n)
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    tokens = tl.arange(0, BLOCK_M)
+    row_ok = rows < n
+    token_ok = tokens < m
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        cols = k0 + tl.arange(0, BLOCK_K)
+        w = tl.load(w_ptr + rows[:, None] * stride_wn + cols[None, :], mask=row_ok[:, None])
+        q = tl.load(q_ptr + tokens[None, :] * K + cols[:, None], mask=token_ok[None, :], other=0.0)
+        acc += tl.dot(w, q)
+    _scaled_store(acc, rows, row_ok, tokens, m, scale_ptr, xs_ptr, out_ptr, stride_om)
+
+
+@triton.jit
+def _fp8_head_qtma(
+    q_ptr,
+    xs_ptr,
+    w_desc,
+    scale_ptr,
+    out_ptr,
+    m,
+    n,
+    stride_om,
+    K: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    first = tl.program_id(0) * BLOCK_N
     tokens = tl.arange(0, BLOCK_M)
     token_ok = tokens < m
-    x_scale = _x_scales(x_ptr, m, k, stride_xm, BLOCK_M, BLOCK_K, FP8_MAX)
-    k_steps = k // BLOCK_K
-    blocks = tl.cdiv(last - first, BLOCK_N)
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-    for i in range(blocks * k_steps):  # one loop over (row block, K step): one pipeline
+    for k0 in range(0, K, BLOCK_K):
+        cols = k0 + tl.arange(0, BLOCK_K)
+        w = w_desc.load([first, k0])
+        q = tl.load(q_ptr + tokens[None, :] * K + cols[:, None], mask=token_ok[None, :], other=0.0)
+        acc += tl.dot(w, q)
+    rows = first + tl.arange(0, BLOCK_N)
+    _scaled_store(acc, rows, rows < n, tokens, m, scale_ptr, xs_ptr, out_ptr, stride_om)
+
+
+@triton.jit
+def _fp8_head_qrows(
+    q_ptr,
+    xs_ptr,
+    w_ptr,
+    scale_ptr,
+    out_ptr,
+    m,
+    n,
+    stride_wn,
+    stride_om,
+    rows_per_program,
+    BLOCKS: tl.constexpr,
+    K: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    first = tl.program_id(0) * rows_per_program
+    last = first + rows_per_program
+    tokens = tl.arange(0, BLOCK_M)
+    token_ok = tokens < m
+    k_steps: tl.constexpr = K // BLOCK_K
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for i in range(BLOCKS * k_steps):  # one loop over (row block, K step): one pipeline
         step = i % k_steps
         rows = first + (i // k_steps) * BLOCK_N + tl.arange(0, BLOCK_N)
-        row_ok = rows < last
+        row_ok = (rows < last) & (rows < n)
         cols = step * BLOCK_K + tl.arange(0, BLOCK_K)
         w = tl.load(w_ptr + rows[:, None] * stride_wn + cols[None, :], mask=row_ok[:, None])
-        x = tl.load(
-            x_ptr + tokens[None, :] * stride_xm + cols[:, None], mask=token_ok[None, :], other=0.0
-        )
-        acc += tl.dot(w, (x.to(tl.float32) / x_scale[None, :]).to(tl.float8e4nv))
+        q = tl.load(q_ptr + tokens[None, :] * K + cols[:, None], mask=token_ok[None, :], other=0.0)
+        acc += tl.dot(w, q)
         if step == k_steps - 1:
-            scale = tl.load(scale_ptr + rows, mask=row_ok, other=0.0)
-            out = out_ptr + tokens[None, :] * stride_om + rows[:, None]
-            result = acc * scale[:, None] * x_scale[None, :]
-            tl.store(out, result.to(tl.bfloat16), mask=row_ok[:, None] & token_ok[None, :])
+            _scaled_store(acc, rows, row_ok, tokens, m, scale_ptr, xs_ptr, out_ptr, stride_om)
             acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
 
 
@@ -178,6 +265,17 @@ def fits(config: GemvConfig, k: int) -> bool:
     return k % config.block_k == 0
 
 
+def quantize_tokens(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """x [M, K] BF16 -> (FP8 [M, K], FP32 scales [M]), one scale a token."""
+    m, k = x.shape
+    q = torch.empty((m, k), device=x.device, dtype=torch.float8_e4m3fn)
+    scales = torch.empty((m,), device=x.device, dtype=torch.float32)
+    _quantize_tokens[(m,)](
+        x, q, scales, k, x.stride(0), BLOCK_K=triton.next_power_of_2(k), FP8_MAX=FP8_MAX
+    )
+    return q, scales
+
+
 def gemv(
     x: torch.Tensor, rows: torch.Tensor, scale: torch.Tensor, config: GemvConfig
 ) -> torch.Tensor:
@@ -187,45 +285,38 @@ def gemv(
     if m > MAX_M or not fits(config, k) or rows.stride(1) != 1 or x.stride(1) != 1:
         raise ValueError(f"fp8 head GEMV: M={m}, K={k}, config {config.name} do not fit")
     out = torch.empty((m, n), device=x.device, dtype=torch.bfloat16)
-    if config.kernel == "fp8rows":
-        programs = _processors(x.device)
-        _fp8_head_gemv_rows[(programs,)](
-            x,
-            rows,
-            scale,
-            out,
-            m,
-            n,
-            k,
-            x.stride(0),
-            rows.stride(0),
-            out.stride(0),
-            triton.cdiv(n, programs),
-            BLOCK_M=BLOCK_M,
-            BLOCK_N=config.block_n,
-            BLOCK_K=config.block_k,
-            num_warps=config.warps,
-            num_stages=config.stages,
-            FP8_MAX=FP8_MAX,
-        )
+    tiling = {
+        "BLOCK_M": BLOCK_M,
+        "BLOCK_N": config.block_n,
+        "BLOCK_K": config.block_k,
+        "num_warps": config.warps,
+        "num_stages": config.stages,
+    }
+    if config.kernel in ("widen", "fp8dot"):
+        _fp8_head_gemv[(triton.cdiv(n, config.block_n),)](
+            x, rows, scale, out, m, n, k, x.stride(0), rows.stride(0), out.stride(0),
+            QUANTIZE_X=config.kernel == "fp8dot", FP8_MAX=FP8_MAX, **tiling,
+        )  # fmt: skip
         return out
-    _fp8_head_gemv[(triton.cdiv(n, config.block_n),)](
-        x,
-        rows,
-        scale,
-        out,
-        m,
-        n,
-        k,
-        x.stride(0),
-        rows.stride(0),
-        out.stride(0),
-        BLOCK_M=BLOCK_M,
-        BLOCK_N=config.block_n,
-        BLOCK_K=config.block_k,
-        num_warps=config.warps,
-        num_stages=config.stages,
-        QUANTIZE_X=config.kernel == "fp8dot",
-        FP8_MAX=FP8_MAX,
-    )
+    q, x_scales = quantize_tokens(x)
+    if config.kernel == "qdot":
+        _fp8_head_qdot[(triton.cdiv(n, config.block_n),)](
+            q, x_scales, rows, scale, out, m, n, rows.stride(0), out.stride(0), K=k, **tiling
+        )
+    elif config.kernel == "qtma":
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        w_desc = TensorDescriptor.from_tensor(rows, [config.block_n, config.block_k])
+        _fp8_head_qtma[(triton.cdiv(n, config.block_n),)](
+            q, x_scales, w_desc, scale, out, m, n, out.stride(0), K=k, **tiling
+        )
+    elif config.kernel == "qrows":
+        programs = _processors(x.device) * config.per_sm
+        rows_each = triton.cdiv(n, programs)
+        _fp8_head_qrows[(programs,)](
+            q, x_scales, rows, scale, out, m, n, rows.stride(0), out.stride(0),
+            rows_each, BLOCKS=triton.cdiv(rows_each, config.block_n), K=k, **tiling,
+        )  # fmt: skip
+    else:
+        raise ValueError(f"fp8 head GEMV: no kernel {config.kernel!r}")
     return out
