@@ -4,11 +4,9 @@ At decode's M = 1..4 the head's time is its weight's bytes over the memory bandw
 kernel streams each FP8 weight row once and scales each output channel at the end:
 - `widen` turns the FP8 rows into BF16 in registers and multiplies by the BF16
   activations (no activation quantization);
-- `fp8dot` quantizes the activations per token inside the kernel (each program reads the
-  few activation rows twice, from L2) and multiplies FP8 by FP8 on the tensor cores, with
-  no widening of the weight;
-- `qdot` quantizes the activations per token once, in a small kernel of its own, so the
-  GEMV's programs stream the weight from their first instruction;
+- `qdot` quantizes the activations per token once, in a small kernel of its own, and
+  multiplies FP8 by FP8 on the tensor cores, with no widening of the weight: the GEMV's
+  programs stream the weight from their first instruction;
 - `qrows` is `qdot` with `per_sm` programs an SM, each over an equal run of rows: no tail
   wave, and one pipelined loop that streams on across its row blocks;
 - `qtma` is `qdot` with the weight tiles copied by the tensor memory accelerator (TMA).
@@ -53,47 +51,29 @@ class GemvConfig:
 
 CONFIGS = (
     GemvConfig("widen", 64, 256, 4, 3),
-    GemvConfig("fp8dot", 256, 128, 8, 3),
-    GemvConfig("fp8dot", 256, 128, 8, 4),
     GemvConfig("qdot", 128, 128, 4, 4),
-    GemvConfig("qdot", 128, 128, 4, 6),
-    GemvConfig("qdot", 256, 128, 8, 3),
-    GemvConfig("qdot", 256, 128, 8, 4),
-    GemvConfig("qdot", 128, 256, 8, 3),
     GemvConfig("qdot", 64, 256, 4, 4),
+    GemvConfig("qdot", 128, 256, 8, 2),
+    GemvConfig("qdot", 128, 256, 8, 3),
+    GemvConfig("qdot", 128, 256, 8, 4),
+    GemvConfig("qdot", 128, 256, 4, 3),
+    GemvConfig("qdot", 256, 256, 8, 2),
+    GemvConfig("qdot", 32, 512, 4, 4),
+    GemvConfig("qdot", 64, 512, 4, 2),
+    GemvConfig("qdot", 64, 512, 4, 3),
+    GemvConfig("qdot", 128, 512, 8, 2),
+    GemvConfig("qdot", 128, 512, 8, 3),
     GemvConfig("qrows", 128, 128, 4, 4, per_sm=2),
-    GemvConfig("qrows", 128, 128, 8, 6),
-    GemvConfig("qrows", 256, 128, 8, 4),
-    GemvConfig("qrows", 128, 256, 8, 4),
     GemvConfig("qtma", 128, 128, 4, 4),
-    GemvConfig("qtma", 256, 128, 8, 3),
-    GemvConfig("qtma", 128, 256, 8, 4),
 )
-"""On the H200 the widest in-kernel-quantizing tile ran fastest (fp8dot 256 x 128: 102.6 us,
-128 x 128: 122.4 us at M = 1). A tiling that needs more shared memory than the GPU has
+"""On the H200 (M = 1) the activations quantized once beat quantizing them in each program
+(qdot 128 x 256: 95.1 us, the same tile quantizing in-kernel 128.3 us), and a K step of 256
+beat 128 (128 x 128: 97.9 us). A tiling that needs more shared memory than the GPU has
 (sm_12x has about 100 KB an SM) fails to compile there, and the choice at load skips it."""
 
 
 @triton.jit
-def _x_scales(
-    x_ptr, m, k, stride_xm, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, FP8_MAX: tl.constexpr
-):
-    """Per-token FP8 scales of the activations: one pass over them, from L2."""
-    tokens = tl.arange(0, BLOCK_M)
-    amax = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    for k0 in range(0, k, BLOCK_K):
-        cols = k0 + tl.arange(0, BLOCK_K)
-        x = tl.load(
-            x_ptr + tokens[None, :] * stride_xm + cols[:, None],
-            mask=(tokens < m)[None, :],
-            other=0.0,
-        )
-        amax = tl.maximum(amax, tl.max(tl.abs(x.to(tl.float32)), axis=0))
-    return tl.maximum(amax, 1e-12) / FP8_MAX
-
-
-@triton.jit
-def _fp8_head_gemv(
+def _fp8_head_widen(
     x_ptr,
     w_ptr,
     scale_ptr,
@@ -107,16 +87,11 @@ def _fp8_head_gemv(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
-    QUANTIZE_X: tl.constexpr,
-    FP8_MAX: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     tokens = tl.arange(0, BLOCK_M)
     row_ok = rows < n
     token_ok = tokens < m
-    x_scale = tl.full((BLOCK_M,), 1.0, dtype=tl.float32)
-    if QUANTIZE_X:
-        x_scale = _x_scales(x_ptr, m, k, stride_xm, BLOCK_M, BLOCK_K, FP8_MAX)
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     for k0 in range(0, k, BLOCK_K):
         cols = k0 + tl.arange(0, BLOCK_K)
@@ -124,12 +99,9 @@ def _fp8_head_gemv(
         x = tl.load(
             x_ptr + tokens[None, :] * stride_xm + cols[:, None], mask=token_ok[None, :], other=0.0
         )
-        if QUANTIZE_X:
-            acc += tl.dot(w, (x.to(tl.float32) / x_scale[None, :]).to(tl.float8e4nv))
-        else:
-            acc += tl.dot(w.to(tl.bfloat16), x)
+        acc += tl.dot(w.to(tl.bfloat16), x)
     scale = tl.load(scale_ptr + rows, mask=row_ok, other=0.0)
-    acc = acc * scale[:, None] * x_scale[None, :]
+    acc = acc * scale[:, None]
     out = out_ptr + tokens[None, :] * stride_om + rows[:, None]
     tl.store(out, acc.to(tl.bfloat16), mask=row_ok[:, None] & token_ok[None, :])
 
@@ -292,11 +264,10 @@ def gemv(
         "num_warps": config.warps,
         "num_stages": config.stages,
     }
-    if config.kernel in ("widen", "fp8dot"):
-        _fp8_head_gemv[(triton.cdiv(n, config.block_n),)](
-            x, rows, scale, out, m, n, k, x.stride(0), rows.stride(0), out.stride(0),
-            QUANTIZE_X=config.kernel == "fp8dot", FP8_MAX=FP8_MAX, **tiling,
-        )  # fmt: skip
+    if config.kernel == "widen":
+        _fp8_head_widen[(triton.cdiv(n, config.block_n),)](
+            x, rows, scale, out, m, n, k, x.stride(0), rows.stride(0), out.stride(0), **tiling
+        )
         return out
     q, x_scales = quantize_tokens(x)
     if config.kernel == "qdot":
