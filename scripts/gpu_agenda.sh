@@ -3,9 +3,12 @@
 #
 #   . /root/gpu/env.sh && bash scripts/gpu_agenda.sh STEP [STEP ...]
 #
-# Run the steps as one background job and poll its log with short calls (tests/gpu/README.md):
-# a bare machine ran `head prepare engine ui serve engine42 graphs bench-exit dspark
-# dspark-breakages` in 24 minutes, `prepare` first, so that no later step compiles.
+# Run the steps as one background job with OUT=/root/results, and poll it with
+# scripts/gpu_poll.sh, each poll sent as soon as the last returns (tests/gpu/README.md): the
+# machine goes back 30 s after a call ends, background job or not. A bare machine ran `head
+# prepare engine ui serve engine42 graphs bench-exit dspark dspark-breakages` in 24 minutes,
+# and `head prepare dspark42 bench-dspark kernels42-replayssm` in 18, `prepare` first, so
+# that no later step compiles.
 #
 # Steps (minutes on a warm machine):
 #   flashinfer FlashInfer's import, and the JIT build and one call of the sampling kernels the
@@ -13,7 +16,9 @@
 #              every NEXTN engine needs them); flashinfer-moe also builds the `baseline`
 #              profile's SM90 CUTLASS MoE (minutes unknown)
 #   head       the LM head alone at M = 1..8: BF16, FP32 logits and every FP8 kernel candidate
-#              (CUTLASS, torch._scaled_mm, the Triton GEMV tilings) against the byte floor (1)
+#              (CUTLASS, torch._scaled_mm, the Triton GEMV tilings) against the byte floor and
+#              the weight's read ceiling; then the Triton kernels against their exact products
+#              (tests/gpu/test_fp8_gemv.py) (1)
 #   prepare    `ling-chat prepare` on the 6-layer model's config: the preflight, then every JIT
 #              kernel built on the cut dummy model (7.5 on a bare machine); run again, it finds
 #              its marker and returns at once
@@ -29,7 +34,7 @@
 #   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
 #              at 42 layers, 2K context, for scripts/spark_projection.py (KERNEL_PROFILES=...)
 #   kernels42-replayssm  one verify round of the stack at 42 layers without and with KDA
-#              ReplaySSM verify (ring 8), known-answer weights, booted one after the other (3.5)
+#              ReplaySSM verify (ring 8), known-answer weights, booted one after the other (2.8)
 #   depths42   the stack's verify round at 42 layers, 2K context, known-answer weights, at each
 #              NEXTN depth of DEPTHS (default 2,4,3: the default last, so that a cut run keeps
 #              the others), one engine each, files kernels-stack-42-kK.json; then
@@ -44,7 +49,7 @@
 #              the real draft's shapes, dummy weights: accept about 1) (untried)
 #   bench-dspark  `ling-chat bench` over stack and dspark, synthetic and GSM8K-format, both at
 #              the accept length SIM_ACCEPT (default 2.68) that SGLang simulates; the table
-#              labels the rows simulated (untried)
+#              labels the rows simulated (3.5)
 #   caches     Humming's, Triton's and FlashInfer's kernel caches as 15 MiB pieces in $OUT;
 #              kept in the git-ignored .gpu-cache/ and named in `carry`, a later machine
 #              restores them before its first step
@@ -52,7 +57,7 @@
 #              FP32 head, speculation off: each refused (7)
 #   dspark     the dspark profile (DSpark draft of tests/gpu/dspark_models.py, ReplaySSM 32)
 #              passes every line and streams the known answer; a bad ring refused (1.5);
-#              dspark42 the same at 42 layers (untried)
+#              dspark42 the same at 42 layers (2)
 #   dspark-ui  the app chats through the dspark profile and raises its collapse banner on the
 #              random draft's accept length (1.5; untried)
 #   dspark-breakages  a BF16 view of the head given to the DSpark draft, ReplaySSM off: each
@@ -191,7 +196,9 @@ for step in "$@"; do
         --allow-unproven --skip-preflight --profiles stack --input-len 512 --output-len 64 \
         --num-prompts 1 --reps 1 --json "$0/bench-exit.json" 2>&1 | while IFS= read -r l; do echo "$(date +%T.%2N) $l"; done
         echo "$(date +%T.%2N) exited"' "$OUT" ;;
-    head) run head 400 python3 scripts/gpu_head_bench.py --json "$OUT/head.json" ;;
+    head)
+      run head 400 python3 scripts/gpu_head_bench.py --json "$OUT/head.json"
+      gpu_tests gemv 300 tests/gpu/test_fp8_gemv.py ;;
     engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes and recurrent or weight_only" ;;
     engine42)
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \

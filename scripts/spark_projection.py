@@ -61,6 +61,14 @@ def table(result: SparkProjection) -> str:
                 f"({'meets' if row.meets_target else 'misses'} 1.10x); NVIDIA's stack "
                 f"{row.published_stack_tpot_ms} ms"
             )
+    if result.replayssm is not None:
+        r = result.replayssm
+        lines.append(
+            f"ReplaySSM verify: round {r.replayssm_round_ms:.2f} ms against "
+            f"{r.recurrent_round_ms:.2f} ms recurrent, {r.speedup:.3f}x; on the profiled GPU "
+            f"{r.gpu_replayssm_round_ms:.3f} against {r.gpu_recurrent_round_ms:.3f} ms "
+            f"({'the same direction' if r.gpu_direction_agrees else 'the other direction'})"
+        )
     return "\n".join(lines)
 
 

@@ -52,16 +52,19 @@ class Category(StrEnum):
     """No weight or state bytes of their own: norms, activations, copies, sampling."""
 
 
+HEAD_KERNEL_PREFIX: Final = "_fp8_head_"
+"""ling-chat's Triton FP8 head kernels are named so (app/backend/patches/fp8_gemv.py)."""
+
 _RULES: Final[tuple[tuple[Category, re.Pattern[str]], ...]] = tuple(
     (category, re.compile(pattern))
     for category, pattern in (
-        (Category.LM_HEAD, r"_fp8_head_gemv|per_token_quant_fp8"),
+        (Category.LM_HEAD, rf"{HEAD_KERNEL_PREFIX}|_quantize_tokens|per_token_quant_fp8"),
         (Category.ROUTED_EXPERTS, r"humming<|MoeFCGemm|moe_gemm|fused_moe_kernel|cutlass_moe"),
         (Category.ROUTER, r"router"),
         (
             Category.KDA_STATE,
             r"delta_rule|chunk_kda|kda_gate|chunk_gla|causal_conv1d|mamba_state|conv_window"
-            r"|fused_recurrent",
+            r"|fused_recurrent|replayssm",
         ),
         (
             Category.MLA_KV,
@@ -81,7 +84,8 @@ _KNOWN_FIXED: Final = re.compile(
     r"norm|act_and_mul|silu|quant|rope|Memcpy|Memset|memcpy|copy|Copy|elementwise|Fill|fill"
     r"|reduce_kernel|argmax|topk|softmax|SoftMax|softcap|index|Index|gather|scatter|Cat"
     r"|scan|Scan|arange|sort|align_block_size|mul_sum|kv_indices|kv_splits|req_to_token"
-    r"|draft|verify|Verify|build_tree|position|slot|cache_locs|replay_state|sampling",
+    r"|draft|verify|Verify|build_tree|position|slot|cache_locs|replay_state|sampling"
+    r"|alloc_extend|get_last_loc",
 )
 """Fixed-cost kernels a rule already knows (not listed as unmapped)."""
 
@@ -109,6 +113,8 @@ class KernelProfile:
     kernels: tuple[KernelRecord, ...]
     draft_steps: int = NEXTN_STEPS
     """NEXTN draft steps a round (phase verify; a decode step has none)."""
+    replayssm: bool = False
+    """The round verified with KDA ReplaySSM (no KDA state snapshot per verified token)."""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> KernelProfile:
@@ -123,6 +129,9 @@ class KernelProfile:
             layers = _positive_int("layers", data["layers"])
             steps = _positive_int("draft_steps", data.get("draft_steps", NEXTN_STEPS))
             accept = data.get("accept_length")
+            replayssm = data.get("replayssm", False)
+            if not isinstance(replayssm, bool):
+                raise ValueError(f"replayssm must be true or false, got {replayssm!r}")
             kernels = tuple(
                 KernelRecord(str(k["name"]), int(k["calls"]), float(k["total_us"]))
                 for k in data["kernels"]
@@ -139,11 +148,17 @@ class KernelProfile:
                 context_tokens=int(data["context_tokens"]),
                 kernels=kernels,
                 draft_steps=steps,
+                replayssm=replayssm,
             )
         except KeyError as missing:
             raise ValueError(f"kernel profile lacks {missing}") from None
         except (TypeError, ValueError) as err:
             raise ValueError(f"kernel profile is malformed: {err}") from None
+
+    @property
+    def label(self) -> str:
+        """The profile's name, with `-replayssm` for a ReplaySSM round."""
+        return self.profile + ("-replayssm" if self.replayssm else "")
 
     @property
     def forwards(self) -> int:
@@ -180,9 +195,8 @@ def map_kernels(profile: KernelProfile) -> KernelMap:
     """Categorize every kernel of `profile`.
 
     The LM head is the one GEMM kernel called at most once a forward with the longest time
-    a call, unless a kernel is named as the head (the FP8 head's GEMV or activation quant
-    with another GEMM). Other GEMMs are FP8 linears when their name says FP8, else small
-    BF16 GEMMs.
+    a call, unless a kernel is named as the head (ling-chat's Triton FP8 head kernel). Other
+    GEMMs are FP8 linears when their name says FP8, else small BF16 GEMMs.
     """
     categories: dict[str, Category] = {}
     gemms: list[KernelRecord] = []
@@ -192,7 +206,9 @@ def map_kernels(profile: KernelProfile) -> KernelMap:
             categories[kernel.name] = category
         elif _GEMM.search(kernel.name) and not _NOT_GEMM.search(kernel.name):
             gemms.append(kernel)
-    head_named = any(c is Category.LM_HEAD and "gemv" in name for name, c in categories.items())
+    head_named = any(
+        c is Category.LM_HEAD and HEAD_KERNEL_PREFIX in name for name, c in categories.items()
+    )
     once = [k for k in gemms if profile.per_unit(k)[0] <= profile.forwards]
     head = None if head_named or not once else max(once, key=lambda k: k.total_us / k.calls)
     for kernel in gemms:

@@ -209,14 +209,29 @@ def derive_bf16_round(
 
 
 @dataclass(frozen=True, slots=True)
+class ReplaySsmProjection:
+    """The stack's projected round with the recurrent KDA verify and with ReplaySSM."""
+
+    recurrent_round_ms: float
+    replayssm_round_ms: float
+    speedup: float
+    """Recurrent round over ReplaySSM round (> 1: ReplaySSM is faster)."""
+    gpu_recurrent_round_ms: float
+    gpu_replayssm_round_ms: float
+    gpu_direction_agrees: bool
+    """The profiled GPU's kernel time moves the same way as the projection."""
+
+
+@dataclass(frozen=True, slots=True)
 class SparkProjection:
-    """Every profile's projection, the fit behind them and the NEXTN verdict."""
+    """Every profile's projection, the fit behind them, the NEXTN and ReplaySSM verdicts."""
 
     context_tokens: int
     fit: Fit
     fit_points: tuple[FitPoint, ...]
     profiles: tuple[ProfileProjection, ...]
     nextn: NextnProjection | None
+    replayssm: ReplaySsmProjection | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form of `bench/spark-projection.json`."""
@@ -237,6 +252,7 @@ class SparkProjection:
             },
             "profiles": [_jsonable(p) for p in self.profiles],
             "nextn": None if self.nextn is None else _jsonable(self.nextn),
+            "replayssm": None if self.replayssm is None else _jsonable(self.replayssm),
         }
 
 
@@ -269,17 +285,18 @@ def spark_projection(
                 f"{p.profile} ({p.phase}) was profiled at {p.layers} layers; the projection "
                 f"needs the {config['num_hidden_layers']}-layer model's kernels"
             )
-        if (p.profile, p.phase) in by_key:
-            raise ValueError(f"{p.profile} ({p.phase}) is given twice")
-        by_key[(p.profile, p.phase)] = p
+        if (p.label, p.phase) in by_key:
+            raise ValueError(f"{p.label} ({p.phase}) is given twice")
+        by_key[(p.label, p.phase)] = p
 
     def load_of(name: str, profile: KernelProfile, kmap: KernelMap) -> UnitLoad:
         nbytes = unit_bytes(
-            name,
+            profile.profile if name == profile.label else name,
             profile.phase,
             context_tokens=context_tokens,
             config=config,
             draft_steps=profile.draft_steps,
+            state_snapshots=not profile.replayssm,
         )
         return unit_load(profile, kmap, nbytes)
 
@@ -311,7 +328,24 @@ def spark_projection(
     fit = fit_spark(points)
     projections = tuple(project(n, p, m, loads[(n, p.phase)], fit) for n, p, m in units)
     nextn = _nextn(by_key, projections, fit, load_of)
-    return SparkProjection(context_tokens, fit, points, projections, nextn)
+    return SparkProjection(context_tokens, fit, points, projections, nextn, _replayssm(projections))
+
+
+def _replayssm(projections: Sequence[ProfileProjection]) -> ReplaySsmProjection | None:
+    """The stack's round with and without ReplaySSM verify, when both were profiled."""
+    rounds = {p.profile: p for p in projections if p.phase is Phase.VERIFY}
+    recurrent, replay = rounds.get("stack"), rounds.get("stack-replayssm")
+    if recurrent is None or replay is None:
+        return None
+    return ReplaySsmProjection(
+        recurrent_round_ms=recurrent.projected_ms,
+        replayssm_round_ms=replay.projected_ms,
+        speedup=recurrent.projected_ms / replay.projected_ms,
+        gpu_recurrent_round_ms=recurrent.gpu_ms,
+        gpu_replayssm_round_ms=replay.gpu_ms,
+        gpu_direction_agrees=(replay.gpu_ms < recurrent.gpu_ms)
+        == (replay.projected_ms < recurrent.projected_ms),
+    )
 
 
 def _nextn(

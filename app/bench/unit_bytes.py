@@ -62,12 +62,13 @@ def unit_bytes(
     config: Mapping[str, Any],
     draft_steps: int = NEXTN_STEPS,
     routing: Routing = Routing.INDEPENDENT,
+    state_snapshots: bool = True,
 ) -> dict[Category, float]:
     """The byte model's bytes of one step or round of `profile`, by category.
 
     The head's category also holds the logits it writes: FP32 for the FP32-logits head,
-    BF16 otherwise, one row a token. `draft_steps` and `routing` shape a round (see
-    `mtp_cycle`).
+    BF16 otherwise, one row a token. `draft_steps`, `routing` and `state_snapshots` (off
+    for a ReplaySSM verify) shape a round (see `mtp_cycle`).
     """
     head = lm_head(profile)
     shape, precision = ModelShape.from_config(config), Precision.from_config(config, head)
@@ -79,7 +80,12 @@ def unit_bytes(
         parts[Category.LM_HEAD] += row
         return parts
     cycle = mtp_cycle(
-        shape, precision, context_tokens=context_tokens, draft_steps=draft_steps, routing=routing
+        shape,
+        precision,
+        context_tokens=context_tokens,
+        draft_steps=draft_steps,
+        routing=routing,
+        state_snapshots=state_snapshots,
     )
     parts = defaultdict(float, _step_parts(shape, precision, cycle.verify))
     draft = [cycle.draft_extend] + [cycle.draft_step] * (draft_steps - 1)

@@ -159,10 +159,11 @@ def test_a_name_nobody_maps_is_fixed_cost_and_listed() -> None:
     assert map_kernels(load(humming())).unmapped == ()
 
 
-def test_a_named_fp8_head_gemv_wins_over_the_longest_gemm() -> None:
-    data = profile("humming+fp8", LAYERS_BODY + [("_fp8_head_gemv_splitk", 1, 92.0)])
-    categories = map_kernels(load(data)).categories
-    assert categories["_fp8_head_gemv_splitk"] is Category.LM_HEAD
+def test_a_named_fp8_head_kernel_wins_over_the_longest_gemm() -> None:
+    head = [("_fp8_head_qdot", 1, 94.0), ("_quantize_tokens", 1, 2.0)]
+    categories = map_kernels(load(profile("humming+fp8", LAYERS_BODY + head))).categories
+    assert categories["_fp8_head_qdot"] is Category.LM_HEAD
+    assert categories["_quantize_tokens"] is Category.LM_HEAD
     assert categories[NVJET_SMALL] is Category.BF16_LINEAR
 
 
@@ -214,6 +215,54 @@ def test_a_profiled_round_of_another_depth_is_projected_with_that_depth_s_bytes(
     assert round_.bytes == pytest.approx(
         sum(unit_bytes("stack", Phase.VERIFY, draft_steps=2, **kw).values())
     )
+
+
+def replayssm_round() -> dict[str, Any]:
+    """The stack's round verified with ReplaySSM: its fold kernel instead of the snapshots."""
+    data = stack_round()
+    data["kernels"].append(
+        {"name": "kda_replayssm_exact_fold_kernel", "calls": 35 * ROUNDS, "total_us": 35 * ROUNDS}
+    )
+    return {**data, "replayssm": True}
+
+
+def test_a_replayssm_round_drops_the_kda_state_snapshots() -> None:
+    kw: dict[str, Any] = {"context_tokens": 2048, "config": LING_3_FLASH_CONFIG}
+    snapshots = unit_bytes("stack", Phase.VERIFY, **kw)
+    replay = unit_bytes("stack", Phase.VERIFY, state_snapshots=False, **kw)
+    assert replay[Category.KDA_STATE] < snapshots[Category.KDA_STATE]
+    assert {c: b for c, b in replay.items() if c is not Category.KDA_STATE} == {
+        c: b for c, b in snapshots.items() if c is not Category.KDA_STATE
+    }
+    p = load(replayssm_round())
+    assert (p.replayssm, p.label) == (True, "stack-replayssm")
+    assert map_kernels(p).categories["kda_replayssm_exact_fold_kernel"] is Category.KDA_STATE
+    assert load(stack_round()).label == "stack"
+
+
+def test_the_stack_round_is_projected_with_and_without_replayssm_side_by_side() -> None:
+    result = spark_projection(
+        [load(humming()), load(humming_fp8()), load(stack_round()), load(replayssm_round())]
+    )
+    rounds = {p.profile: p for p in result.profiles if p.phase is Phase.VERIFY}
+    assert rounds["stack-replayssm"].kernels_from == "stack"
+    assert rounds["stack-replayssm"].bytes < rounds["stack"].bytes
+    r = result.replayssm
+    assert r is not None
+    assert r.speedup == pytest.approx(r.recurrent_round_ms / r.replayssm_round_ms)
+    assert r.speedup > 1
+    # the synthetic ReplaySSM round has one fold kernel more than the recurrent one
+    assert r.gpu_replayssm_round_ms > r.gpu_recurrent_round_ms
+    assert not r.gpu_direction_agrees
+    assert (
+        spark_projection([load(humming()), load(humming_fp8()), load(stack_round())]).replayssm
+        is None
+    )
+
+
+def test_a_replayssm_flag_that_is_not_a_boolean_is_refused() -> None:
+    with pytest.raises(ValueError, match="replayssm must be true or false"):
+        load({**stack_round(), "replayssm": "yes"})
 
 
 # --- the fit -----------------------------------------------------------------------------

@@ -55,21 +55,15 @@ CONFIGS = (
     GemvConfig("qdot", 64, 256, 4, 4),
     GemvConfig("qdot", 128, 256, 8, 2),
     GemvConfig("qdot", 128, 256, 8, 3),
-    GemvConfig("qdot", 128, 256, 8, 4),
-    GemvConfig("qdot", 128, 256, 4, 3),
-    GemvConfig("qdot", 256, 256, 8, 2),
-    GemvConfig("qdot", 32, 512, 4, 4),
-    GemvConfig("qdot", 64, 512, 4, 2),
-    GemvConfig("qdot", 64, 512, 4, 3),
-    GemvConfig("qdot", 128, 512, 8, 2),
-    GemvConfig("qdot", 128, 512, 8, 3),
     GemvConfig("qrows", 128, 128, 4, 4, per_sm=2),
     GemvConfig("qtma", 128, 128, 4, 4),
 )
-"""On the H200 (M = 1) the activations quantized once beat quantizing them in each program
-(qdot 128 x 256: 95.1 us, the same tile quantizing in-kernel 128.3 us), and a K step of 256
-beat 128 (128 x 128: 97.9 us). A tiling that needs more shared memory than the GPU has
-(sm_12x has about 100 KB an SM) fails to compile there, and the choice at load skips it."""
+"""The tilings worth timing at load, from every candidate timed on the H200 at M = 1
+(bench/2026-12-01-h200-lm-head-session9*.json): qdot 128 x 256 in 3 stages ran 95.2 us
+(CUTLASS 100.7, the read stream 89.8), 64 x 256 96.7, 128 x 128 97.6; wider or deeper tiles
+ran 100-110 us, and quantizing the activations in each program 106-128 us. The ones in 2
+stages or 128 x 128 fit the ~100 KB of shared memory an sm_12x SM has; a tiling that does
+not fit fails to compile there, and the choice at load skips it."""
 
 
 @triton.jit

@@ -1,0 +1,76 @@
+"""The FP8 head's Triton kernels against exact references, in every tiling the head times.
+
+On the GPU machine: `python -m pytest tests/gpu/test_fp8_gemv.py --run-gpu`. Without a GPU,
+`TRITON_INTERPRET=1` runs the same checks in Triton's interpreter (torch and triton
+installed); there `widen` is left out, as Triton 3.6's interpreter cannot step a loop over
+a K that is not a compile-time constant, and so is the check of the quantization's rounding,
+which that interpreter gets wrong across a power of two.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="needs torch and Triton")
+pytest.importorskip("triton", reason="needs torch and Triton")
+from app.backend.patches import fp8_gemv  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+DEVICE = "cpu" if INTERPRETED else "cuda"
+N, K = 1120, 512
+"""Rows that no tile divides (masked tails) and a K of whole steps for every tiling."""
+
+
+def head() -> tuple[torch.Tensor, torch.Tensor]:
+    """FP8 rows [N, K] with per-row scales, as the head's online quantization makes them."""
+    gen = torch.Generator().manual_seed(1)
+    weight = torch.randn(N, K, generator=gen) * 0.02
+    scale = weight.abs().amax(1) / fp8_gemv.FP8_MAX
+    rows = (weight / scale[:, None]).to(torch.float8_e4m3fn)
+    return rows.to(DEVICE), scale.to(DEVICE)
+
+
+def tokens(m: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(m)
+    return torch.randn(m, K, generator=gen).to(torch.bfloat16).to(DEVICE)
+
+
+def test_tokens_are_quantized_with_one_scale_each():
+    if INTERPRETED:
+        pytest.skip(
+            "Triton 3.6's interpreter rounds FP8 wrongly across a power of two (125.7 -> 64)"
+        )
+    x = tokens(4)
+    q, scales = fp8_gemv.quantize_tokens(x)
+    expected = x.float().abs().amax(1) / fp8_gemv.FP8_MAX
+    assert torch.equal(scales, expected)
+    error = (q.float() * scales[:, None] - x.float()).abs()
+    # e4m3 keeps 3 mantissa bits: half an ulp is 1/16 of a value, 2^-10 of the scale below it
+    assert bool((error <= x.float().abs() / 16 + scales[:, None] / 2**9).all())
+
+
+@pytest.mark.parametrize("config", fp8_gemv.CONFIGS, ids=lambda c: c.name)
+@pytest.mark.parametrize("m", [1, 3, 8])
+def test_each_tiling_matches_the_exact_product(config, m):
+    if INTERPRETED and config.kernel == "widen":
+        pytest.skip("Triton 3.6's interpreter cannot loop over a runtime K")
+    rows, scale = head()
+    x = tokens(m)
+    if config.kernel == "widen":  # BF16 activations times the FP8 rows
+        reference = x.float() @ (rows.float() * scale[:, None]).t()
+    else:  # FP8 activations, quantized once per token, times the FP8 rows
+        q, x_scales = fp8_gemv.quantize_tokens(x)
+        reference = (q.float() @ rows.float().t()) * scale[None, :] * x_scales[:, None]
+    out = fp8_gemv.gemv(x, rows, scale, config).float()
+    assert out.shape == (m, N)
+    # the only difference left is the BF16 rounding of each logit (8 bits of mantissa)
+    assert bool(((out - reference).abs() <= reference.abs() / 128 + 1e-6).all())
+
+
+def test_more_tokens_than_a_call_serves_are_refused():
+    rows, scale = head()
+    with pytest.raises(ValueError, match="do not fit"):
+        fp8_gemv.gemv(tokens(fp8_gemv.MAX_M + 1), rows, scale, fp8_gemv.CONFIGS[0])
