@@ -18,7 +18,8 @@
 #   head       the LM head alone at M = 1..8: BF16, FP32 logits and every FP8 kernel candidate
 #              (CUTLASS, torch._scaled_mm, the Triton GEMV tilings) against the byte floor and
 #              the weight's read ceiling; then the Triton kernels against their exact products
-#              (tests/gpu/test_fp8_gemv.py) (1)
+#              (tests/gpu/test_fp8_gemv.py) (1); head-sweep adds the 48 tilings of
+#              fp8_gemv.SWEEP at M = 1 and 4, fastest first (untried; 3 to 5)
 #   prepare    `ling-chat prepare` on the 6-layer model's config: the preflight, then every JIT
 #              kernel built on the cut dummy model (7.5 on a bare machine); run again, it finds
 #              its marker and returns at once
@@ -199,6 +200,7 @@ for step in "$@"; do
     head)
       run head 400 python3 scripts/gpu_head_bench.py --json "$OUT/head.json"
       gpu_tests gemv 300 tests/gpu/test_fp8_gemv.py ;;
+    head-sweep) run head-sweep 540 python3 scripts/gpu_head_bench.py --sweep --json "$OUT/head-sweep.json" ;;
     engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes and recurrent or weight_only" ;;
     engine42)
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \

@@ -11,7 +11,9 @@ weight can reach here. Calls run back to back, as the head runs in a verify; at 
 path is also timed with the L2 cache scrubbed before every call (`cold_us`), as in decode,
 where the other layers' weights pass through L2 between two head calls.
 
-    python scripts/gpu_head_bench.py [--peak-gbps 4800] [--json PATH]
+`--sweep` also times every tiling of `fp8_gemv.SWEEP` at M = 1 and 4, fastest first.
+
+    python scripts/gpu_head_bench.py [--peak-gbps 4800] [--json PATH] [--sweep]
 """
 
 from __future__ import annotations
@@ -66,6 +68,41 @@ def cold_us(fn: Callable[[], Any], scrub: torch.Tensor, scrub_us: float) -> floa
     return round(fp8_head.graph_time_us(scrubbed) - scrub_us, 1)
 
 
+def sweep_rows(head: Any, weight: torch.Tensor, read_us: float) -> list[dict[str, Any]]:
+    """Every SWEEP tiling at M = 1 and 4 (a tiling that fails is listed with its error)."""
+    from app.backend.patches import fp8_gemv, fp8_head
+
+    rows, scale = head.weight.t(), head.weight_scale.reshape(-1)
+    x = torch.randn(4, HIDDEN, device="cuda", dtype=torch.bfloat16)
+    reference = (x @ weight.t()).float()
+    results = []
+    for config in fp8_gemv.SWEEP:
+        row: dict[str, Any] = {"path": f"triton-{config.name}"}
+        try:
+            for m in (1, 4):
+                row[f"us_m{m}"] = fp8_head.graph_time_us(
+                    lambda m=m, c=config: fp8_gemv.gemv(x[:m], rows, scale, c)
+                )
+            out = fp8_gemv.gemv(x, rows, scale, config).float()
+            row["cosine_min"] = round(
+                torch.nn.functional.cosine_similarity(out, reference, dim=-1).min().item(), 5
+            )
+        except Exception as exc:  # shared memory this GPU lacks, say: listed, not fatal
+            row["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
+        results.append(row)
+    ran = sorted((r for r in results if "error" not in r), key=lambda r: r["us_m1"] + r["us_m4"])
+    print(f"sweep, fastest first (a pass that only reads the weight: {read_us:.1f} us):")
+    for r in ran:
+        print(
+            f"{r['path']:>30} M=1 {r['us_m1']:7.1f}  M=4 {r['us_m4']:7.1f}  "
+            f"{read_us / r['us_m1']:.0%} of the read pass  cosine {r['cosine_min']}"
+        )
+    for r in results:
+        if "error" in r:
+            print(f"{r['path']:>30} {r['error']}")
+    return results
+
+
 class HeadDouble(torch.nn.Module):
     """A stand-in for ParallelLMHead: just the weight the quant methods read and replace."""
 
@@ -78,6 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--peak-gbps", type=float, default=4800.0)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--sweep", action="store_true", help="also time fp8_gemv.SWEEP")
     args = parser.parse_args()
     from sglang.srt.layers.quantization.fp8 import Fp8Config, Fp8LinearMethod
 
@@ -169,6 +207,7 @@ def main() -> None:
             f"{first['floor_us']:.1f}/{first['copy_floor_us']:.1f}/{first['read_floor_us']:.1f} us "
             f"(best {share:.0%} of peak floor)"
         )
+    sweep = sweep_rows(ling_head, weight, read_us) if args.sweep else []
     if args.json:
         args.json.write_text(
             json.dumps(
@@ -180,6 +219,7 @@ def main() -> None:
                     "read_us": reads,
                     "l2_scrub_us": scrub_us,
                     "rows": rows,
+                    "sweep": sweep,
                 }
             )
         )

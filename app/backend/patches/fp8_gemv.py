@@ -33,8 +33,8 @@ FP8_MAX = 448.0
 
 @dataclass(frozen=True, slots=True)
 class GemvConfig:
-    """One kernel and tiling: output rows per program, K per step, warps, pipeline stages,
-    and for `qrows` the programs an SM."""
+    """One kernel and tiling: output rows per program, K per step, warps, pipeline stages;
+    for `qrows` the programs an SM, for `qdot` whether the weight's lines leave L2 first."""
 
     kernel: str
     block_n: int
@@ -42,12 +42,29 @@ class GemvConfig:
     warps: int
     stages: int
     per_sm: int = 1
+    evict_first: bool = False
 
     @property
     def name(self) -> str:
         tiling = f"{self.block_n}x{self.block_k}w{self.warps}s{self.stages}"
-        return f"{self.kernel}[{tiling}{f'p{self.per_sm}' if self.kernel == 'qrows' else ''}]"
+        tiling += f"p{self.per_sm}" if self.kernel == "qrows" else ""
+        return f"{self.kernel}[{tiling}{'e' if self.evict_first else ''}]"
 
+
+SWEEP = tuple(
+    GemvConfig("qdot", n, k, warps, stages, evict_first=evict)
+    for n, k, stage_counts in (
+        (64, 256, (3, 4, 6)),
+        (128, 256, (2, 3, 4)),
+        (128, 128, (4, 6, 8)),
+        (256, 128, (3, 4)),
+        (256, 256, (2,)),
+    )
+    for stages in stage_counts
+    for warps in (4, 8)
+    for evict in (False, True)
+)
+"""Tilings `scripts/gpu_head_bench.py --sweep` times beside CONFIGS, to find the next ones."""
 
 CONFIGS = (
     GemvConfig("widen", 64, 256, 4, 3),
@@ -140,6 +157,7 @@ def _fp8_head_qdot(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    WEIGHT_EVICTION: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     tokens = tl.arange(0, BLOCK_M)
@@ -148,7 +166,11 @@ def _fp8_head_qdot(
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         cols = k0 + tl.arange(0, BLOCK_K)
-        w = tl.load(w_ptr + rows[:, None] * stride_wn + cols[None, :], mask=row_ok[:, None])
+        w = tl.load(
+            w_ptr + rows[:, None] * stride_wn + cols[None, :],
+            mask=row_ok[:, None],
+            eviction_policy=WEIGHT_EVICTION,
+        )
         q = tl.load(q_ptr + tokens[None, :] * K + cols[:, None], mask=token_ok[None, :], other=0.0)
         acc += tl.dot(w, q)
     _scaled_store(acc, rows, row_ok, tokens, m, scale_ptr, xs_ptr, out_ptr, stride_om)
@@ -266,8 +288,9 @@ def gemv(
     q, x_scales = quantize_tokens(x)
     if config.kernel == "qdot":
         _fp8_head_qdot[(triton.cdiv(n, config.block_n),)](
-            q, x_scales, rows, scale, out, m, n, rows.stride(0), out.stride(0), K=k, **tiling
-        )
+            q, x_scales, rows, scale, out, m, n, rows.stride(0), out.stride(0), K=k,
+            WEIGHT_EVICTION="evict_first" if config.evict_first else "", **tiling,
+        )  # fmt: skip
     elif config.kernel == "qtma":
         from triton.tools.tensor_descriptor import TensorDescriptor
 
