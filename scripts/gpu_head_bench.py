@@ -31,6 +31,9 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from app.backend.patches import fp8_gemv, fp8_head  # noqa: E402
+from app.backend.patches.head_choice import floor_us  # noqa: E402
+
 VOCAB, HIDDEN = 157184, 2560
 STREAM_TILES = ((4096, 4), (8192, 8), (16384, 8))
 """(int32 words a program, warps) of the Triton read stream."""
@@ -44,8 +47,6 @@ def _stream(src, out, n, BLOCK: tl.constexpr):
 
 def stream_read_us(words: torch.Tensor) -> dict[str, float]:
     """GPU time of a pass that reads `words` (int32, 1-D) once and writes one word a program."""
-    from app.backend.patches import fp8_head
-
     times = {"torch-amax": fp8_head.graph_time_us(lambda: words.amax())}
     for block, warps in STREAM_TILES:
         out = torch.empty(triton.cdiv(words.numel(), block), device="cuda", dtype=torch.int32)
@@ -59,7 +60,6 @@ def stream_read_us(words: torch.Tensor) -> dict[str, float]:
 
 def cold_us(fn: Callable[[], Any], scrub: torch.Tensor, scrub_us: float) -> float:
     """`fn`'s time when the L2 cache holds none of its data: each call after a scrub."""
-    from app.backend.patches import fp8_head
 
     def scrubbed() -> None:
         scrub.zero_()
@@ -70,8 +70,6 @@ def cold_us(fn: Callable[[], Any], scrub: torch.Tensor, scrub_us: float) -> floa
 
 def sweep_rows(head: Any, weight: torch.Tensor, read_us: float) -> list[dict[str, Any]]:
     """Every SWEEP tiling at M = 1 and 4 (a tiling that fails is listed with its error)."""
-    from app.backend.patches import fp8_gemv, fp8_head
-
     rows, scale = head.weight.t(), head.weight_scale.reshape(-1)
     x = torch.randn(4, HIDDEN, device="cuda", dtype=torch.bfloat16)
     reference = (x @ weight.t()).float()
@@ -118,9 +116,6 @@ def main() -> None:
     parser.add_argument("--sweep", action="store_true", help="also time fp8_gemv.SWEEP")
     args = parser.parse_args()
     from sglang.srt.layers.quantization.fp8 import Fp8Config, Fp8LinearMethod
-
-    from app.backend.patches import fp8_head
-    from app.backend.patches.head_choice import floor_us
 
     torch.manual_seed(0)
     weight = (torch.randn(VOCAB, HIDDEN, device="cuda") * 0.02).to(torch.bfloat16)

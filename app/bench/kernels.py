@@ -52,6 +52,8 @@ class Category(StrEnum):
     """No weight or state bytes of their own: norms, activations, copies, sampling."""
 
 
+REPLAYSSM_SUFFIX: Final = "-replayssm"
+"""Marks a ReplaySSM round: in kernel-profile file names and in projection labels."""
 HEAD_KERNEL_PREFIX: Final = "_fp8_head_"
 """ling-chat's Triton FP8 head kernels are named so (app/backend/patches/fp8_gemv.py)."""
 
@@ -158,7 +160,7 @@ class KernelProfile:
     @property
     def label(self) -> str:
         """The profile's name, with `-replayssm` for a ReplaySSM round."""
-        return self.profile + ("-replayssm" if self.replayssm else "")
+        return self.profile + (REPLAYSSM_SUFFIX if self.replayssm else "")
 
     @property
     def forwards(self) -> int:

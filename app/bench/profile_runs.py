@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.backend.engine_config import NEXTN_STEPS, PROFILES, nextn_depth_args, replayssm_args
+from app.bench.kernels import REPLAYSSM_SUFFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +23,7 @@ class ProfileRun:
     @property
     def _suffix(self) -> str:
         depth = "" if self.draft_steps is None else f"-k{self.draft_steps}"
-        return depth + ("-replayssm" if self.replayssm else "")
+        return depth + (REPLAYSSM_SUFFIX if self.replayssm else "")
 
     @property
     def name(self) -> str:

@@ -23,7 +23,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from app.bench.kernels import Category, KernelMap, KernelProfile, KernelRecord, Phase, map_kernels
+from app.bench.kernels import (
+    REPLAYSSM_SUFFIX,
+    Category,
+    KernelMap,
+    KernelProfile,
+    KernelRecord,
+    Phase,
+    map_kernels,
+)
 from app.bench.spark_fit import Fit, FitPoint, fit_spark
 from app.bench.unit_bytes import unit_bytes
 from app.telemetry.ling_config import LING_3_FLASH_CONFIG
@@ -334,7 +342,7 @@ def spark_projection(
 def _replayssm(projections: Sequence[ProfileProjection]) -> ReplaySsmProjection | None:
     """The stack's round with and without ReplaySSM verify, when both were profiled."""
     rounds = {p.profile: p for p in projections if p.phase is Phase.VERIFY}
-    recurrent, replay = rounds.get("stack"), rounds.get("stack-replayssm")
+    recurrent, replay = rounds.get("stack"), rounds.get("stack" + REPLAYSSM_SUFFIX)
     if recurrent is None or replay is None:
         return None
     return ReplaySsmProjection(
