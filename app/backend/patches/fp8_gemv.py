@@ -10,13 +10,16 @@ kernel streams each FP8 weight row once and scales each output channel at the en
 - `qrows` is `qdot` with `per_sm` programs an SM, each over an equal run of rows: no tail
   wave, and one pipelined loop that streams on across its row blocks;
 - `qtma` is `qdot` with the weight tiles copied by the tensor memory accelerator (TMA).
+`qdot` can also start early: launched as a programmatic dependent launch (`pdl`) while the
+quantization runs, each program asks L2 for the first `prefetch_k` bytes of its rows, and
+waits for the quantized activations only then.
 Triton compiles them for the GPU at hand (sm_90a on the H200, sm_121a on the Spark's GB10).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import triton
@@ -34,7 +37,9 @@ FP8_MAX = 448.0
 @dataclass(frozen=True, slots=True)
 class GemvConfig:
     """One kernel and tiling: output rows per program, K per step, warps, pipeline stages;
-    for `qrows` the programs an SM, for `qdot` whether the weight's lines leave L2 first."""
+    for `qrows` the programs an SM; for `qdot` whether the weight's lines leave L2 first,
+    whether it launches while the quantization runs, and how many bytes of each row it asks
+    L2 for before its loop."""
 
     kernel: str
     block_n: int
@@ -43,26 +48,46 @@ class GemvConfig:
     stages: int
     per_sm: int = 1
     evict_first: bool = False
+    pdl: bool = False
+    prefetch_k: int = 0
 
     @property
     def name(self) -> str:
         tiling = f"{self.block_n}x{self.block_k}w{self.warps}s{self.stages}"
         tiling += f"p{self.per_sm}" if self.kernel == "qrows" else ""
-        return f"{self.kernel}[{tiling}{'e' if self.evict_first else ''}]"
+        tiling += "+ef" if self.evict_first else ""
+        tiling += "+pdl" if self.pdl else ""
+        tiling += f"+pf{self.prefetch_k}" if self.prefetch_k else ""
+        return f"{self.kernel}[{tiling}]"
 
 
-SWEEP = tuple(
-    GemvConfig("qdot", n, k, warps, stages, evict_first=evict)
-    for n, k, stage_counts in (
-        (64, 256, (3, 4, 6)),
-        (128, 256, (2, 3, 4)),
-        (128, 128, (4, 6, 8)),
-        (256, 128, (3, 4)),
-        (256, 256, (2,)),
-    )
-    for stages in stage_counts
-    for warps in (4, 8)
-    for evict in (False, True)
+_SWEEP_TILINGS = (
+    (32, 512, (2, 3, 4)),
+    (64, 256, (3, 4, 6)),
+    (64, 512, (2, 3)),
+    (128, 128, (4, 6, 8)),
+    (128, 256, (2, 3, 4)),
+    (256, 128, (3, 4)),
+    (256, 256, (2,)),
+)
+_SWEEP_BEST = (
+    GemvConfig("qdot", 128, 256, 8, 3),
+    GemvConfig("qdot", 128, 256, 4, 3),
+    GemvConfig("qdot", 64, 256, 4, 4),
+    GemvConfig("qdot", 128, 128, 4, 4),
+)
+"""The fastest tilings on the H200 in 2026-12-01's runs, each also timed with every start."""
+SWEEP = (
+    *(
+        GemvConfig("qdot", n, k, warps, stages)
+        for n, k, stage_counts in _SWEEP_TILINGS
+        for stages in stage_counts
+        for warps in (4, 8)
+    ),
+    *(replace(c, evict_first=True) for c in _SWEEP_BEST),
+    *(replace(c, pdl=True, prefetch_k=512) for c in _SWEEP_BEST),
+    *(replace(_SWEEP_BEST[0], pdl=True, prefetch_k=k) for k in (0, 256, 1024)),
+    replace(_SWEEP_BEST[0], prefetch_k=512),
 )
 """Tilings `scripts/gpu_head_bench.py --sweep` times beside CONFIGS, to find the next ones."""
 
@@ -72,13 +97,17 @@ CONFIGS = (
     GemvConfig("qdot", 64, 256, 4, 4),
     GemvConfig("qdot", 128, 256, 8, 2),
     GemvConfig("qdot", 128, 256, 8, 3),
+    GemvConfig("qdot", 128, 256, 8, 3, pdl=True, prefetch_k=512),
+    GemvConfig("qdot", 64, 256, 4, 4, pdl=True, prefetch_k=512),
+    GemvConfig("qdot", 128, 128, 4, 4, pdl=True, prefetch_k=512),
     GemvConfig("qrows", 128, 128, 4, 4, per_sm=2),
     GemvConfig("qtma", 128, 128, 4, 4),
 )
 """The tilings worth timing at load, from every candidate timed on the H200 at M = 1
 (bench/2026-12-01-h200-lm-head-session9*.json): qdot 128 x 256 in 3 stages ran 95.2 us
 (CUTLASS 100.7, the read stream 89.8), 64 x 256 96.7, 128 x 128 97.6; wider or deeper tiles
-ran 100-110 us, and quantizing the activations in each program 106-128 us. The ones in 2
+ran 100-110 us, and quantizing the activations in each program 106-128 us. The `pdl` ones
+hide the quantization and the program's first loads behind each other (untimed). The ones in 2
 stages or 128 x 128 fit the ~100 KB of shared memory an sm_12x SM has; a tiling that does
 not fit fails to compile there, and the choice at load skips it."""
 
@@ -119,9 +148,19 @@ def _fp8_head_widen(
 
 @triton.jit
 def _quantize_tokens(
-    x_ptr, q_ptr, s_ptr, k, stride_xm, BLOCK_K: tl.constexpr, FP8_MAX: tl.constexpr
+    x_ptr,
+    q_ptr,
+    s_ptr,
+    k,
+    stride_xm,
+    BLOCK_K: tl.constexpr,
+    FP8_MAX: tl.constexpr,
+    PDL: tl.constexpr,
 ):
-    """One token's activations to FP8 with a per-token scale: q = x / s, s = amax / FP8_MAX."""
+    """One token's activations to FP8 with a per-token scale: q = x / s, s = amax / FP8_MAX.
+    With PDL, a GEMV launched as its dependent may start at once (it waits for q itself)."""
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()
     token = tl.program_id(0)
     cols = tl.arange(0, BLOCK_K)
     ok = cols < k
@@ -158,11 +197,21 @@ def _fp8_head_qdot(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     WEIGHT_EVICTION: tl.constexpr,
+    PDL: tl.constexpr,
+    PREFETCH_K: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     tokens = tl.arange(0, BLOCK_M)
     row_ok = rows < n
     token_ok = tokens < m
+    if PREFETCH_K:  # the weight does not depend on the quantization: ask L2 for it first
+        sectors = tl.arange(0, PREFETCH_K // 32) * 32  # one prefetch a 32-byte L2 sector
+        first = w_ptr + tl.minimum(rows, n - 1)[:, None] * stride_wn + sectors[None, :]
+        tl.inline_asm_elementwise(
+            "prefetch.global.L2 [$1]; // $0", "=r,l", [first], dtype=tl.int32, is_pure=False, pack=1
+        )
+    if PDL:  # launched while the quantization runs: its q and scales are complete after this
+        tl.extra.cuda.gdc_wait()
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         cols = k0 + tl.arange(0, BLOCK_K)
@@ -253,13 +302,14 @@ def fits(config: GemvConfig, k: int) -> bool:
     return k % config.block_k == 0
 
 
-def quantize_tokens(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """x [M, K] BF16 -> (FP8 [M, K], FP32 scales [M]), one scale a token."""
+def quantize_tokens(x: torch.Tensor, pdl: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """x [M, K] BF16 -> (FP8 [M, K], FP32 scales [M]), one scale a token; `pdl`: a GEMV
+    launched next as a programmatic dependent may start while this runs."""
     m, k = x.shape
     q = torch.empty((m, k), device=x.device, dtype=torch.float8_e4m3fn)
     scales = torch.empty((m,), device=x.device, dtype=torch.float32)
     _quantize_tokens[(m,)](
-        x, q, scales, k, x.stride(0), BLOCK_K=triton.next_power_of_2(k), FP8_MAX=FP8_MAX
+        x, q, scales, k, x.stride(0), BLOCK_K=triton.next_power_of_2(k), FP8_MAX=FP8_MAX, PDL=pdl
     )
     return q, scales
 
@@ -285,11 +335,14 @@ def gemv(
             x, rows, scale, out, m, n, k, x.stride(0), rows.stride(0), out.stride(0), **tiling
         )
         return out
-    q, x_scales = quantize_tokens(x)
+    on_gpu = x.device.type == "cuda"  # Triton's interpreter runs neither PDL nor PTX
+    pdl = config.pdl and on_gpu
+    q, x_scales = quantize_tokens(x, pdl)
     if config.kernel == "qdot":
         _fp8_head_qdot[(triton.cdiv(n, config.block_n),)](
             q, x_scales, rows, scale, out, m, n, rows.stride(0), out.stride(0), K=k,
-            WEIGHT_EVICTION="evict_first" if config.evict_first else "", **tiling,
+            WEIGHT_EVICTION="evict_first" if config.evict_first else "", PDL=pdl,
+            PREFETCH_K=config.prefetch_k if on_gpu else 0, launch_pdl=pdl, **tiling,
         )  # fmt: skip
     elif config.kernel == "qtma":
         from triton.tools.tensor_descriptor import TensorDescriptor
