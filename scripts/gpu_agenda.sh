@@ -7,8 +7,9 @@
 # scripts/gpu_poll.sh, each poll sent as soon as the last returns (tests/gpu/README.md): the
 # machine goes back 30 s after a call ends, background job or not. A bare machine ran `head
 # prepare engine ui serve engine42 graphs bench-exit dspark dspark-breakages` in 24 minutes,
-# and `head prepare dspark42 bench-dspark kernels42-replayssm` in 18, `prepare` first, so
-# that no later step compiles.
+# `head prepare dspark42 bench-dspark kernels42-replayssm` in 18, and `head head-sweep
+# prepare depths42 dspark-ui kernels42-dspark replayssm` in 16.5 (then depths42 with
+# DEPTHS=1,5,7 in 5 more); `prepare` before the engines, so that no later step compiles.
 #
 # Steps (minutes on a warm machine):
 #   flashinfer FlashInfer's import, and the JIT build and one call of the sampling kernels the
@@ -18,8 +19,8 @@
 #   head       the LM head alone at M = 1..8: BF16, FP32 logits and every FP8 kernel candidate
 #              (CUTLASS, torch._scaled_mm, the Triton GEMV tilings) against the byte floor and
 #              the weight's read ceiling; then the Triton kernels against their exact products
-#              (tests/gpu/test_fp8_gemv.py) (1); head-sweep adds the 48 tilings of
-#              fp8_gemv.SWEEP at M = 1 and 4, fastest first (untried; 3 to 5)
+#              (tests/gpu/test_fp8_gemv.py) (1); head-sweep adds the 66 tilings of
+#              fp8_gemv.SWEEP at M = 1 and 4, fastest first, each GEMV also alone (46 took 1)
 #   prepare    `ling-chat prepare` on the 6-layer model's config: the preflight, then every JIT
 #              kernel built on the cut dummy model (7.5 on a bare machine); run again, it finds
 #              its marker and returns at once
@@ -47,7 +48,7 @@
 #              adaptive's other candidates. (about 1.5 a depth; 4.5 for three)
 #              Without 3 in DEPTHS, depths42 takes depth 3 from kernels42-replayssm's stack run.
 #   kernels42-dspark  one verify round of the dspark profile at 42 layers (a DSpark draft of
-#              the real draft's shapes, dummy weights: accept about 1) (untried)
+#              the real draft's shapes, dummy weights: accept about 1) (1.5)
 #   bench-dspark  `ling-chat bench` over stack and dspark, synthetic and GSM8K-format, both at
 #              the accept length SIM_ACCEPT (default 2.68) that SGLang simulates; the table
 #              labels the rows simulated (3.5)
@@ -60,7 +61,7 @@
 #              passes every line and streams the known answer; a bad ring refused (1.5);
 #              dspark42 the same at 42 layers (2)
 #   dspark-ui  the app chats through the dspark profile and raises its collapse banner on the
-#              random draft's accept length (1.5; untried)
+#              random draft's accept length (1.7)
 #   dspark-breakages  a BF16 view of the head given to the DSpark draft, ReplaySSM off: each
 #              refused (2)
 #   auto       `auto` MoE refused (1.5; with no FlashInfer, SGLang fails to load it; with the

@@ -8,7 +8,8 @@ A profile file is what torch.profiler gave inside SGLang's scheduler for `rounds
      "kernels": [{"name": "...", "calls": 1234, "total_us": 5678.9}, ...]}
 
 A verify profile also names its NEXTN depth, "draft_steps" (files without it ran the
-default 3).
+default 3). `rounds` counts the target's forwards in the kernels themselves
+(`target_forwards`); "sglang_rounds", where present, is SGLang's own count when it differed.
 
 Each kernel is put in the byte category whose weights or state it streams, by its name;
 a kernel that streams none of the byte model's bytes costs only its fixed cost. Names no
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
@@ -56,6 +57,9 @@ REPLAYSSM_SUFFIX: Final = "-replayssm"
 """Marks a ReplaySSM round: in kernel-profile file names and in projection labels."""
 HEAD_KERNEL_PREFIX: Final = "_fp8_head_"
 """ling-chat's Triton FP8 head kernels are named so (app/backend/patches/fp8_gemv.py)."""
+KDA_UPDATE_KERNEL: Final = "fused_sigmoid_gating_delta_rule_update"
+"""SGLang's KDA state update at decode and verify: once a KDA layer in each target forward
+(prefill runs chunked kernels instead; neither draft has KDA layers)."""
 
 _RULES: Final[tuple[tuple[Category, re.Pattern[str]], ...]] = tuple(
     (category, re.compile(pattern))
@@ -175,6 +179,24 @@ class KernelProfile:
     def per_unit(self, kernel: KernelRecord) -> tuple[float, float]:
         """(calls, microseconds) a kernel takes per step or round."""
         return kernel.calls / self.rounds, kernel.total_us / self.rounds
+
+
+def target_forwards(kernels: Iterable[KernelRecord], kda_layers: int) -> int:
+    """How many forwards of the target a span of kernels ran: the KDA update's calls over
+    the KDA layers. A decode step and a NEXTN or DSpark round each run one, so this counts
+    the units the GPU ran, where SGLang's verify count can be one off for a request.
+
+    Raises:
+        ValueError: No KDA update among the kernels, or calls that are not a whole number of
+            forwards.
+    """
+    calls = sum(k.calls for k in kernels if k.name.startswith(KDA_UPDATE_KERNEL))
+    if kda_layers < 1 or calls == 0 or calls % kda_layers:
+        raise ValueError(
+            f"{calls} calls of {KDA_UPDATE_KERNEL} are not a whole number of forwards of "
+            f"{kda_layers} KDA layers"
+        )
+    return calls // kda_layers
 
 
 def _positive_int(key: str, raw: Any) -> int:

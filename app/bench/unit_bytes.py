@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from app.backend.engine_config import NEXTN_STEPS
+from app.backend.engine_config import NEXTN_STEPS, PROFILES
 from app.bench.bandwidth import lm_head
 from app.bench.kernels import Category, Phase
 from app.telemetry.checkpoint import LmHead, ModelShape, Precision, WeightFormat
@@ -69,7 +69,15 @@ def unit_bytes(
     The head's category also holds the logits it writes: FP32 for the FP32-logits head,
     BF16 otherwise, one row a token. `draft_steps`, `routing` and `state_snapshots` (off
     for a ReplaySSM verify) shape a round (see `mtp_cycle`).
+
+    Raises:
+        ValueError: A round of a DSpark profile: the byte model knows NEXTN rounds only.
     """
+    if phase is Phase.VERIFY and (levers := PROFILES.get(profile)) and levers.dspark:
+        raise ValueError(
+            f"the byte model has no DSpark round ({profile}: a 5-layer BF16 draft, a 9-token "
+            "verify); it models NEXTN rounds only"
+        )
     head = lm_head(profile)
     shape, precision = ModelShape.from_config(config), Precision.from_config(config, head)
     row = shape.vocab_size * (4 if head is LmHead.FP32_LOGITS else 2)

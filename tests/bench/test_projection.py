@@ -14,7 +14,15 @@ from typing import Any
 
 import pytest
 
-from app.bench.kernels import Category, KernelProfile, Phase, map_kernels
+from app.bench.kernels import (
+    KDA_UPDATE_KERNEL,
+    Category,
+    KernelProfile,
+    KernelRecord,
+    Phase,
+    map_kernels,
+    target_forwards,
+)
 from app.bench.projection import PUBLISHED_CONTEXT_TOKENS, spark_projection
 from app.bench.spark_fit import FitPoint, fit_spark
 from app.bench.unit_bytes import unit_bytes
@@ -224,6 +232,26 @@ def replayssm_round() -> dict[str, Any]:
         {"name": "kda_replayssm_exact_fold_kernel", "calls": 35 * ROUNDS, "total_us": 35 * ROUNDS}
     )
     return {**data, "replayssm": True}
+
+
+def test_the_target_forwards_are_counted_from_the_kda_updates() -> None:
+    # the depth-4 round of 2026-12-01: SGLang counted 13 verifies, the GPU ran 12 forwards
+    kernels = [
+        KernelRecord(f"{KDA_UPDATE_KERNEL}_kernel", 420, 577.0 * 12),
+        KernelRecord("_fp8_head_qdot", 60, 433.0 * 12),
+    ]
+    assert target_forwards(kernels, kda_layers=35) == 12
+    with pytest.raises(ValueError, match="not a whole number of forwards of 35 KDA layers"):
+        target_forwards(kernels[:1] + [KernelRecord(f"{KDA_UPDATE_KERNEL}_kernel", 1, 1.0)], 35)
+    with pytest.raises(ValueError, match="0 calls"):
+        target_forwards(kernels[1:], 35)
+
+
+def test_a_dspark_round_is_refused_by_the_byte_model() -> None:
+    kw: dict[str, Any] = {"context_tokens": 2048, "config": LING_3_FLASH_CONFIG}
+    with pytest.raises(ValueError, match="no DSpark round"):
+        unit_bytes("dspark", Phase.VERIFY, **kw)
+    assert unit_bytes("dspark", Phase.DECODE, **kw) == unit_bytes("humming+fp8", Phase.DECODE, **kw)
 
 
 def test_a_replayssm_round_drops_the_kda_state_snapshots() -> None:

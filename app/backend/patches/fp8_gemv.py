@@ -10,16 +10,16 @@ kernel streams each FP8 weight row once and scales each output channel at the en
 - `qrows` is `qdot` with `per_sm` programs an SM, each over an equal run of rows: no tail
   wave, and one pipelined loop that streams on across its row blocks;
 - `qtma` is `qdot` with the weight tiles copied by the tensor memory accelerator (TMA).
-`qdot` can also start early: launched as a programmatic dependent launch (`pdl`) while the
-quantization runs, each program asks L2 for the first `prefetch_k` bytes of its rows, and
-waits for the quantized activations only then.
+`qdot` can also start early (`pdl`): launched as a programmatic dependent launch while the
+quantization runs, its programs wait for the quantized activations at their first use
+(`peel`: after loading their first weight tile, which does not depend on them).
 Triton compiles them for the GPU at hand (sm_90a on the H200, sm_121a on the Spark's GB10).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -37,9 +37,8 @@ FP8_MAX = 448.0
 @dataclass(frozen=True, slots=True)
 class GemvConfig:
     """One kernel and tiling: output rows per program, K per step, warps, pipeline stages;
-    for `qrows` the programs an SM; for `qdot` whether the weight's lines leave L2 first,
-    whether it launches while the quantization runs, and how many bytes of each row it asks
-    L2 for before its loop."""
+    for `qrows` the programs an SM; for `qdot` whether it launches while the quantization
+    runs, and whether it loads its first weight tile before it waits for the quantization."""
 
     kernel: str
     block_n: int
@@ -47,47 +46,31 @@ class GemvConfig:
     warps: int
     stages: int
     per_sm: int = 1
-    evict_first: bool = False
     pdl: bool = False
-    prefetch_k: int = 0
+    peel: bool = False
 
     @property
     def name(self) -> str:
         tiling = f"{self.block_n}x{self.block_k}w{self.warps}s{self.stages}"
         tiling += f"p{self.per_sm}" if self.kernel == "qrows" else ""
-        tiling += "+ef" if self.evict_first else ""
         tiling += "+pdl" if self.pdl else ""
-        tiling += f"+pf{self.prefetch_k}" if self.prefetch_k else ""
+        tiling += "+peel" if self.peel else ""
         return f"{self.kernel}[{tiling}]"
 
 
 _SWEEP_TILINGS = (
-    (32, 512, (2, 3, 4)),
     (64, 256, (3, 4, 6)),
-    (64, 512, (2, 3)),
-    (128, 128, (4, 6, 8)),
+    (64, 512, (2,)),
+    (128, 128, (4, 6)),
     (128, 256, (2, 3, 4)),
     (256, 128, (3, 4)),
-    (256, 256, (2,)),
 )
-_SWEEP_BEST = (
-    GemvConfig("qdot", 128, 256, 8, 3),
-    GemvConfig("qdot", 128, 256, 4, 3),
-    GemvConfig("qdot", 64, 256, 4, 4),
-    GemvConfig("qdot", 128, 128, 4, 4),
-)
-"""The fastest tilings on the H200 in 2026-12-01's runs, each also timed with every start."""
-SWEEP = (
-    *(
-        GemvConfig("qdot", n, k, warps, stages)
-        for n, k, stage_counts in _SWEEP_TILINGS
-        for stages in stage_counts
-        for warps in (4, 8)
-    ),
-    *(replace(c, evict_first=True) for c in _SWEEP_BEST),
-    *(replace(c, pdl=True, prefetch_k=512) for c in _SWEEP_BEST),
-    *(replace(_SWEEP_BEST[0], pdl=True, prefetch_k=k) for k in (0, 256, 1024)),
-    replace(_SWEEP_BEST[0], prefetch_k=512),
+SWEEP = tuple(
+    GemvConfig("qdot", n, k, warps, stages, pdl=pdl, peel=peel)
+    for n, k, stage_counts in _SWEEP_TILINGS
+    for stages in stage_counts
+    for warps in (4, 8)
+    for pdl, peel in ((False, False), (True, False), (True, True))
 )
 """Tilings `scripts/gpu_head_bench.py --sweep` times beside CONFIGS, to find the next ones."""
 
@@ -97,19 +80,21 @@ CONFIGS = (
     GemvConfig("qdot", 64, 256, 4, 4),
     GemvConfig("qdot", 128, 256, 8, 2),
     GemvConfig("qdot", 128, 256, 8, 3),
-    GemvConfig("qdot", 128, 256, 8, 3, pdl=True, prefetch_k=512),
-    GemvConfig("qdot", 64, 256, 4, 4, pdl=True, prefetch_k=512),
-    GemvConfig("qdot", 128, 128, 4, 4, pdl=True, prefetch_k=512),
+    GemvConfig("qdot", 128, 256, 8, 3, pdl=True),
+    GemvConfig("qdot", 128, 256, 8, 3, pdl=True, peel=True),
+    GemvConfig("qdot", 64, 256, 4, 4, pdl=True),
+    GemvConfig("qdot", 128, 128, 4, 4, pdl=True),
     GemvConfig("qrows", 128, 128, 4, 4, per_sm=2),
     GemvConfig("qtma", 128, 128, 4, 4),
 )
 """The tilings worth timing at load, from every candidate timed on the H200 at M = 1
-(bench/2026-12-01-h200-lm-head-session9*.json): qdot 128 x 256 in 3 stages ran 95.2 us
-(CUTLASS 100.7, the read stream 89.8), 64 x 256 96.7, 128 x 128 97.6; wider or deeper tiles
-ran 100-110 us, and quantizing the activations in each program 106-128 us. The `pdl` ones
-hide the quantization and the program's first loads behind each other (untimed). The ones in 2
-stages or 128 x 128 fit the ~100 KB of shared memory an sm_12x SM has; a tiling that does
-not fit fails to compile there, and the choice at load skips it."""
+(bench/2026-12-01-h200-lm-head-session{9,10}*.json): qdot 128 x 256 in 3 stages ran 95.2 us
+and 94.2 us launched as a dependent of the quantization (`pdl`; CUTLASS 100.7, the read
+stream 89.7); 64 x 256 96.5, 128 x 128 98.1; wider or deeper tiles ran 100-110 us,
+quantizing the activations in each program 106-128 us; evicting the weight's lines from L2
+first or asking L2 for each row's first bytes before the wait did not gain. `peel` is
+untimed. A tiling that does not fit an sm_12x SM's ~100 KB of shared memory fails to compile
+there, and the choice at load skips it."""
 
 
 @triton.jit
@@ -196,30 +181,26 @@ def _fp8_head_qdot(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
-    WEIGHT_EVICTION: tl.constexpr,
     PDL: tl.constexpr,
-    PREFETCH_K: tl.constexpr,
+    PEEL: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     tokens = tl.arange(0, BLOCK_M)
     row_ok = rows < n
     token_ok = tokens < m
-    if PREFETCH_K:  # the weight does not depend on the quantization: ask L2 for it first
-        sectors = tl.arange(0, PREFETCH_K // 32) * 32  # one prefetch a 32-byte L2 sector
-        first = w_ptr + tl.minimum(rows, n - 1)[:, None] * stride_wn + sectors[None, :]
-        tl.inline_asm_elementwise(
-            "prefetch.global.L2 [$1]; // $0", "=r,l", [first], dtype=tl.int32, is_pure=False, pack=1
-        )
-    if PDL:  # launched while the quantization runs: its q and scales are complete after this
-        tl.extra.cuda.gdc_wait()
+    w_rows = w_ptr + rows[:, None] * stride_wn
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+    if PEEL:  # the first weight tile does not depend on the quantization: load it first
+        w = tl.load(w_rows + tl.arange(0, BLOCK_K)[None, :], mask=row_ok[:, None])
+    if PDL:  # launched while the quantization runs: q and its scales are complete after this
+        tl.extra.cuda.gdc_wait()
+    if PEEL:
+        cols = tl.arange(0, BLOCK_K)
+        q = tl.load(q_ptr + tokens[None, :] * K + cols[:, None], mask=token_ok[None, :], other=0.0)
+        acc = tl.dot(w, q, acc)
+    for k0 in range(BLOCK_K * PEEL, K, BLOCK_K):
         cols = k0 + tl.arange(0, BLOCK_K)
-        w = tl.load(
-            w_ptr + rows[:, None] * stride_wn + cols[None, :],
-            mask=row_ok[:, None],
-            eviction_policy=WEIGHT_EVICTION,
-        )
+        w = tl.load(w_rows + cols[None, :], mask=row_ok[:, None])
         q = tl.load(q_ptr + tokens[None, :] * K + cols[:, None], mask=token_ok[None, :], other=0.0)
         acc += tl.dot(w, q)
     _scaled_store(acc, rows, row_ok, tokens, m, scale_ptr, xs_ptr, out_ptr, stride_om)
@@ -319,30 +300,36 @@ def gemv(
 ) -> torch.Tensor:
     """`x @ (rows * scale).T` for x [M, K] BF16 (M <= MAX_M), rows [N, K] FP8, scale [N] FP32."""
     m, k = x.shape
-    n = rows.shape[0]
     if m > MAX_M or not fits(config, k) or rows.stride(1) != 1 or x.stride(1) != 1:
         raise ValueError(f"fp8 head GEMV: M={m}, K={k}, config {config.name} do not fit")
-    out = torch.empty((m, n), device=x.device, dtype=torch.bfloat16)
-    tiling = {
-        "BLOCK_M": BLOCK_M,
-        "BLOCK_N": config.block_n,
-        "BLOCK_K": config.block_k,
-        "num_warps": config.warps,
-        "num_stages": config.stages,
-    }
     if config.kernel == "widen":
-        _fp8_head_widen[(triton.cdiv(n, config.block_n),)](
-            x, rows, scale, out, m, n, k, x.stride(0), rows.stride(0), out.stride(0), **tiling
-        )
+        out = torch.empty((m, rows.shape[0]), device=x.device, dtype=torch.bfloat16)
+        _fp8_head_widen[(triton.cdiv(rows.shape[0], config.block_n),)](
+            x, rows, scale, out, m, rows.shape[0], k, x.stride(0), rows.stride(0), out.stride(0),
+            **_tiling(config),
+        )  # fmt: skip
         return out
-    on_gpu = x.device.type == "cuda"  # Triton's interpreter runs neither PDL nor PTX
-    pdl = config.pdl and on_gpu
-    q, x_scales = quantize_tokens(x, pdl)
+    q, x_scales = quantize_tokens(x, _pdl(config, x.device))
+    return quantized_gemv(q, x_scales, rows, scale, config)
+
+
+def quantized_gemv(
+    q: torch.Tensor,
+    x_scales: torch.Tensor,
+    rows: torch.Tensor,
+    scale: torch.Tensor,
+    config: GemvConfig,
+) -> torch.Tensor:
+    """`gemv` after the quantization: q [M, K] FP8 (contiguous), x_scales [M] FP32."""
+    m, k = q.shape
+    n = rows.shape[0]
+    out = torch.empty((m, n), device=q.device, dtype=torch.bfloat16)
+    tiling = _tiling(config)
     if config.kernel == "qdot":
+        pdl = _pdl(config, q.device)
         _fp8_head_qdot[(triton.cdiv(n, config.block_n),)](
-            q, x_scales, rows, scale, out, m, n, rows.stride(0), out.stride(0), K=k,
-            WEIGHT_EVICTION="evict_first" if config.evict_first else "", PDL=pdl,
-            PREFETCH_K=config.prefetch_k if on_gpu else 0, launch_pdl=pdl, **tiling,
+            q, x_scales, rows, scale, out, m, n, rows.stride(0), out.stride(0), K=k, PDL=pdl,
+            PEEL=config.peel, launch_pdl=pdl, **tiling,
         )  # fmt: skip
     elif config.kernel == "qtma":
         from triton.tools.tensor_descriptor import TensorDescriptor
@@ -352,12 +339,27 @@ def gemv(
             q, x_scales, w_desc, scale, out, m, n, out.stride(0), K=k, **tiling
         )
     elif config.kernel == "qrows":
-        programs = _processors(x.device) * config.per_sm
+        programs = _processors(q.device) * config.per_sm
         rows_each = triton.cdiv(n, programs)
         _fp8_head_qrows[(programs,)](
             q, x_scales, rows, scale, out, m, n, rows.stride(0), out.stride(0),
             rows_each, BLOCKS=triton.cdiv(rows_each, config.block_n), K=k, **tiling,
         )  # fmt: skip
     else:
-        raise ValueError(f"fp8 head GEMV: no kernel {config.kernel!r}")
+        raise ValueError(f"fp8 head GEMV: no kernel {config.kernel!r} over FP8 activations")
     return out
+
+
+def _tiling(config: GemvConfig) -> dict[str, int]:
+    return {
+        "BLOCK_M": BLOCK_M,
+        "BLOCK_N": config.block_n,
+        "BLOCK_K": config.block_k,
+        "num_warps": config.warps,
+        "num_stages": config.stages,
+    }
+
+
+def _pdl(config: GemvConfig, device: torch.device) -> bool:
+    """Launch as a programmatic dependent: on a GPU (Triton's interpreter has no PDL)."""
+    return config.pdl and device.type == "cuda"
