@@ -5,13 +5,19 @@ product's engine always runs `app.backend.patches.run_scheduler_process`, so non
 this can be active in a normal run.
 
 Environment (set by the test before the engine starts; spawned children inherit it):
-- LING_CHAT_TEST_KNOWN_ANSWER=1: overwrite the dummy weights (see models.py);
+- LING_CHAT_TEST_KNOWN_ANSWER=1: overwrite the dummy weights (see models.py); `target`: the
+  target's only, the NEXTN draft keeps its dummy weights (its drafts are then rejected);
+- LING_CHAT_TEST_LIVE_KDA=1: with known-answer weights, the KDA layers keep their inputs and
+  lose only their output, so their state follows the tokens while the answer stays known;
+- LING_CHAT_TEST_KDA_STATE_DIR: save each released request's KDA state there (`save_kda_states`);
 - LING_CHAT_TEST_BREAKAGE: one of BREAKAGES, undoing part of ling-chat's changes.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -19,6 +25,8 @@ import torch
 from tests.gpu import models
 
 KNOWN_ANSWER_ENV = "LING_CHAT_TEST_KNOWN_ANSWER"
+LIVE_KDA_ENV = "LING_CHAT_TEST_LIVE_KDA"
+KDA_STATE_DIR_ENV = "LING_CHAT_TEST_KDA_STATE_DIR"
 BREAKAGE_ENV = "LING_CHAT_TEST_BREAKAGE"
 BREAKAGES = (
     "no_fp8_hook",  # the FP8 head hook is not installed
@@ -36,8 +44,11 @@ def run_scheduler_process(*args: Any, **kwargs: Any) -> None:
     plan = patches.PatchPlan.from_env()
     patches.redirect_output(plan.log_file)
     patches.install(plan)
-    if os.environ.get(KNOWN_ANSWER_ENV) == "1":
-        install_known_answer()
+    known = os.environ.get(KNOWN_ANSWER_ENV)
+    if known in ("1", "target"):
+        install_known_answer(draft=known == "1")
+    if state_dir := os.environ.get(KDA_STATE_DIR_ENV):
+        save_kda_states(Path(state_dir))
     breakage = os.environ.get(BREAKAGE_ENV)
     if breakage:
         break_it(breakage)
@@ -46,8 +57,9 @@ def run_scheduler_process(*args: Any, **kwargs: Any) -> None:
     stock(*args, **kwargs)
 
 
-def install_known_answer() -> None:
-    """Write the known-answer weights after load, before the FP8 head is quantized."""
+def install_known_answer(*, draft: bool = True) -> None:
+    """Write the known-answer weights after load, before the FP8 head is quantized (the
+    draft's too, unless `draft` is false)."""
     from sglang.srt.models.bailing_moe_nextn import BailingMoeForCausalLMNextN
     from sglang.srt.models.bailing_moe_v3 import BailingMoeV3ForCausalLM
 
@@ -59,7 +71,8 @@ def install_known_answer() -> None:
             product_hook(self)
 
     BailingMoeV3ForCausalLM.precompile_kernels_after_loading = target_hook
-    BailingMoeForCausalLMNextN.precompile_kernels_after_loading = write_draft
+    if draft:
+        BailingMoeForCausalLMNextN.precompile_kernels_after_loading = write_draft
 
 
 @torch.no_grad()
@@ -75,7 +88,41 @@ def write_target(model: Any) -> None:
     inverse[perm] = torch.arange(perm.numel(), device=embed.device)
     model.lm_head.weight.copy_(table[inverse])
     _zero_sublayer_norms(model)
+    if os.environ.get(LIVE_KDA_ENV) == "1":
+        _live_kda(model)
     model.model.norm.weight.fill_(1.0)
+
+
+def _live_kda(model: Any) -> None:
+    """Each KDA layer reads the token's embedding (input norm 1) and adds nothing to the
+    residual (its output projection 0): its state follows the tokens, the answer stays."""
+    from sglang.srt.models.bailing_moe_v3 import BailingKDA
+
+    for layer in model.model.layers:
+        if isinstance(getattr(layer, "attention", None), BailingKDA):
+            layer.input_layernorm.weight.fill_(1.0)
+            layer.attention.o_proj.weight.view(torch.uint8).zero_()  # FP8 or BF16: 0 bytes
+
+
+def save_kda_states(folder: Path) -> None:
+    """Save each request's KDA state as SGLang releases it (before the tree caches or frees
+    it) to `folder`/NNN-TOKENS.pt: NNN counts releases, TOKENS is the request's output
+    tokens; the tensor is the mamba pool's FP32 `temporal` [KDA layers, heads, V, K]."""
+    from sglang.srt.managers.scheduler_components import batch_result_processor
+
+    stock = batch_result_processor.release_kv_cache
+    releases = itertools.count()
+
+    def release_kv_cache(req: Any, tree_cache: Any, **kwargs: Any) -> Any:
+        pool = getattr(tree_cache.req_to_token_pool, "mamba_pool", None)
+        if pool is not None and req.kv.holds_mamba:
+            torch.cuda.synchronize()
+            state = pool.mamba_cache.temporal[:, req.kv.mamba_pool_idx].float().cpu()
+            folder.mkdir(parents=True, exist_ok=True)
+            torch.save(state, folder / f"{next(releases):03d}-{len(req.output_ids)}.pt")
+        return stock(req, tree_cache, **kwargs)
+
+    batch_result_processor.release_kv_cache = release_kv_cache
 
 
 @torch.no_grad()

@@ -1,0 +1,138 @@
+"""ReplaySSM verify keeps the KDA state that plain decoding computes (GPU only).
+
+The known-answer weights silence every sublayer, KDA's included, so a known reply cannot
+tell a right KDA state from a wrong one. Here the KDA layers run live: each reads the
+token's embedding and adds nothing to the residual (known_answer.py, LING_CHAT_TEST_LIVE_KDA),
+so the reply is still the known answer while every KDA layer's recurrent state follows the
+tokens. After the same greedy reply of N tokens, the request's KDA state (SGLang's FP32
+`temporal`, saved as the request is released) is compared across engines booted one after
+another on the same 6-layer model:
+- `humming+fp8`: plain decoding, one token a forward: the reference, at N - 1, N and N + 1
+  tokens (a state one token off must differ, or the comparison could not tell);
+- `stack`, recurrent verify (per-position state snapshots), every draft accepted;
+- `stack` with ReplaySSM (the raw-input ring folded at each commit), every draft accepted;
+- `stack` with ReplaySSM and the draft's dummy weights: no draft accepted, one token a round.
+Both stack verifies project the same 4 tokens, so theirs must agree to kernel noise; plain
+decoding projects one token at a time (other GEMM tiles, other BF16 roundings), so the
+verifies must agree with it to a looser bound. Overlap scheduling and the prefix cache are
+off, so that no extra round runs after the last token and every request starts cold.
+
+    python -m pytest tests/gpu/test_replayssm_gpu.py --run-gpu -s
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.backend.engine import EngineBackend
+from app.backend.engine_config import NEXTN_DRAFT_TOKENS, EngineConfig, replayssm_args
+from app.bench.engine_calls import generate
+from tests.gpu import models
+
+torch = pytest.importorskip("torch", reason="needs torch and SGLang")
+known_answer = pytest.importorskip("tests.gpu.known_answer", reason="needs torch and SGLang")
+pytestmark = pytest.mark.gpu
+
+TOKENS = 1 + 4 * 6
+"""The reply's length: the prefill's token, then six rounds of 4 accepted tokens."""
+PROMPT = random.Random(7).sample(range(1000, 150000), 200)
+SAME_VERIFY = 1e-3
+"""Relative state difference allowed between two verifies of the same 4 tokens."""
+SAME_TOKENS = 5e-2
+"""... between a verify and plain decoding of the same tokens (other BF16 roundings)."""
+ONE_TOKEN_OFF = 0.2
+"""The least relative difference a state one token off must show."""
+COLD = {"disable_overlap_schedule": True, "disable_radix_cache": True}
+
+
+def relative(a: Any, b: Any) -> float:
+    """||a - b|| / ||b|| over every KDA layer's state."""
+    return float((a - b).norm() / b.norm())
+
+
+async def states_after(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    *,
+    profile: str,
+    lengths: list[int],
+    draft_known: bool = True,
+    overrides: dict[str, Any] | None = None,
+) -> tuple[dict[int, Any], str]:
+    """Boot one engine, reply to PROMPT greedily at each length; its KDA states and reply."""
+    folder = tmp_path / name
+    model = models.write_model_dir(tmp_path / "model", models.layers(), known_answer=True)
+    monkeypatch.setenv(known_answer.KNOWN_ANSWER_ENV, "1" if draft_known else "target")
+    monkeypatch.setenv(known_answer.LIVE_KDA_ENV, "1")
+    monkeypatch.setenv(known_answer.KDA_STATE_DIR_ENV, str(folder))
+    monkeypatch.delenv(known_answer.BREAKAGE_ENV, raising=False)
+    config = EngineConfig(
+        model_path=str(model),
+        profile=profile,
+        mem_fraction=models.mem_fraction(),
+        log_dir=folder / "logs",
+        min_accept_length=1.0,
+        context_length=4096,
+        overrides={"load_format": "dummy", **COLD, **(overrides or {})},
+    )
+    backend = EngineBackend(config, scheduler_entry=known_answer.run_scheduler_process)
+    states, text = {}, ""
+    try:
+        async for _ in backend.start():
+            pass
+        report = await backend.proof()
+        accept = report.facts.get("warmup_accept_length")
+        print(f"{name}: proof {'passed' if report.ok else 'FAILED'}, warm-up accept {accept}")
+        for n in lengths:
+            before = set(folder.glob("*.pt"))
+            reply = await generate(
+                backend,
+                input_ids=PROMPT,
+                sampling_params={"max_new_tokens": n, "temperature": 0.0, "ignore_eos": True},
+            )
+            saved = sorted(set(folder.glob("*.pt")) - before)
+            assert saved, f"{name}: no KDA state was saved for the {n}-token reply"
+            states[n] = torch.load(saved[-1])
+            print(
+                f"{name}: {n} tokens, saved {saved[-1].name}, accept "
+                f"{reply.usage.accept_length}, state norm {float(states[n].norm()):.3e}"
+            )
+            text = reply.text if n == TOKENS else text
+    finally:
+        await backend.shutdown()
+    return states, text
+
+
+async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeypatch):
+    lengths = [TOKENS - 1, TOKENS, TOKENS + 1]
+    plain, plain_text = await states_after(
+        tmp_path, monkeypatch, "plain", profile="humming+fp8", lengths=lengths
+    )
+    replay = replayssm_args(NEXTN_DRAFT_TOKENS)
+    runs = {
+        "recurrent": dict(profile="stack"),
+        "replayssm": dict(profile="stack", overrides=replay),
+        "replayssm-rejected": dict(profile="stack", overrides=replay, draft_known=False),
+    }
+    verified: dict[str, Any] = {}
+    for name, kwargs in runs.items():
+        states, text = await states_after(tmp_path, monkeypatch, name, lengths=[TOKENS], **kwargs)
+        verified[name] = states[TOKENS]
+        assert text == plain_text, f"{name} replied otherwise than plain decoding"
+    reference = plain[TOKENS]
+    off = {n: relative(plain[n], reference) for n in (TOKENS - 1, TOKENS + 1)}
+    against_plain = {name: relative(state, reference) for name, state in verified.items()}
+    between = relative(verified["replayssm"], verified["recurrent"])
+    # Printed before the asserts: a failing run still shows every number.
+    print(f"plain decoding, one token off: {off}")
+    print(f"each verify against plain decoding at {TOKENS} tokens: {against_plain}")
+    print(f"ReplaySSM against the recurrent verify, the same drafts: {between:.2e}")
+    assert float(reference.norm()) > 0, "the live KDA state stayed zero"
+    assert min(off.values()) > ONE_TOKEN_OFF
+    assert between < SAME_VERIFY
+    assert max(against_plain.values()) < SAME_TOKENS
