@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from app.backend.engine import EngineBackend
+from app.backend.engine_config import EngineConfig
 from tests.gpu import models
 
 KNOWN_ANSWER_ENV = "LING_CHAT_TEST_KNOWN_ANSWER"
@@ -35,6 +37,28 @@ BREAKAGES = (
     "bf16_view_share_unguarded",  # the same, with ling-chat's sharing guard removed too
     "dspark_bf16_view",  # the DSpark draft gets a copy of the head reading FP8 bytes as BF16
 )
+
+
+def engine(
+    model: Path,
+    log_dir: Path,
+    *,
+    profile: str = "stack",
+    min_accept_length: float,
+    overrides: dict[str, Any] | None = None,
+) -> EngineBackend:
+    """The GPU tests' engine on `model` through this entry: dummy weights (which the
+    environment above may overwrite), a 4K context, the memory fraction of models.py."""
+    config = EngineConfig(
+        model_path=str(model),
+        profile=profile,
+        mem_fraction=models.mem_fraction(),
+        log_dir=log_dir,
+        min_accept_length=min_accept_length,
+        context_length=4096,
+        overrides={"load_format": "dummy", **(overrides or {})},
+    )
+    return EngineBackend(config, scheduler_entry=run_scheduler_process)
 
 
 def run_scheduler_process(*args: Any, **kwargs: Any) -> None:

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from app.backend.engine import EngineBackend
-from app.backend.engine_config import EngineConfig
 from app.backend.protocol import ReplyDone, TextChunk
 from app.chat import ChatMessage, Role, Sampling
 from app.commands.doctor import format_report, run_doctor
@@ -38,16 +37,13 @@ def make_backend(
     draft = dspark_models.write_draft_dir(tmp_path / "draft", layers)
     monkeypatch.setenv(known_answer.KNOWN_ANSWER_ENV, "1")
     monkeypatch.delenv(known_answer.BREAKAGE_ENV, raising=False)
-    config = EngineConfig(
-        model_path=str(model),
+    return known_answer.engine(
+        model,
+        tmp_path / "logs",
         profile="dspark",
-        mem_fraction=models.mem_fraction(),
-        log_dir=tmp_path / "logs",
         min_accept_length=1.0,
-        context_length=4096,
-        overrides={"load_format": "dummy", "speculative_draft_model_path": str(draft), **overrides},
+        overrides={"speculative_draft_model_path": str(draft), **overrides},
     )
-    return EngineBackend(config, scheduler_entry=known_answer.run_scheduler_process)
 
 
 async def test_dspark_passes_every_line_and_streams_a_reply(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from app.backend.engine import EngineBackend
-from app.backend.engine_config import NEXTN_DRAFT_TOKENS, EngineConfig, replayssm_args
+from app.backend.engine_config import NEXTN_DRAFT_TOKENS, replayssm_args
 from app.backend.protocol import ReplyDone, TextChunk
 from app.chat import ChatMessage, Role, Sampling
 from app.commands.doctor import format_report, run_doctor
@@ -43,16 +43,13 @@ def make_backend(
         monkeypatch.setenv(known_answer.BREAKAGE_ENV, breakage)
     else:
         monkeypatch.delenv(known_answer.BREAKAGE_ENV, raising=False)
-    config = EngineConfig(
-        model_path=str(model),
+    return known_answer.engine(
+        model,
+        tmp_path / "logs",
         profile=profile,
-        mem_fraction=models.mem_fraction(),
-        log_dir=tmp_path / "logs",
         min_accept_length=MIN_ACCEPT,
-        context_length=4096,
-        overrides={"load_format": "dummy", **(overrides or {})},
+        overrides=overrides,
     )
-    return EngineBackend(config, scheduler_entry=known_answer.run_scheduler_process)
 
 
 async def proof_of(backend: EngineBackend) -> ProofReport:

@@ -28,8 +28,7 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine import EngineBackend
-from app.backend.engine_config import NEXTN_DRAFT_TOKENS, EngineConfig, replayssm_args
+from app.backend.engine_config import NEXTN_DRAFT_TOKENS, replayssm_args
 from app.bench.engine_calls import generate
 from tests.gpu import models
 
@@ -71,16 +70,13 @@ async def states_after(
     monkeypatch.setenv(known_answer.LIVE_KDA_ENV, "1")
     monkeypatch.setenv(known_answer.KDA_STATE_DIR_ENV, str(folder))
     monkeypatch.delenv(known_answer.BREAKAGE_ENV, raising=False)
-    config = EngineConfig(
-        model_path=str(model),
+    backend = known_answer.engine(
+        model,
+        folder / "logs",
         profile=profile,
-        mem_fraction=models.mem_fraction(),
-        log_dir=folder / "logs",
         min_accept_length=1.0,
-        context_length=4096,
-        overrides={"load_format": "dummy", **COLD, **(overrides or {})},
+        overrides={**COLD, **(overrides or {})},
     )
-    backend = EngineBackend(config, scheduler_entry=known_answer.run_scheduler_process)
     states, text = {}, ""
     try:
         async for _ in backend.start():
