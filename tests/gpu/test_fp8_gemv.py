@@ -1,5 +1,6 @@
-"""The FP8 head's Triton kernels against exact references, in every tiling the head times,
-and compiled for the Spark's GB10 (sm_121a) within its shared memory.
+"""The FP8 head's Triton kernels against exact references, in every tiling the head times
+and every `qstream` tiling of the sweep, and compiled for the Spark's GB10 (sm_121a) within
+its shared memory.
 
 On the GPU machine: `python -m pytest tests/gpu/test_fp8_gemv.py --run-gpu`. Without a GPU,
 `TRITON_INTERPRET=1` runs the same checks in Triton's interpreter (torch and triton
@@ -12,6 +13,7 @@ which that interpreter gets wrong across a power of two. The sm_121a compile nee
 from __future__ import annotations
 
 import os
+from itertools import pairwise
 
 import pytest
 
@@ -26,10 +28,10 @@ N, K = 1120, 512
 """Rows that no tile divides (masked tails) and a K of whole steps for every tiling."""
 
 
-def head() -> tuple[torch.Tensor, torch.Tensor]:
-    """FP8 rows [N, K] with per-row scales, as the head's online quantization makes them."""
+def head(n: int = N) -> tuple[torch.Tensor, torch.Tensor]:
+    """FP8 rows [n, K] with per-row scales, as the head's online quantization makes them."""
     gen = torch.Generator().manual_seed(1)
-    weight = torch.randn(N, K, generator=gen) * 0.02
+    weight = torch.randn(n, K, generator=gen) * 0.02
     scale = weight.abs().amax(1) / fp8_gemv.FP8_MAX
     rows = (weight / scale[:, None]).to(torch.float8_e4m3fn)
     return rows.to(DEVICE), scale.to(DEVICE)
@@ -54,13 +56,10 @@ def test_tokens_are_quantized_with_one_scale_each():
     assert bool((error <= x.float().abs() / 16 + scales[:, None] / 2**9).all())
 
 
-@pytest.mark.parametrize("config", fp8_gemv.CONFIGS, ids=lambda c: c.name)
-@pytest.mark.parametrize("m", [1, 3, 8])
-def test_each_tiling_matches_the_exact_product(config, m):
-    if INTERPRETED and config.kernel == "widen":
-        pytest.skip("Triton 3.6's interpreter cannot loop over a runtime K")
-    rows, scale = head()
-    x = tokens(m)
+def assert_matches_the_exact_product(
+    config: fp8_gemv.GemvConfig, x: torch.Tensor, rows: torch.Tensor, scale: torch.Tensor
+) -> None:
+    """`gemv` is the exact product of what it multiplies, within BF16 and the tensor cores."""
     if config.kernel == "widen":  # BF16 activations times the FP8 rows
         reference = x.float() @ (rows.float() * scale[:, None]).t()
         magnitude = x.float().abs() @ (rows.float().abs() * scale[:, None]).t()
@@ -69,13 +68,49 @@ def test_each_tiling_matches_the_exact_product(config, m):
         scales = scale[None, :] * x_scales[:, None]
         reference = (q.float() @ rows.float().t()) * scales
         magnitude = (q.float().abs() @ rows.float().abs().t()) * scales
-    out = fp8_gemv.gemv(x, rows, scale, config).float()
-    assert out.shape == (m, N)
+    out = fp8_gemv.gemv(x, rows, scale, config)
+    assert out.dtype == torch.bfloat16
+    assert out.shape == reference.shape
     # Left: the BF16 rounding of each logit (8 bits of mantissa), and the tensor cores' sums.
     # Hopper's FP8 MMA keeps about 14 bits of its running sum, one addition a 32-wide K step:
     # K / 32 = 2^4 roundings of 2^-14 of the sum of |products| at most.
     bound = reference.abs() / 128 + magnitude * (K // 32) * 2**-14 + 1e-6
-    assert bool(((out - reference).abs() <= bound).all())
+    assert bool(((out.float() - reference).abs() <= bound).all())
+
+
+@pytest.mark.parametrize("config", fp8_gemv.CONFIGS, ids=lambda c: c.name)
+@pytest.mark.parametrize("m", [1, 3, 8])
+def test_each_tiling_matches_the_exact_product(config, m):
+    if INTERPRETED and config.kernel == "widen":
+        pytest.skip("Triton 3.6's interpreter cannot loop over a runtime K")
+    rows, scale = head()
+    assert_matches_the_exact_product(config, tokens(m), rows, scale)
+
+
+STREAM_CONFIGS = [c for c in fp8_gemv.SWEEP if c.kernel == "qstream"]
+
+
+@pytest.mark.parametrize("config", STREAM_CONFIGS, ids=lambda c: c.name)
+@pytest.mark.parametrize("m", [1, 3, 8])
+def test_each_stream_tiling_matches_the_exact_product(config, m):
+    # 1.5 row blocks a program, the last one masked: some blocks split between two
+    # programs, some whole in one; the runs of units as `quantized_gemv` splits them
+    programs = fp8_gemv._processors(torch.device(DEVICE)) * config.per_sm
+    n = (programs * 3 // 2 + 1) * config.block_n - 5
+    k_steps = K // config.block_k
+    units = triton.cdiv(n, config.block_n) * k_steps
+    bounds = [p * units // programs for p in range(programs + 1)]
+    assert any(start % k_steps for start in bounds)  # a run starts inside a block
+    assert any(-(-start // k_steps) * k_steps + k_steps <= end for start, end in pairwise(bounds))
+    rows, scale = head(n)
+    assert_matches_the_exact_product(config, tokens(m), rows, scale)
+
+
+def test_stream_refuses_programs_without_a_whole_row_block():
+    config = STREAM_CONFIGS[0]
+    rows, scale = head(config.block_n)  # one row block, for two programs or more
+    with pytest.raises(ValueError, match="needs a row block a program"):
+        fp8_gemv.gemv(tokens(1), rows, scale, config)
 
 
 def test_more_tokens_than_a_call_serves_are_refused():

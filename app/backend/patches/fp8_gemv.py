@@ -9,10 +9,13 @@ kernel streams each FP8 weight row once and scales each output channel at the en
   programs stream the weight from their first instruction;
 - `qrows` is `qdot` with `per_sm` programs an SM, each over an equal run of rows: no tail
   wave, and one pipelined loop that streams on across its row blocks;
-- `qtma` is `qdot` with the weight tiles copied by the tensor memory accelerator (TMA).
-`qdot` can also start early (`pdl`): launched as a programmatic dependent launch while the
-quantization runs, its programs wait for the quantized activations at their first use
-(`peel`: after loading their first weight tile, which does not depend on them).
+- `qtma` is `qdot` with the weight tiles copied by the tensor memory accelerator (TMA);
+- `qstream` is stream-K: `per_sm` programs an SM split the (row block, K step) units
+  equally, and add the partial sums of a block split between two into zeroed FP32 logits.
+`qdot` and `qstream` can also start early (`pdl`): launched as a programmatic dependent
+launch while the quantization runs, their programs wait for the quantized activations at
+their first use (`qdot`'s `peel`: after loading their first weight tile, which does not
+depend on them).
 Triton compiles them for the GPU at hand (sm_90a on the H200, sm_121a on the Spark's GB10).
 """
 
@@ -37,8 +40,9 @@ FP8_MAX = 448.0
 @dataclass(frozen=True, slots=True)
 class GemvConfig:
     """One kernel and tiling: output rows per program, K per step, warps, pipeline stages;
-    for `qrows` the programs an SM; for `qdot` whether it launches while the quantization
-    runs, and whether it loads its first weight tile before it waits for the quantization."""
+    for `qrows` and `qstream` the programs an SM; for `qdot` and `qstream` whether it
+    launches while the quantization runs; for `qdot` whether it loads its first weight tile
+    before it waits for the quantization."""
 
     kernel: str
     block_n: int
@@ -52,7 +56,7 @@ class GemvConfig:
     @property
     def name(self) -> str:
         tiling = f"{self.block_n}x{self.block_k}w{self.warps}s{self.stages}"
-        tiling += f"p{self.per_sm}" if self.kernel == "qrows" else ""
+        tiling += f"p{self.per_sm}" if self.kernel in ("qrows", "qstream") else ""
         tiling += "+pdl" if self.pdl else ""
         tiling += "+peel" if self.peel else ""
         return f"{self.kernel}[{tiling}]"
@@ -65,12 +69,23 @@ _SWEEP_TILINGS = (
     (128, 256, (2, 3, 4)),
     (256, 128, (3, 4)),
 )
+_STREAM_TILINGS = (  # BLOCK_N, BLOCK_K, stages, programs an SM
+    (128, 256, (2, 3), (2,)),  # 3 stages: 116 KB of shared memory, one program an H200 SM
+    (64, 256, (3, 4), (2, 3)),
+    (128, 128, (3, 4), (2, 3)),
+)
 SWEEP = tuple(
     GemvConfig("qdot", n, k, warps, stages, pdl=pdl, peel=peel)
     for n, k, stage_counts in _SWEEP_TILINGS
     for stages in stage_counts
     for warps in (4, 8)
     for pdl, peel in ((False, False), (True, False), (True, True))
+) + tuple(
+    GemvConfig("qstream", n, k, warps, stages, per_sm=per_sm, pdl=True)
+    for n, k, stage_counts, per_sm_counts in _STREAM_TILINGS
+    for stages in stage_counts
+    for per_sm in per_sm_counts
+    for warps in (4, 8)
 )
 """Tilings `scripts/gpu_head_bench.py --sweep` times beside CONFIGS, to find the next ones."""
 
@@ -271,6 +286,64 @@ def _fp8_head_qrows(
             acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
 
 
+@triton.jit
+def _fp8_head_qstream(
+    q_ptr,
+    xs_ptr,
+    w_ptr,
+    scale_ptr,
+    out_ptr,
+    m,
+    n,
+    stride_wn,
+    stride_om,
+    units,
+    programs,
+    RUN: tl.constexpr,
+    K: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    PDL: tl.constexpr,
+):
+    """Stream-K: the units (row block, K step), row block major, split into equal runs, one
+    a program, in one loop. The accumulator holds one block's partial sum; at the block's
+    last K step or the run's end it is scaled and added into the FP32 logits [tokens, rows].
+    The loop takes the longest run's RUN steps (a compile-time count, which Triton's
+    interpreter needs too); a run one unit shorter masks its last step.
+    Every run is at least a block long, so a block is split between two programs at most,
+    and each logit receives at most two additions onto zero: FP32 a + b onto 0 gives the
+    same bits in either order, and the result is deterministic."""
+    program = tl.program_id(0)
+    first = program * units // programs
+    last = (program + 1) * units // programs
+    tokens = tl.arange(0, BLOCK_M)
+    token_ok = tokens < m
+    k_steps: tl.constexpr = K // BLOCK_K
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    if PDL:  # launched while the quantization runs: q and its scales are complete after this
+        tl.extra.cuda.gdc_wait()
+    for i in range(RUN):
+        unit = first + i
+        live = unit < last
+        step = unit % k_steps
+        rows = (unit // k_steps) * BLOCK_N + tl.arange(0, BLOCK_N)
+        row_ok = rows < n
+        cols = step * BLOCK_K + tl.arange(0, BLOCK_K)
+        w_ok = row_ok[:, None] & live
+        w = tl.load(w_ptr + rows[:, None] * stride_wn + cols[None, :], mask=w_ok)
+        q_ok = token_ok[None, :] & live
+        q = tl.load(q_ptr + tokens[None, :] * K + cols[:, None], mask=q_ok, other=0.0)
+        acc += tl.dot(w, q)
+        if live & ((step == k_steps - 1) | (unit == last - 1)):
+            scale = tl.load(scale_ptr + rows, mask=row_ok, other=0.0)
+            x_scale = tl.load(xs_ptr + tokens, mask=token_ok, other=0.0)
+            out = out_ptr + tokens[None, :] * stride_om + rows[:, None]
+            partial = acc * scale[:, None] * x_scale[None, :]
+            tl.atomic_add(out, partial, mask=row_ok[:, None] & token_ok[None, :], sem="relaxed")
+            acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+
+
 def _processors(device: torch.device) -> int:
     """SMs of the GPU (CPU cores under Triton's interpreter)."""
     if device.type == "cuda":
@@ -309,8 +382,11 @@ def gemv(
             **_tiling(config),
         )  # fmt: skip
         return out
+    # qstream adds into zeros, made before the quantization so that a `pdl` launch follows it
+    n = rows.shape[0]
+    sums = torch.zeros((m, n), device=x.device) if config.kernel == "qstream" else None
     q, x_scales = quantize_tokens(x, _pdl(config, x.device))
-    return quantized_gemv(q, x_scales, rows, scale, config)
+    return quantized_gemv(q, x_scales, rows, scale, config, sums=sums)
 
 
 def quantized_gemv(
@@ -319,12 +395,33 @@ def quantized_gemv(
     rows: torch.Tensor,
     scale: torch.Tensor,
     config: GemvConfig,
+    sums: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """`gemv` after the quantization: q [M, K] FP8 (contiguous), x_scales [M] FP32."""
+    """`gemv` after the quantization: q [M, K] FP8 (contiguous), x_scales [M] FP32.
+    `qstream` adds into `sums`, FP32 zeros [M, N] (made here when None), and returns them
+    as BF16, in one more small elementwise kernel."""
     m, k = q.shape
     n = rows.shape[0]
-    out = torch.empty((m, n), device=q.device, dtype=torch.bfloat16)
     tiling = _tiling(config)
+    if config.kernel == "qstream":
+        programs = _processors(q.device) * config.per_sm
+        k_steps = k // config.block_k
+        units = triton.cdiv(n, config.block_n) * k_steps
+        if units // programs < k_steps:
+            blocks = units // k_steps
+            raise ValueError(
+                f"fp8 head GEMV: {config.name} needs a row block a program, N={n} has"
+                f" {blocks} blocks for {programs} programs"
+            )
+        if sums is None:
+            sums = torch.zeros((m, n), device=q.device)
+        pdl = _pdl(config, q.device)
+        _fp8_head_qstream[(programs,)](
+            q, x_scales, rows, scale, sums, m, n, rows.stride(0), sums.stride(0), units,
+            programs, RUN=triton.cdiv(units, programs), K=k, PDL=pdl, launch_pdl=pdl, **tiling,
+        )  # fmt: skip
+        return sums.to(torch.bfloat16)
+    out = torch.empty((m, n), device=q.device, dtype=torch.bfloat16)
     if config.kernel == "qdot":
         pdl = _pdl(config, q.device)
         _fp8_head_qdot[(triton.cdiv(n, config.block_n),)](
