@@ -1,6 +1,6 @@
 """The FP8 head's Triton kernels against exact references, in every tiling the head times
-and every `qstream` tiling of the sweep, and compiled for the Spark's GB10 (sm_121a) within
-its shared memory.
+and every `qstream` and `qsplit` tiling of the sweep, and compiled for the Spark's GB10
+(sm_121a) within its shared memory.
 
 On the GPU machine: `python -m pytest tests/gpu/test_fp8_gemv.py --run-gpu`. Without a GPU,
 `TRITON_INTERPRET=1` runs the same checks in Triton's interpreter (torch and triton
@@ -26,20 +26,22 @@ INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 DEVICE = "cpu" if INTERPRETED else "cuda"
 N, K = 1120, 512
 """Rows that no tile divides (masked tails) and a K of whole steps for every tiling."""
+HEAD_K = 2560
+"""The head's K: whole steps for every tiling, split evenly by every `qsplit` tiling."""
 
 
-def head(n: int = N) -> tuple[torch.Tensor, torch.Tensor]:
-    """FP8 rows [n, K] with per-row scales, as the head's online quantization makes them."""
+def head(n: int = N, k: int = K) -> tuple[torch.Tensor, torch.Tensor]:
+    """FP8 rows [n, k] with per-row scales, as the head's online quantization makes them."""
     gen = torch.Generator().manual_seed(1)
-    weight = torch.randn(n, K, generator=gen) * 0.02
+    weight = torch.randn(n, k, generator=gen) * 0.02
     scale = weight.abs().amax(1) / fp8_gemv.FP8_MAX
     rows = (weight / scale[:, None]).to(torch.float8_e4m3fn)
     return rows.to(DEVICE), scale.to(DEVICE)
 
 
-def tokens(m: int) -> torch.Tensor:
+def tokens(m: int, k: int = K) -> torch.Tensor:
     gen = torch.Generator().manual_seed(m)
-    return torch.randn(m, K, generator=gen).to(torch.bfloat16).to(DEVICE)
+    return torch.randn(m, k, generator=gen).to(torch.bfloat16).to(DEVICE)
 
 
 def test_tokens_are_quantized_with_one_scale_each():
@@ -73,8 +75,8 @@ def assert_matches_the_exact_product(
     assert out.shape == reference.shape
     # Left: the BF16 rounding of each logit (8 bits of mantissa), and the tensor cores' sums.
     # Hopper's FP8 MMA keeps about 14 bits of its running sum, one addition a 32-wide K step:
-    # K / 32 = 2^4 roundings of 2^-14 of the sum of |products| at most.
-    bound = reference.abs() / 128 + magnitude * (K // 32) * 2**-14 + 1e-6
+    # K / 32 roundings (2^4 at K = 512) of 2^-14 of the sum of |products| at most.
+    bound = reference.abs() / 128 + magnitude * (x.shape[1] // 32) * 2**-14 + 1e-6
     assert bool(((out.float() - reference).abs() <= bound).all())
 
 
@@ -113,6 +115,34 @@ def test_stream_refuses_programs_without_a_whole_row_block():
         fp8_gemv.gemv(tokens(1), rows, scale, config)
 
 
+SPLIT_CONFIGS = [c for c in fp8_gemv.SWEEP if c.kernel == "qsplit"]
+
+
+@pytest.mark.parametrize("config", SPLIT_CONFIGS, ids=lambda c: c.name)
+@pytest.mark.parametrize("m", [1, 3, 8])
+def test_each_split_tiling_matches_the_exact_product(config, m):
+    # the head's K, which every tiling splits evenly (K = 512 is two 256-wide steps)
+    assert (HEAD_K // config.block_k) % config.splits == 0
+    rows, scale = head(k=HEAD_K)
+    assert_matches_the_exact_product(config, tokens(m, HEAD_K), rows, scale)
+
+
+def test_split_refuses_slices_of_k_in_part_steps():
+    config = fp8_gemv.GemvConfig("qsplit", 64, 256, 4, 2, splits=5)  # 2 steps at K = 512
+    assert not fp8_gemv.fits(config, K)
+    rows, scale = head()
+    with pytest.raises(ValueError, match="do not fit"):
+        fp8_gemv.gemv(tokens(1), rows, scale, config)
+    q, x_scales = fp8_gemv.quantize_tokens(tokens(1))
+    with pytest.raises(ValueError, match="cannot split K=512's 2 steps"):
+        fp8_gemv.quantized_gemv(q, x_scales, rows, scale, config)
+
+
+def test_sweep_names_are_unique():
+    names = [c.name for c in fp8_gemv.SWEEP]
+    assert len(set(names)) == len(names)
+
+
 def test_more_tokens_than_a_call_serves_are_refused():
     rows, scale = head()
     with pytest.raises(ValueError, match="do not fit"):
@@ -134,15 +164,26 @@ QDOT_SIGNATURE = {
 }
 
 
-@pytest.mark.parametrize(
-    "config", [c for c in fp8_gemv.CONFIGS if c.kernel == "qdot"], ids=lambda c: c.name
-)
-def test_qdot_compiles_for_the_spark_within_its_shared_memory(config):
+def compile_for_the_spark(kernel, signature, constants, aligned, **options):
+    """`kernel` compiled for sm_121a, its args at the positions `aligned` multiples of 16."""
     if INTERPRETED:
         pytest.skip("compiles the kernel: run without TRITON_INTERPRET (no GPU needed)")
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
+    source = ASTSource(
+        kernel,
+        {**signature, **dict.fromkeys(constants, "constexpr")},
+        constexprs=constants,
+        attrs={(i,): [["tt.divisibility", 16]] for i in aligned},
+    )
+    return triton.compile(source, target=GPUTarget("cuda", 121, 32), options=options)
+
+
+@pytest.mark.parametrize(
+    "config", [c for c in fp8_gemv.CONFIGS if c.kernel == "qdot"], ids=lambda c: c.name
+)
+def test_qdot_compiles_for_the_spark_within_its_shared_memory(config):
     constants = {
         "K": 2560,
         "BLOCK_M": fp8_gemv.BLOCK_M,
@@ -152,15 +193,61 @@ def test_qdot_compiles_for_the_spark_within_its_shared_memory(config):
         "PEEL": config.peel,
     }
     # as at run time: the head's pointers and its stride of 2,560 are multiples of 16
-    aligned = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 7, 8)}
-    source = ASTSource(
-        fp8_gemv._fp8_head_qdot,
-        {**QDOT_SIGNATURE, **dict.fromkeys(constants, "constexpr")},
-        constexprs=constants,
-        attrs=aligned,
-    )
-    options = {"num_warps": config.warps, "num_stages": config.stages, "launch_pdl": config.pdl}
-    kernel = triton.compile(source, target=GPUTarget("cuda", 121, 32), options=options)
+    kernel = compile_for_the_spark(
+        fp8_gemv._fp8_head_qdot, QDOT_SIGNATURE, constants, (0, 1, 2, 3, 4, 7, 8),
+        num_warps=config.warps, num_stages=config.stages, launch_pdl=config.pdl,
+    )  # fmt: skip
     assert kernel.metadata.shared <= GB10_SHARED_BYTES
     assert "cp.async" in kernel.asm["ptx"]  # the weight streams through a pipeline
     assert ("griddepcontrol.wait" in kernel.asm["ptx"]) == config.pdl
+
+
+QSPLIT_SIGNATURE = {
+    "q_ptr": "*fp8e4nv",
+    "w_ptr": "*fp8e4nv",
+    "partials_ptr": "*fp32",
+    "m": "i32",
+    "n": "i32",
+    "stride_wn": "i32",
+    "stride_ps": "i32",
+    "stride_pm": "i32",
+}
+REDUCE_SIGNATURE = {
+    "partials_ptr": "*fp32",
+    "xs_ptr": "*fp32",
+    "scale_ptr": "*fp32",
+    "out_ptr": "*bf16",
+    "m": "i32",
+    "n": "i32",
+    "stride_ps": "i32",
+    "stride_pm": "i32",
+    "stride_om": "i32",
+}
+
+
+@pytest.mark.parametrize("config", SPLIT_CONFIGS, ids=lambda c: c.name)
+def test_qsplit_compiles_for_the_spark_within_its_shared_memory(config):
+    constants = {
+        "K": 2560,
+        "SPLITS": config.splits,
+        "BLOCK_M": fp8_gemv.BLOCK_M,
+        "BLOCK_N": config.block_n,
+        "BLOCK_K": config.block_k,
+        "PDL": config.pdl,
+    }
+    # as at run time: the pointers, the head's N of 157,184 and the strides, multiples of 16
+    kernel = compile_for_the_spark(
+        fp8_gemv._fp8_head_qsplit, QSPLIT_SIGNATURE, constants, (0, 1, 2, 4, 5, 6, 7),
+        num_warps=config.warps, num_stages=config.stages, launch_pdl=config.pdl,
+    )  # fmt: skip
+    assert kernel.metadata.shared <= GB10_SHARED_BYTES
+    assert "cp.async" in kernel.asm["ptx"]
+    assert ("griddepcontrol.wait" in kernel.asm["ptx"]) == config.pdl
+    assert ("griddepcontrol.launch_dependents" in kernel.asm["ptx"]) == config.pdl
+    constants = {"SPLITS": config.splits, "BLOCK": fp8_gemv.REDUCE_BLOCK, "PDL": config.pdl}
+    reduce = compile_for_the_spark(
+        fp8_gemv._fp8_head_reduce, REDUCE_SIGNATURE, constants, (0, 1, 2, 3, 5, 6, 7, 8),
+        num_warps=4, launch_pdl=config.pdl,
+    )  # fmt: skip
+    assert ("griddepcontrol.wait" in reduce.asm["ptx"]) == config.pdl
+    assert "ld.global.v4" in reduce.asm["ptx"]  # the partials read in coalesced 16 bytes

@@ -11,11 +11,14 @@ kernel streams each FP8 weight row once and scales each output channel at the en
   wave, and one pipelined loop that streams on across its row blocks;
 - `qtma` is `qdot` with the weight tiles copied by the tensor memory accelerator (TMA);
 - `qstream` is stream-K: `per_sm` programs an SM split the (row block, K step) units
-  equally, and add the partial sums of a block split between two into zeroed FP32 logits.
-`qdot` and `qstream` can also start early (`pdl`): launched as a programmatic dependent
-launch while the quantization runs, their programs wait for the quantized activations at
-their first use (`qdot`'s `peel`: after loading their first weight tile, which does not
-depend on them).
+  equally, and add the partial sums of a block split between two into zeroed FP32 logits;
+- `qsplit` is split-K: `splits` programs a row block, each over its slice of K, store FP32
+  partial sums, which a second kernel adds in a fixed order and scales.
+`qdot`, `qstream` and `qsplit` can also start early (`pdl`): launched as a programmatic
+dependent launch while the quantization runs, their programs wait for the quantized
+activations at their first use (`qdot`'s `peel`: after loading their first weight tile,
+which does not depend on them); `qsplit`'s sum of partials in turn launches while its GEMV
+runs, and waits for it.
 Triton compiles them for the GPU at hand (sm_90a on the H200, sm_121a on the Spark's GB10).
 """
 
@@ -35,14 +38,16 @@ BLOCK_M = 16
 
 FP8_MAX = 448.0
 """The largest float8_e4m3fn value."""
+REDUCE_BLOCK = 1024
+"""Logits a program of `qsplit`'s sum of partials: 154 programs for the head's row at M = 1."""
 
 
 @dataclass(frozen=True, slots=True)
 class GemvConfig:
     """One kernel and tiling: output rows per program, K per step, warps, pipeline stages;
-    for `qrows` and `qstream` the programs an SM; for `qdot` and `qstream` whether it
-    launches while the quantization runs; for `qdot` whether it loads its first weight tile
-    before it waits for the quantization."""
+    for `qrows` and `qstream` the programs an SM; for `qsplit` the slices of K; for `qdot`,
+    `qstream` and `qsplit` whether it launches while the quantization runs; for `qdot`
+    whether it loads its first weight tile before it waits for the quantization."""
 
     kernel: str
     block_n: int
@@ -52,11 +57,13 @@ class GemvConfig:
     per_sm: int = 1
     pdl: bool = False
     peel: bool = False
+    splits: int = 1
 
     @property
     def name(self) -> str:
         tiling = f"{self.block_n}x{self.block_k}w{self.warps}s{self.stages}"
         tiling += f"p{self.per_sm}" if self.kernel in ("qrows", "qstream") else ""
+        tiling += f"k{self.splits}" if self.kernel == "qsplit" else ""
         tiling += "+pdl" if self.pdl else ""
         tiling += "+peel" if self.peel else ""
         return f"{self.kernel}[{tiling}]"
@@ -74,18 +81,34 @@ _STREAM_TILINGS = (  # BLOCK_N, BLOCK_K, stages, programs an SM
     (64, 256, (3, 4), (2, 3)),
     (128, 128, (3, 4), (2, 3)),
 )
-SWEEP = tuple(
-    GemvConfig("qdot", n, k, warps, stages, pdl=pdl, peel=peel)
-    for n, k, stage_counts in _SWEEP_TILINGS
-    for stages in stage_counts
-    for warps in (4, 8)
-    for pdl, peel in ((False, False), (True, False), (True, True))
-) + tuple(
-    GemvConfig("qstream", n, k, warps, stages, per_sm=per_sm, pdl=True)
-    for n, k, stage_counts, per_sm_counts in _STREAM_TILINGS
-    for stages in stage_counts
-    for per_sm in per_sm_counts
-    for warps in (4, 8)
+_SPLIT_TILINGS = (  # BLOCK_N, BLOCK_K, warps, stages, K slices (of the head's 2,560)
+    (128, 256, (4, 8), (2,), (2, 5)),  # 5 slices: 6,140 programs of 64 KB, as the read pass
+    (128, 256, (8,), (3,), (2, 5)),
+    (64, 256, (4,), (2, 3), (2, 5)),
+    (128, 128, (4,), (3,), (2, 4, 5)),
+)
+SWEEP = (
+    tuple(
+        GemvConfig("qdot", n, k, warps, stages, pdl=pdl, peel=peel)
+        for n, k, stage_counts in _SWEEP_TILINGS
+        for stages in stage_counts
+        for warps in (4, 8)
+        for pdl, peel in ((False, False), (True, False), (True, True))
+    )
+    + tuple(
+        GemvConfig("qstream", n, k, warps, stages, per_sm=per_sm, pdl=True)
+        for n, k, stage_counts, per_sm_counts in _STREAM_TILINGS
+        for stages in stage_counts
+        for per_sm in per_sm_counts
+        for warps in (4, 8)
+    )
+    + tuple(
+        GemvConfig("qsplit", n, k, warps, stages, pdl=True, splits=splits)
+        for n, k, warp_counts, stage_counts, split_counts in _SPLIT_TILINGS
+        for warps in warp_counts
+        for stages in stage_counts
+        for splits in split_counts
+    )
 )
 """Tilings `scripts/gpu_head_bench.py --sweep` times beside CONFIGS, to find the next ones."""
 
@@ -344,6 +367,83 @@ def _fp8_head_qstream(
             acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
 
 
+@triton.jit
+def _fp8_head_qsplit(
+    q_ptr,
+    w_ptr,
+    partials_ptr,
+    m,
+    n,
+    stride_wn,
+    stride_ps,
+    stride_pm,
+    K: tl.constexpr,
+    SPLITS: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    PDL: tl.constexpr,
+):
+    """Split-K: program (b, s) multiplies row block b over the K slice s (K / SPLITS
+    columns) and stores its unscaled FP32 partial sums [tokens, rows] at partials[s].
+    With PDL, the sum of the partials launched as its dependent may start at once (it
+    waits for this kernel's end itself)."""
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()
+    split = tl.program_id(1)
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    tokens = tl.arange(0, BLOCK_M)
+    row_ok = rows < n
+    token_ok = tokens < m
+    span: tl.constexpr = K // SPLITS
+    w_rows = w_ptr + rows[:, None] * stride_wn + split * span
+    q_cols = q_ptr + tokens[None, :] * K + split * span
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    if PDL:  # launched while the quantization runs: q is complete after this
+        tl.extra.cuda.gdc_wait()
+    for k0 in range(0, span, BLOCK_K):
+        cols = k0 + tl.arange(0, BLOCK_K)
+        w = tl.load(w_rows + cols[None, :], mask=row_ok[:, None])
+        q = tl.load(q_cols + cols[:, None], mask=token_ok[None, :], other=0.0)
+        acc += tl.dot(w, q)
+    out = partials_ptr + split * stride_ps + tokens[None, :] * stride_pm + rows[:, None]
+    tl.store(out, acc, mask=row_ok[:, None] & token_ok[None, :])
+
+
+@triton.jit
+def _fp8_head_reduce(
+    partials_ptr,
+    xs_ptr,
+    scale_ptr,
+    out_ptr,
+    m,
+    n,
+    stride_ps,
+    stride_pm,
+    stride_om,
+    SPLITS: tl.constexpr,
+    BLOCK: tl.constexpr,
+    PDL: tl.constexpr,
+):
+    """Program (b, t): token t's logits in row block b, the sum of the SPLITS partials in
+    the order s = 0, 1, ... (deterministic), times both scales, as BF16. With PDL it waits
+    for the GEMV to end (which waited for the quantization, which may still run when this
+    starts: the token scales are read after the wait too)."""
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    token = tl.program_id(1)
+    row_ok = rows < n
+    scale = tl.load(scale_ptr + rows, mask=row_ok, other=0.0)
+    if PDL:  # the partials, and the token scales before them, are complete after this
+        tl.extra.cuda.gdc_wait()
+    x_scale = tl.load(xs_ptr + token)
+    partials = partials_ptr + token * stride_pm + rows
+    acc = tl.load(partials, mask=row_ok, other=0.0)
+    for s in tl.static_range(1, SPLITS):
+        acc += tl.load(partials + s * stride_ps, mask=row_ok, other=0.0)
+    result = acc * scale * x_scale
+    tl.store(out_ptr + token * stride_om + rows, result.to(tl.bfloat16), mask=row_ok)
+
+
 def _processors(device: torch.device) -> int:
     """SMs of the GPU (CPU cores under Triton's interpreter)."""
     if device.type == "cuda":
@@ -352,8 +452,13 @@ def _processors(device: torch.device) -> int:
 
 
 def fits(config: GemvConfig, k: int) -> bool:
-    """The kernel steps K in whole blocks (the head's K is 2,560)."""
-    return k % config.block_k == 0
+    """The kernel steps K in whole blocks (the head's K is 2,560), each of its `splits`
+    slices of K in as many."""
+    return (
+        k % config.block_k == 0
+        and config.splits >= 1
+        and (k // config.block_k) % config.splits == 0
+    )
 
 
 def quantize_tokens(x: torch.Tensor, pdl: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
@@ -399,7 +504,8 @@ def quantized_gemv(
 ) -> torch.Tensor:
     """`gemv` after the quantization: q [M, K] FP8 (contiguous), x_scales [M] FP32.
     `qstream` adds into `sums`, FP32 zeros [M, N] (made here when None), and returns them
-    as BF16, in one more small elementwise kernel."""
+    as BF16, in one more small elementwise kernel. `qsplit` stores its slices' partial sums
+    in FP32 scratch [splits, M, N] and adds them in a kernel of its own."""
     m, k = q.shape
     n = rows.shape[0]
     tiling = _tiling(config)
@@ -422,7 +528,22 @@ def quantized_gemv(
         )  # fmt: skip
         return sums.to(torch.bfloat16)
     out = torch.empty((m, n), device=q.device, dtype=torch.bfloat16)
-    if config.kernel == "qdot":
+    if config.kernel == "qsplit":
+        if not fits(config, k):
+            steps = k // config.block_k
+            raise ValueError(f"fp8 head GEMV: {config.name} cannot split K={k}'s {steps} steps")
+        partials = torch.empty((config.splits, m, n), device=q.device)
+        pdl = _pdl(config, q.device)
+        _fp8_head_qsplit[(triton.cdiv(n, config.block_n), config.splits)](
+            q, rows, partials, m, n, rows.stride(0), partials.stride(0), partials.stride(1), K=k,
+            SPLITS=config.splits, PDL=pdl, launch_pdl=pdl, **tiling,
+        )  # fmt: skip
+        _fp8_head_reduce[(triton.cdiv(n, REDUCE_BLOCK), m)](
+            partials, x_scales, scale, out, m, n, partials.stride(0), partials.stride(1),
+            out.stride(0), SPLITS=config.splits, BLOCK=REDUCE_BLOCK, PDL=pdl, launch_pdl=pdl,
+            num_warps=4,
+        )  # fmt: skip
+    elif config.kernel == "qdot":
         pdl = _pdl(config, q.device)
         _fp8_head_qdot[(triton.cdiv(n, config.block_n),)](
             q, x_scales, rows, scale, out, m, n, rows.stride(0), out.stride(0), K=k, PDL=pdl,
