@@ -31,11 +31,11 @@
 #   engine     the stack passes and streams a reply; weight-only sharing refused (2)
 #   engine42   the same proof and reply on the full 42-layer model (2 dense + 40 MoE layers,
 #              67.8 GB of dummy weights) at memory fraction 0.65, with start time by stage (1.5)
-#   replayssm  the stack with KDA ReplaySSM verify (ring 8): the same proof, known answer and accept
-#              length as without it (1.2); replayssm42 the same at 42 layers; replayssm-state:
-#              with the KDA layers live, the request's KDA state after the same reply from
-#              plain decoding, the recurrent verify and ReplaySSM (all drafts accepted, and
-#              none), four 6-layer engines one after another (untried; about 5)
+#   replayssm  the stack+replayssm profile (ring 8): the stack's proof and its ring's line, the
+#              known answer, the same accept length (1.2); replayssm42 the same at 42 layers;
+#              replayssm-state: with the KDA layers live, the request's KDA state after the
+#              same reply from plain decoding, the recurrent verify and ReplaySSM (all drafts
+#              accepted, and none), four 6-layer engines one after another (untried; about 5)
 #   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
 #              at 42 layers, 2K context, for scripts/spark_projection.py (KERNEL_PROFILES=...)
 #   kernels42-replayssm  one verify round of the stack at 42 layers without and with KDA

@@ -277,11 +277,7 @@ class EngineBackend:
 
     def _boot_environment(self) -> dict[str, str]:
         """What this engine's SGLang processes inherit: the log's config and the patch plan."""
-        plan = PatchPlan(
-            fp8_head=self.config.levers.fp8_head,
-            dspark=self.config.levers.dspark,
-            log_file=str(self.log_file),
-        )
+        plan = PatchPlan.for_levers(self.config.levers, str(self.log_file))
         return {**self.log.prepare(), PLAN_ENV: plan.to_env()}
 
     def _crash(self) -> str | None:

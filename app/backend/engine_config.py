@@ -36,6 +36,9 @@ class Levers:
     fp32_logits: bool = False
     dspark: bool = False
     """DSpark draft model (block 8) with KDA ReplaySSM verify, instead of NEXTN."""
+    replayssm: bool = False
+    """NEXTN's verify with KDA ReplaySSM: the committed tokens' raw inputs folded into the
+    state, instead of a state snapshot a draft position."""
 
 
 PROFILES: dict[str, Levers] = {
@@ -48,6 +51,8 @@ PROFILES: dict[str, Levers] = {
     # Humming + NEXTN with the BF16 head: isolates what the FP8 head adds to the stack.
     "humming+nextn": Levers(humming=True, fp8_head=False, nextn=True),
     "dspark": Levers(humming=True, fp8_head=True, nextn=False, dspark=True),
+    # The stack with ReplaySSM verify, beside `stack` until it is shown to keep KDA's state.
+    "stack+replayssm": Levers(humming=True, fp8_head=True, nextn=True, replayssm=True),
 }
 """Every profile by name: which optimizations it turns on (the others exist for A/B runs)."""
 DEFAULT_PROFILE = "stack"
@@ -298,7 +303,8 @@ def speculative_args(levers: Levers, dspark_draft: str) -> dict[str, Any]:
     """The server arguments of a profile's draft model and verify (`dspark_draft`: where
     the DSpark draft is)."""
     if levers.nextn:
-        return {"speculative_algorithm": "NEXTN", **nextn_depth_args(NEXTN_STEPS)}
+        replay = replayssm_args(NEXTN_DRAFT_TOKENS) if levers.replayssm else {}
+        return {"speculative_algorithm": "NEXTN", **nextn_depth_args(NEXTN_STEPS), **replay}
     if levers.dspark:
         return {
             "speculative_algorithm": "DSPARK",

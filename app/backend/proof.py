@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from app.backend import proof_dspark
+from app.backend import proof_dspark, proof_replayssm
 from app.backend.engine_config import (
     NEXTN_DRAFT_TOKENS,
     NEXTN_STEPS,
@@ -73,7 +73,7 @@ def build_report(
 ) -> ProofReport:
     """Judge every lever of `profile` from the facts; see the module docstring."""
     levers = PROFILES[profile]
-    lines = [rule(facts, levers) for rule in (DSPARK_RULES if levers.dspark else RULES)]
+    lines = [rule(facts, levers) for rule in rules_of(levers)]
     lines.append(_accept(levers, min_accept_length, warmup_accept_length))
     return ProofReport(
         profile=profile,
@@ -333,6 +333,15 @@ def _nextn(facts: Facts, levers: Levers) -> ProofLine:
     )
 
 
+def _replayssm(facts: Facts, levers: Levers) -> ProofLine:
+    if err := _error(facts, "replayssm", "speculative"):
+        return _line("replayssm", False, err)
+    if facts.get("speculative") is None:
+        return _line("replayssm", False, "no speculative worker is running")
+    window = facts["speculative"]["num_draft_tokens"] or 0
+    return _line("replayssm", *proof_replayssm.judge(facts["replayssm"], window))
+
+
 def _graphs(facts: Facts, levers: Levers) -> ProofLine:
     if err := _error(facts, "cuda_graphs"):
         return _line("cuda_graphs", False, err)
@@ -379,6 +388,8 @@ RULES: tuple[Rule, ...] = (
     _graphs,
     _no_faking,
 )
+REPLAYSSM_RULES: tuple[Rule, ...] = (*RULES[:6], _replayssm, *RULES[6:])
+"""The rules of a NEXTN profile with ReplaySSM verify: its ring's line after NEXTN's."""
 DSPARK_RULES: tuple[Rule, ...] = (
     _humming,
     _fp8_head,
@@ -388,3 +399,10 @@ DSPARK_RULES: tuple[Rule, ...] = (
     _no_faking,
 )
 """The rules of a DSpark profile: its draft replaces the NEXTN lines."""
+
+
+def rules_of(levers: Levers) -> tuple[Rule, ...]:
+    """The rules that judge a profile with these levers (before the accept-length line)."""
+    if levers.dspark:
+        return DSPARK_RULES
+    return REPLAYSSM_RULES if levers.replayssm else RULES

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.backend import proof_replayssm
 from app.backend.engine_config import DSPARK_BLOCK, DSPARK_WINDOW, Levers
 from app.proof_report import ProofLine, Verdict
 
@@ -23,7 +24,7 @@ TITLES = {
     "dspark": f"DSpark draft ({DRAFT_CLASS} in {WORKER})",
     "dspark_head": "DSpark draft projects through the target's FP8 head",
     "dspark_block": f"DSpark block {DSPARK_BLOCK} / verify window {DSPARK_WINDOW}",
-    "replayssm": "KDA ReplaySSM verify ring",
+    "replayssm": proof_replayssm.TITLE,
     "dspark_graphs": "DSpark draft and verify graphs captured",
 }
 FIXES = {
@@ -33,8 +34,7 @@ FIXES = {
     "target's own head module, whose FP8 method projects its hidden states",
     "dspark_block": f"use the draft's block size {DSPARK_BLOCK} "
     f"(speculative_num_draft_tokens {DSPARK_WINDOW})",
-    "replayssm": "keep enable_linear_replayssm_spec on with linear_replayssm_cache_len a "
-    "power of two >= 2x the verify window (32)",
+    "replayssm": proof_replayssm.FIX,
     "dspark_graphs": "do not disable CUDA graphs; keep >= 1 GB free after the target's "
     "graphs (SGLang drops the draft's graph below that)",
 }
@@ -117,24 +117,7 @@ def replayssm(facts: Mapping[str, Any], levers: Levers) -> ProofLine:
     d = _dspark(facts)
     if isinstance(d, str):
         return _line("replayssm", False, d)
-    r = d["replayssm"]
-    ring = r["ring_len"] or 0
-    window = d["verify_window"] or 0
-    ok = (
-        r["spec_enabled"]
-        and r["kda_fold"]
-        and r["ring_allocated"]
-        and ring > 0
-        and ring & (ring - 1) == 0
-        and ring >= 2 * window
-    )
-    return _line(
-        "replayssm",
-        ok,
-        f"spec verify on: {r['spec_enabled']}, KDA fold-every-commit: {r['kda_fold']}; "
-        f"ring {ring} allocated: {r['ring_allocated']} (needs a power of two >= "
-        f"{2 * window}); {r['commits']} ReplaySSM commits before the warm-up",
-    )
+    return _line("replayssm", *proof_replayssm.judge(d["replayssm"], d["verify_window"] or 0))
 
 
 def graphs(facts: Mapping[str, Any], levers: Levers) -> ProofLine:

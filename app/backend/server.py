@@ -56,9 +56,7 @@ def serve(
     log_file = log_path(config)
     route_sglang_logging(log_file)
     protect(config.overrides.get("api_key"))
-    os.environ[PLAN_ENV] = PatchPlan(
-        fp8_head=config.levers.fp8_head, dspark=config.levers.dspark, log_file=str(log_file)
-    ).to_env()
+    os.environ[PLAN_ENV] = PatchPlan.for_levers(config.levers, str(log_file)).to_env()
     with output_to_log(log_file) as terminal:
         try:
             from sglang.srt.entrypoints.http_server import launch_server

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from app.backend.engine import EngineBackend
-from app.backend.engine_config import NEXTN_DRAFT_TOKENS, replayssm_args
 from app.backend.protocol import ReplyDone, TextChunk
 from app.chat import ChatMessage, Role, Sampling
 from app.commands.doctor import format_report, run_doctor
@@ -61,13 +60,9 @@ def verdicts(report: ProofReport) -> dict[str, Verdict]:
     return {line.key: line.verdict for line in report.lines}
 
 
-REPLAYSSM = replayssm_args(NEXTN_DRAFT_TOKENS)
-"""KDA ReplaySSM verify for NEXTN: a ring of 8, twice the 4-token verify window."""
-
-
-@pytest.mark.parametrize("overrides", [{}, REPLAYSSM], ids=["recurrent", "replayssm"])
-async def test_stack_passes_every_line_and_streams_a_reply(tmp_path, monkeypatch, overrides):
-    backend = make_backend(tmp_path, monkeypatch, overrides=overrides)
+@pytest.mark.parametrize("profile", ["stack", "stack+replayssm"], ids=["recurrent", "replayssm"])
+async def test_stack_passes_every_line_and_streams_a_reply(tmp_path, monkeypatch, profile):
+    backend = make_backend(tmp_path, monkeypatch, profile=profile)
     try:
         async for stage in backend.start():
             print(f"[{stage.elapsed_s:6.1f}s] {stage.name} {'done' if stage.done else '...'}")

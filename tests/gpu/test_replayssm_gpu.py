@@ -10,8 +10,8 @@ another on the same 6-layer model:
 - `humming+fp8`: plain decoding, one token a forward: the reference, at N - 1, N and N + 1
   tokens (a state one token off must differ, or the comparison could not tell);
 - `stack`, recurrent verify (per-position state snapshots), every draft accepted;
-- `stack` with ReplaySSM (the raw-input ring folded at each commit), every draft accepted;
-- `stack` with ReplaySSM and the draft's dummy weights: no draft accepted, one token a round.
+- `stack+replayssm` (the raw-input ring folded at each commit), every draft accepted;
+- `stack+replayssm` with the draft's dummy weights: no draft accepted, one token a round.
 Both stack verifies project the same 4 tokens, so theirs must agree to kernel noise; plain
 decoding projects one token at a time (other GEMM tiles, other BF16 roundings), so the
 verifies must agree with it to a looser bound. Overlap scheduling and the prefix cache are
@@ -28,7 +28,6 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine_config import NEXTN_DRAFT_TOKENS, replayssm_args
 from app.bench.engine_calls import generate
 from tests.gpu import models
 
@@ -61,7 +60,6 @@ async def states_after(
     profile: str,
     lengths: list[int],
     draft_known: bool = True,
-    overrides: dict[str, Any] | None = None,
 ) -> tuple[dict[int, Any], str]:
     """Boot one engine, reply to PROMPT greedily at each length; its KDA states and reply."""
     folder = tmp_path / name
@@ -75,7 +73,7 @@ async def states_after(
         folder / "logs",
         profile=profile,
         min_accept_length=1.0,
-        overrides={**COLD, **(overrides or {})},
+        overrides=COLD,
     )
     states, text = {}, ""
     try:
@@ -109,11 +107,10 @@ async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeyp
     plain, plain_text = await states_after(
         tmp_path, monkeypatch, "plain", profile="humming+fp8", lengths=lengths
     )
-    replay = replayssm_args(NEXTN_DRAFT_TOKENS)
     runs = {
         "recurrent": dict(profile="stack"),
-        "replayssm": dict(profile="stack", overrides=replay),
-        "replayssm-rejected": dict(profile="stack", overrides=replay, draft_known=False),
+        "replayssm": dict(profile="stack+replayssm"),
+        "replayssm-rejected": dict(profile="stack+replayssm", draft_known=False),
     }
     verified: dict[str, Any] = {}
     for name, kwargs in runs.items():

@@ -8,7 +8,7 @@ ling-chat's model changes in the child, then call SGLang's stock entry:
 - fp8_head: quantize the target's BF16 LM head to FP8 after loading, before capture;
 - sharing: the NEXTN draft takes the target's whole LM-head module;
 - evidence: record what the running model really is, sent back with the init info
-  (dspark: the DSpark draft's part of it).
+  (dspark: the DSpark draft's part of it; replayssm: the KDA verify's).
 
 The plan (which changes to make) travels in the `LING_CHAT_PATCH_PLAN` environment
 variable, which spawned children inherit.
@@ -20,7 +20,10 @@ import json
 import os
 import re
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.backend.engine_config import Levers
 
 PLAN_ENV = "LING_CHAT_PATCH_PLAN"
 FP8_HEAD_METHOD = "LingFp8LMHeadMethod"
@@ -45,6 +48,18 @@ class PatchPlan:
     """The FP8 head must beat the BF16 head by this factor in the load-time timing."""
     dspark: bool = False
     """Record the DSpark draft's evidence (app/backend/patches/dspark.py)."""
+    replayssm: bool = False
+    """Count the KDA ReplaySSM commits (app/backend/patches/replayssm.py)."""
+
+    @classmethod
+    def for_levers(cls, levers: Levers, log_file: str) -> PatchPlan:
+        """The changes a profile's levers need, the child's output going to `log_file`."""
+        return cls(
+            fp8_head=levers.fp8_head,
+            dspark=levers.dspark,
+            replayssm=levers.replayssm or levers.dspark,
+            log_file=log_file,
+        )
 
     def to_env(self) -> str:
         """The JSON value of LING_CHAT_PATCH_PLAN."""
@@ -59,12 +74,14 @@ class PatchPlan:
 
 def install(plan: PatchPlan) -> None:
     """Install every model change of the plan into this (child) process."""
-    from app.backend.patches import dspark, evidence, fp8_head, sharing
+    from app.backend.patches import dspark, evidence, fp8_head, replayssm, sharing
 
     evidence.install()
     sharing.install()
     if plan.dspark:
         dspark.install()
+    if plan.replayssm:
+        replayssm.install()
     if plan.fp8_head:
         fp8_head.install(plan.min_head_speedup)
 

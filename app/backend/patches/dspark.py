@@ -11,10 +11,8 @@ SGLang attributes read: `scheduler.draft_worker` (`DSparkWorkerV2`): `.draft_mod
 (`embed_tokens`, `lm_head`, `layers`, `markov_head`, `block_size`), `.gamma`,
 `.verify_num_draft_tokens`, `._resolve_target_embed_tokens` (the embedding SGLang
 shares), `.draft_model_runner.decode_cuda_graph_runner`; the target runner's
-`decode_cuda_graph_runner` and `req_to_token_pool.mamba_pool` (`enable_linear_replayssm_spec`,
-`replayssm_spec_fold`, `linear_replayssm_cache_len`, `mamba_cache.replayssm_rawv`).
-Wrapped: `models.dspark.project_through_lm_head` and
-`kda_replayssm_spec_decode.commit_kda_replayssm_after_verify`.
+`decode_cuda_graph_runner`; its ReplaySSM verify through app/backend/patches/replayssm.py.
+Wrapped: `models.dspark.project_through_lm_head`.
 """
 
 from __future__ import annotations
@@ -22,16 +20,17 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from app.backend.patches import replayssm
+
 PROJECTIONS: Counter[str] = Counter()
 """Draft head projections during graph capture, by the head's quant method."""
 COUNTS: Counter[str] = Counter()
-"""`fp8_calls_in_draft_capture` and `replayssm_commits`."""
+"""`fp8_calls_in_draft_capture`."""
 
 
 def install() -> None:
-    """Count the draft's head projections in capture and the ReplaySSM commits."""
+    """Count the draft's head projections in capture."""
     import torch
-    from sglang.kernels.ops.attention.linear import kda_replayssm_spec_decode as kda
     from sglang.srt.models import dspark
 
     from app.backend.patches import fp8_head
@@ -47,14 +46,7 @@ def install() -> None:
         COUNTS["fp8_calls_in_draft_capture"] += fp8_head.method_class().captured_calls - before
         return out
 
-    commit = kda.commit_kda_replayssm_after_verify
-
-    def commit_kda_replayssm_after_verify(*args: Any, **kwargs: Any) -> Any:
-        COUNTS["replayssm_commits"] += 1
-        return commit(*args, **kwargs)
-
     dspark.project_through_lm_head = project_through_lm_head
-    kda.commit_kda_replayssm_after_verify = commit_kda_replayssm_after_verify
 
 
 def is_dspark(spec: Any) -> bool:
@@ -69,9 +61,7 @@ def collect(scheduler: Any) -> dict[str, Any]:
     spec = scheduler.draft_worker
     runner = scheduler.tp_worker.model_runner
     target, draft = runner.model, spec.draft_model
-    pool = runner.req_to_token_pool.mamba_pool
     head = draft.lm_head
-    ring = getattr(pool.mamba_cache, "replayssm_rawv", None)
     return {
         "worker": type(spec).__name__,
         "draft_class": type(draft).__name__,
@@ -90,13 +80,7 @@ def collect(scheduler: Any) -> dict[str, Any]:
         },
         "projections_captured": dict(PROJECTIONS),
         "fp8_calls_in_draft_capture": COUNTS["fp8_calls_in_draft_capture"],
-        "replayssm": {
-            "spec_enabled": bool(getattr(pool, "enable_linear_replayssm_spec", False)),
-            "kda_fold": bool(getattr(pool, "replayssm_spec_fold", False)),
-            "ring_len": getattr(pool, "linear_replayssm_cache_len", None),
-            "ring_allocated": ring is not None,
-            "commits": COUNTS["replayssm_commits"],
-        },
+        "replayssm": replayssm.collect(scheduler),
         "graph_runners": {
             "target_verify": runner.decode_cuda_graph_runner is not None,
             "draft_decode": spec.draft_model_runner.decode_cuda_graph_runner is not None,

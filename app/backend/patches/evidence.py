@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.backend.patches import dspark
+from app.backend.patches import dspark, replayssm
 
 FAKING_ENV = (
     "SGLANG_SIMULATE_ACC_LEN",
@@ -128,6 +128,7 @@ def collect(scheduler: Any, sources: Sources) -> dict[str, Any]:
         "env": lambda: {name: os.environ.get(name) for name in FAKING_ENV},
         "capture_calls": lambda: dict(sources.capture_calls()),
         "dspark": lambda: dspark.collect(scheduler) if dspark_spec else None,
+        "replayssm": lambda: replayssm.collect(scheduler),
     }
     for key, read in parts.items():
         try:

@@ -1,0 +1,92 @@
+"""The `stack+replayssm` profile: its server args, its patch plan, and its proof's ring line."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from app.backend.engine_config import PROFILES, EngineConfig, GpuFacts, server_args
+from app.backend.patches import PatchPlan
+from app.proof_report import Verdict
+from tests.fixtures.sglang_objects import stack_facts, stack_replayssm_facts
+from tests.support.proof import judge, verdict
+
+H200 = GpuFacts(sm=90, has_fa3=True, has_flashinfer=True, has_xgrammar=True)
+PROFILE = "stack+replayssm"
+
+
+def test_the_profile_asks_sglang_for_replayssm_with_the_shortest_ring_nextn_allows():
+    args = server_args(EngineConfig("/m", profile=PROFILE), H200)
+    assert (args["enable_linear_replayssm_spec"], args["linear_replayssm_cache_len"]) == (True, 8)
+    assert args["speculative_num_draft_tokens"] == 4
+    stack = server_args(EngineConfig("/m", profile="stack"), H200)
+    assert "enable_linear_replayssm_spec" not in stack
+    assert {k: v for k, v in args.items() if "replayssm" not in k} == stack
+
+
+@pytest.mark.parametrize("profile", list(PROFILES))
+def test_the_replayssm_commits_are_counted_where_a_profile_verifies_with_it(profile):
+    levers = PROFILES[profile]
+    plan = PatchPlan.for_levers(levers, "/tmp/sglang.log")
+    assert plan.replayssm == (profile in (PROFILE, "dspark"))
+    assert (plan.fp8_head, plan.dspark, plan.log_file) == (
+        levers.fp8_head,
+        levers.dspark,
+        "/tmp/sglang.log",
+    )
+
+
+def test_the_healthy_profile_passes_with_the_ring_s_line_after_nextn_s():
+    report = judge(stack_replayssm_facts(), accept=3.9, profile=PROFILE)
+    assert report.ok, [line for line in report.lines if line.verdict is not Verdict.PASS]
+    keys = [line.key for line in report.lines]
+    assert keys.index("replayssm") == keys.index("nextn") + 1
+    ring = next(line for line in report.lines if line.key == "replayssm")
+    assert "ring 8 allocated: True (needs a power of two >= 8)" in ring.evidence
+
+
+def test_the_stack_s_proof_has_no_ring_line_and_its_recurrent_verify_is_not_judged():
+    keys = [line.key for line in judge(stack_facts()).lines]
+    assert "replayssm" not in keys
+    report = judge(stack_facts(), profile=PROFILE)  # the stack's own facts: ReplaySSM off
+    assert verdict(report, "replayssm") is Verdict.FAIL
+    assert not report.ok
+
+
+def _with(key: str, value: Any) -> dict[str, Any]:
+    facts = copy.deepcopy(stack_replayssm_facts())
+    facts["replayssm"][key] = value
+    return facts
+
+
+BREAKS = {
+    "ReplaySSM off": ("spec_enabled", False),
+    "no KDA fold at each commit": ("kda_fold", False),
+    "a ring of 4, under twice the window": ("ring_len", 4),
+    "a ring of 12, not a power of two": ("ring_len", 12),
+    "no ring allocated": ("ring_allocated", False),
+}
+
+
+@pytest.mark.parametrize("name", list(BREAKS))
+def test_each_replayssm_breakage_fails_the_ring_s_line_with_its_fix(name):
+    report = judge(_with(*BREAKS[name]), accept=3.9, profile=PROFILE)
+    failed = next(line for line in report.lines if line.key == "replayssm")
+    assert failed.verdict is Verdict.FAIL
+    assert "8 for NEXTN's 4" in failed.fix
+    assert not report.ok
+
+
+def test_no_speculative_worker_or_an_unreadable_pool_fails_the_ring_s_line():
+    facts = stack_replayssm_facts()
+    facts["speculative"] = None
+    assert "no speculative worker" in next(
+        line.evidence for line in judge(facts, profile=PROFILE).lines if line.key == "replayssm"
+    )
+    facts = stack_replayssm_facts()
+    facts["replayssm"] = {"error": "AttributeError: no mamba_pool"}
+    line = next(line for line in judge(facts, profile=PROFILE).lines if line.key == "replayssm")
+    assert line.verdict is Verdict.FAIL
+    assert line.evidence == "replayssm: AttributeError: no mamba_pool"
