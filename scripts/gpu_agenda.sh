@@ -19,7 +19,7 @@
 #   head       the LM head alone at M = 1..8: BF16, FP32 logits and every FP8 kernel candidate
 #              (CUTLASS, torch._scaled_mm, the Triton GEMV tilings) against the byte floor and
 #              the weight's read ceiling; then the Triton kernels against their exact products
-#              (tests/gpu/test_fp8_gemv.py) (1); head-sweep adds the 86 tilings of
+#              (tests/gpu/test_fp8_gemv.py) (1); head-sweep adds the 102 tilings of
 #              fp8_gemv.SWEEP at M = 1 and 4, fastest first, each GEMV also alone (46 took 1)
 #   prepare    `ling-chat prepare` on the 6-layer model's config: the preflight, then every JIT
 #              kernel built on the cut dummy model (7.5 on a bare machine); run again, it finds

@@ -34,7 +34,9 @@ def roofline_columns(
     """The row's columns; None without a config.json in `facts` or a usable one.
 
     Args:
-        profile: decides the LM head's format.
+        profile: decides the LM head's format and the round's bytes (a ReplaySSM verify
+            writes no KDA state snapshots; a DSpark round is not modelled: no achieved
+            bandwidth for it).
         summary: the measured workload.
         facts: the engine's `describe()`: `model_config` and `config` are read.
         peak_gbps: the memory system's peak bandwidth.
@@ -43,27 +45,35 @@ def roofline_columns(
     if not model_config or summary.context_tokens is None:
         return None
     head, context = lm_head(profile), round(summary.context_tokens)
+    levers = PROFILES.get(profile)
     try:
         line = roofline(model_config, context_tokens=context, peak_gbps=peak_gbps, head=head)
-        per_token, ceiling = line.step.total, None
-        if summary.accept_length is not None:
+        per_token: float | None = line.step.total
+        ceiling = None
+        if summary.accept_length is not None and levers is not None and levers.dspark:
+            per_token = None  # the byte model has no DSpark round
+        elif summary.accept_length is not None:
             steps = (facts.get("config") or {}).get("speculative_num_steps") or NEXTN_STEPS
             cycle = mtp_cycle(
                 ModelShape.from_config(model_config),
                 Precision.from_config(model_config, head),
                 context_tokens=context,
                 draft_steps=int(steps),
+                state_snapshots=not (levers is not None and levers.replayssm),
             )
             per_token = cycle.bytes_per_token(summary.accept_length)
             ceiling = cycle.speedup_ceiling(summary.accept_length)
     except ValueError:
         return None  # not a Ling-3.0 config: the byte model does not apply
-    tpot = summary.tpot_s
+    achieved = share = None
+    if per_token is not None and (tpot := summary.tpot_s):
+        achieved = achieved_gbps(per_token, tpot)
+        share = share_of_peak(per_token, tpot, peak_gbps)
     return RooflineColumns(
         context_tokens=context,
         bytes_per_step=line.step.total,
         ceiling_tps=line.ceiling_tps,
-        achieved_gbps=achieved_gbps(per_token, tpot) if tpot else None,
-        peak_share=share_of_peak(per_token, tpot, peak_gbps) if tpot else None,
+        achieved_gbps=achieved,
+        peak_share=share,
         mtp_ceiling=ceiling,
     )
