@@ -98,7 +98,7 @@ def sweep_rows(head: Any, weight: torch.Tensor, read_us: float) -> list[dict[str
     print(f"sweep, fastest first (a pass that only reads the weight: {read_us:.1f} us):")
     for r in ran:
         print(
-            f"{r['path']:>36} M=1 {r['us_m1']:7.1f} (GEMV alone {r['gemv_only_us_m1']:6.1f})"
+            f"{r['path']:>36} M=1 {r['us_m1']:7.1f} (quantized before: {r['gemv_only_us_m1']:6.1f})"
             f"  M=4 {r['us_m4']:7.1f}  {read_us / r['us_m1']:.0%} of the read pass"
             f"  cosine {r['cosine_min']}"
         )
