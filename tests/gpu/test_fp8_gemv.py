@@ -180,6 +180,14 @@ def compile_for_the_spark(kernel, signature, constants, aligned, **options):
     return triton.compile(source, target=GPUTarget("cuda", 121, 32), options=options)
 
 
+def assert_streams_on_the_spark(kernel, config) -> None:
+    """A GEMV compiled for sm_121a fits its shared memory, streams the weight through a
+    pipeline, and waits for the quantization where it is launched as its dependent."""
+    assert kernel.metadata.shared <= GB10_SHARED_BYTES
+    assert "cp.async" in kernel.asm["ptx"]
+    assert ("griddepcontrol.wait" in kernel.asm["ptx"]) == config.pdl
+
+
 @pytest.mark.parametrize(
     "config", [c for c in fp8_gemv.CONFIGS if c.kernel == "qdot"], ids=lambda c: c.name
 )
@@ -197,9 +205,7 @@ def test_qdot_compiles_for_the_spark_within_its_shared_memory(config):
         fp8_gemv._fp8_head_qdot, QDOT_SIGNATURE, constants, (0, 1, 2, 3, 4, 7, 8),
         num_warps=config.warps, num_stages=config.stages, launch_pdl=config.pdl,
     )  # fmt: skip
-    assert kernel.metadata.shared <= GB10_SHARED_BYTES
-    assert "cp.async" in kernel.asm["ptx"]  # the weight streams through a pipeline
-    assert ("griddepcontrol.wait" in kernel.asm["ptx"]) == config.pdl
+    assert_streams_on_the_spark(kernel, config)
 
 
 QSPLIT_SIGNATURE = {
@@ -240,9 +246,7 @@ def test_qsplit_compiles_for_the_spark_within_its_shared_memory(config):
         fp8_gemv._fp8_head_qsplit, QSPLIT_SIGNATURE, constants, (0, 1, 2, 4, 5, 6, 7),
         num_warps=config.warps, num_stages=config.stages, launch_pdl=config.pdl,
     )  # fmt: skip
-    assert kernel.metadata.shared <= GB10_SHARED_BYTES
-    assert "cp.async" in kernel.asm["ptx"]
-    assert ("griddepcontrol.wait" in kernel.asm["ptx"]) == config.pdl
+    assert_streams_on_the_spark(kernel, config)
     assert ("griddepcontrol.launch_dependents" in kernel.asm["ptx"]) == config.pdl
     constants = {"SPLITS": config.splits, "BLOCK": fp8_gemv.REDUCE_BLOCK, "PDL": config.pdl}
     reduce = compile_for_the_spark(
