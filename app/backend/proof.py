@@ -388,7 +388,17 @@ RULES: tuple[Rule, ...] = (
     _graphs,
     _no_faking,
 )
-REPLAYSSM_RULES: tuple[Rule, ...] = (*RULES[:6], _replayssm, *RULES[6:])
+REPLAYSSM_RULES: tuple[Rule, ...] = (
+    _humming,
+    _fp8_head,
+    _fp8_speed,
+    _fp32_head,
+    _shared_head,
+    _nextn,
+    _replayssm,
+    _graphs,
+    _no_faking,
+)
 """The rules of a NEXTN profile with ReplaySSM verify: its ring's line after NEXTN's."""
 DSPARK_RULES: tuple[Rule, ...] = (
     _humming,
