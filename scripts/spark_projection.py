@@ -69,6 +69,14 @@ def table(result: SparkProjection) -> str:
             f"{r.gpu_replayssm_round_ms:.3f} against {r.gpu_recurrent_round_ms:.3f} ms "
             f"({'the same direction' if r.gpu_direction_agrees else 'the other direction'})"
         )
+    if result.dspark is not None:
+        d = result.dspark
+        lines.append(
+            f"DSpark round {d.round_ms:.2f} ms against the stack's {d.stack_round_ms:.2f} ms: it "
+            f"needs {d.break_even:.2f}x the stack's accept length to match it; at its published "
+            f"{d.published_accept}: TPOT {d.tpot_ms_at_published_accept:.2f} ms (on the profiled "
+            f"GPU: {d.gpu_round_ms:.3f} against {d.gpu_stack_round_ms:.3f} ms a round)"
+        )
     return "\n".join(lines)
 
 

@@ -389,15 +389,9 @@ RULES: tuple[Rule, ...] = (
     _no_faking,
 )
 REPLAYSSM_RULES: tuple[Rule, ...] = (
-    _humming,
-    _fp8_head,
-    _fp8_speed,
-    _fp32_head,
-    _shared_head,
-    _nextn,
+    *RULES[: RULES.index(_nextn) + 1],
     _replayssm,
-    _graphs,
-    _no_faking,
+    *RULES[RULES.index(_nextn) + 1 :],
 )
 """The rules of a NEXTN profile with ReplaySSM verify: its ring's line after NEXTN's."""
 DSPARK_RULES: tuple[Rule, ...] = (

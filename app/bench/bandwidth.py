@@ -8,24 +8,17 @@ verify tokens (the conservative bound; docs/byte-model.md).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from app.backend.engine_config import NEXTN_STEPS, PROFILES
+from app.bench.kernels import Phase
 from app.bench.results import RooflineColumns, WorkloadSummary
-from app.telemetry.checkpoint import LmHead, ModelShape, Precision
-from app.telemetry.mtp import mtp_cycle
+from app.bench.unit_bytes import lm_head, unit_bytes
+from app.telemetry.checkpoint import ModelShape, Precision
+from app.telemetry.mtp import mtp_cycle, mtp_speedup_ceiling
 from app.telemetry.roofline import achieved_gbps, roofline, share_of_peak
-
-
-def lm_head(profile: str) -> LmHead:
-    """How a profile serves the LM head (unknown profiles: BF16)."""
-    levers = PROFILES.get(profile)
-    if levers is None:
-        return LmHead.BF16
-    if levers.fp8_head:
-        return LmHead.FP8
-    return LmHead.FP32_LOGITS if levers.fp32_logits else LmHead.BF16
 
 
 def roofline_columns(
@@ -35,8 +28,7 @@ def roofline_columns(
 
     Args:
         profile: decides the LM head's format and the round's bytes (a ReplaySSM verify
-            writes no KDA state snapshots; a DSpark round is not modelled: no achieved
-            bandwidth for it).
+            writes no KDA state snapshots; a DSpark round is `unit_bytes`').
         summary: the measured workload.
         facts: the engine's `describe()`: `model_config` and `config` are read.
         peak_gbps: the memory system's peak bandwidth.
@@ -51,7 +43,10 @@ def roofline_columns(
         per_token: float | None = line.step.total
         ceiling = None
         if summary.accept_length is not None and levers is not None and levers.dspark:
-            per_token = None  # the byte model has no DSpark round
+            nbytes = unit_bytes(profile, Phase.VERIFY, context_tokens=context, config=model_config)
+            round_bytes = math.fsum(nbytes.values())
+            per_token = round_bytes / summary.accept_length
+            ceiling = mtp_speedup_ceiling(summary.accept_length, round_bytes / line.step.total)
         elif summary.accept_length is not None:
             steps = (facts.get("config") or {}).get("speculative_num_steps") or NEXTN_STEPS
             cycle = mtp_cycle(

@@ -44,7 +44,7 @@ class Category(StrEnum):
     FP8_LINEAR = "fp8_linear"
     """FP8 block linears: KDA and MLA projections, shared experts, dense MLP, eh_proj."""
     BF16_LINEAR = "bf16_linear"
-    """Small BF16 GEMMs: KDA beta, the MLA output gate, the MLA w_kc/w_vc."""
+    """BF16 GEMMs: KDA beta, the MLA output gate, the MLA w_kc/w_vc; a DSpark draft's layers."""
     LM_HEAD = "lm_head"
     KDA_STATE = "kda_state"
     MLA_KV = "mla_kv"

@@ -8,6 +8,9 @@ B its bytes, N its kernel calls from the profile. BW and c are fitted by least s
 NVIDIA's measured Spark TPOTs. When the best fit has c < 0, c is held at 0 and only BW is
 fitted (`Fit.constrained`).
 
+A DSpark round is the byte model's too (`unit_bytes`): a 9-token verify and the draft's
+published parameter count; its kernels are the profiled GPU's.
+
 Two things cannot be measured on the project's GPU and are modelled instead:
 - the baseline's FlashInfer MXFP4 MoE: the baseline is projected from Humming's kernels
   (same bytes), so its residual is the gap between the two MoE runners;
@@ -44,6 +47,8 @@ NVIDIA_ROUND_STEP_RATIO: Final = 2.26
 """A NEXTN round's time over a step's, inferred from NVIDIA's published GSM8K run."""
 PUBLISHED_STACK_TPOT_MS: Final = {2.68: 18.56, 3.9: 9.72}
 """NVIDIA's measured stack TPOT at its accept length: GSM8K (2.68), synthetic 32K (3.90)."""
+PUBLISHED_DSPARK_ACCEPT: Final = 5.29
+"""inclusionAI's published accept length of the DSpark draft (spark-recipes.md section 3)."""
 HEAD_SPEEDUP_TARGET: Final = 1.10
 """The FP8-head round must be at least this much faster than the BF16-head round."""
 KERNELS_FROM: Final = {"baseline": "humming"}
@@ -231,6 +236,20 @@ class ReplaySsmProjection:
 
 
 @dataclass(frozen=True, slots=True)
+class DsparkProjection:
+    """The DSpark round against the stack's: the accept length it needs to break even."""
+
+    round_ms: float
+    stack_round_ms: float
+    break_even: float
+    """DSpark's accept length over the stack's at which both have the same TPOT."""
+    published_accept: float
+    tpot_ms_at_published_accept: float
+    gpu_round_ms: float
+    gpu_stack_round_ms: float
+
+
+@dataclass(frozen=True, slots=True)
 class SparkProjection:
     """Every profile's projection, the fit behind them, the NEXTN and ReplaySSM verdicts."""
 
@@ -240,6 +259,7 @@ class SparkProjection:
     profiles: tuple[ProfileProjection, ...]
     nextn: NextnProjection | None
     replayssm: ReplaySsmProjection | None = None
+    dspark: DsparkProjection | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form of `bench/spark-projection.json`."""
@@ -261,6 +281,7 @@ class SparkProjection:
             "profiles": [_jsonable(p) for p in self.profiles],
             "nextn": None if self.nextn is None else _jsonable(self.nextn),
             "replayssm": None if self.replayssm is None else _jsonable(self.replayssm),
+            "dspark": None if self.dspark is None else _jsonable(self.dspark),
         }
 
 
@@ -336,15 +357,31 @@ def spark_projection(
     fit = fit_spark(points)
     projections = tuple(project(n, p, m, loads[(n, p.phase)], fit) for n, p, m in units)
     nextn = _nextn(by_key, projections, fit, load_of)
-    return SparkProjection(context_tokens, fit, points, projections, nextn, _replayssm(projections))
+    return SparkProjection(
+        context_tokens,
+        fit,
+        points,
+        projections,
+        nextn,
+        _replayssm(projections),
+        _dspark(projections),
+    )
+
+
+def _rounds(
+    projections: Sequence[ProfileProjection], first: str, second: str
+) -> tuple[ProfileProjection, ProfileProjection] | None:
+    """The rounds of two profiles, when both were profiled."""
+    rounds = {p.profile: p for p in projections if p.phase is Phase.VERIFY}
+    a, b = rounds.get(first), rounds.get(second)
+    return None if a is None or b is None else (a, b)
 
 
 def _replayssm(projections: Sequence[ProfileProjection]) -> ReplaySsmProjection | None:
     """The stack's round with and without ReplaySSM verify, when both were profiled."""
-    rounds = {p.profile: p for p in projections if p.phase is Phase.VERIFY}
-    recurrent, replay = rounds.get("stack"), rounds.get("stack" + REPLAYSSM_SUFFIX)
-    if recurrent is None or replay is None:
+    if (pair := _rounds(projections, "stack", "stack" + REPLAYSSM_SUFFIX)) is None:
         return None
+    recurrent, replay = pair
     return ReplaySsmProjection(
         recurrent_round_ms=recurrent.projected_ms,
         replayssm_round_ms=replay.projected_ms,
@@ -353,6 +390,22 @@ def _replayssm(projections: Sequence[ProfileProjection]) -> ReplaySsmProjection 
         gpu_replayssm_round_ms=replay.gpu_ms,
         gpu_direction_agrees=(replay.gpu_ms < recurrent.gpu_ms)
         == (replay.projected_ms < recurrent.projected_ms),
+    )
+
+
+def _dspark(projections: Sequence[ProfileProjection]) -> DsparkProjection | None:
+    """The DSpark round against the stack's, when both were profiled."""
+    if (pair := _rounds(projections, "dspark", "stack")) is None:
+        return None
+    dspark, stack = pair
+    return DsparkProjection(
+        round_ms=dspark.projected_ms,
+        stack_round_ms=stack.projected_ms,
+        break_even=dspark.projected_ms / stack.projected_ms,
+        published_accept=PUBLISHED_DSPARK_ACCEPT,
+        tpot_ms_at_published_accept=dspark.projected_ms / PUBLISHED_DSPARK_ACCEPT,
+        gpu_round_ms=dspark.gpu_ms,
+        gpu_stack_round_ms=stack.gpu_ms,
     )
 
 

@@ -6,12 +6,22 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from app.backend.engine_config import NEXTN_STEPS, PROFILES
-from app.bench.bandwidth import lm_head
+from app.backend.engine_config import DSPARK_BLOCK, DSPARK_WINDOW, NEXTN_STEPS, PROFILES
 from app.bench.kernels import Category, Phase
 from app.telemetry.checkpoint import LmHead, ModelShape, Precision, WeightFormat
+from app.telemetry.ling_config import DSPARK_DRAFT_PARAMS
 from app.telemetry.mtp import DraftBytes, Routing, mtp_cycle
 from app.telemetry.roofline import StepBytes, decode_step_bytes
+
+
+def lm_head(profile: str) -> LmHead:
+    """How a profile serves the LM head (unknown profiles: BF16)."""
+    levers = PROFILES.get(profile)
+    if levers is None:
+        return LmHead.BF16
+    if levers.fp8_head:
+        return LmHead.FP8
+    return LmHead.FP32_LOGITS if levers.fp32_logits else LmHead.BF16
 
 
 def _small_gemm_bytes(shape: ModelShape, precision: Precision, kda: int, mla: int) -> float:
@@ -70,14 +80,8 @@ def unit_bytes(
     BF16 otherwise, one row a token. `draft_steps`, `routing` and `state_snapshots` (off
     for a ReplaySSM verify) shape a round (see `mtp_cycle`).
 
-    Raises:
-        ValueError: A round of a DSpark profile: the byte model knows NEXTN rounds only.
+    A DSpark profile's round is `_dspark_round`'s.
     """
-    if phase is Phase.VERIFY and (levers := PROFILES.get(profile)) and levers.dspark:
-        raise ValueError(
-            f"the byte model has no DSpark round ({profile}: a 5-layer BF16 draft, a 9-token "
-            "verify); it models NEXTN rounds only"
-        )
     head = lm_head(profile)
     shape, precision = ModelShape.from_config(config), Precision.from_config(config, head)
     row = shape.vocab_size * (4 if head is LmHead.FP32_LOGITS else 2)
@@ -87,6 +91,8 @@ def unit_bytes(
         )
         parts[Category.LM_HEAD] += row
         return parts
+    if (levers := PROFILES.get(profile)) and levers.dspark:
+        return _dspark_round(shape, precision, context_tokens, routing, row)
     cycle = mtp_cycle(
         shape,
         precision,
@@ -102,3 +108,24 @@ def unit_bytes(
             parts[category] += nbytes
     parts[Category.LM_HEAD] += row * (2 * draft_steps + 1)  # verify k + 1 rows, k drafts
     return dict(parts)
+
+
+def _dspark_round(
+    shape: ModelShape, precision: Precision, context_tokens: int, routing: Routing, row: float
+) -> dict[Category, float]:
+    """One DSpark round: the target's ReplaySSM verify of the block and its anchor (9 tokens),
+    then the draft's one forward over the block, whose BF16 weights are read once and whose
+    hidden states go through the target's FP8 head (a second read of it). The draft's own
+    KV cache is not counted: its attention shapes are not published (2026-12-01)."""
+    cycle = mtp_cycle(
+        shape,
+        precision,
+        context_tokens=context_tokens,
+        draft_steps=DSPARK_WINDOW - 1,
+        routing=routing,
+        state_snapshots=False,
+    )
+    parts = _step_parts(shape, precision, cycle.verify)
+    parts[Category.BF16_LINEAR] += DSPARK_DRAFT_PARAMS * 2
+    parts[Category.LM_HEAD] += cycle.verify.lm_head + row * (DSPARK_WINDOW + DSPARK_BLOCK)
+    return parts

@@ -48,3 +48,7 @@ LING_3_FLASH_CONFIG: Final[dict[str, Any]] = {
         "routed_experts_group_size": 32,
     },
 }
+
+DSPARK_DRAFT_PARAMS: Final = 1.36e9
+"""inclusionAI/Ling-3.0-flash-dspark's own parameters (BF16), as its model card gives them;
+the draft shares the target's embedding and LM head."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.bench.bandwidth import lm_head, roofline_columns
+from app.bench.bandwidth import roofline_columns
+from app.bench.unit_bytes import lm_head
 from app.telemetry.checkpoint import LmHead, ModelShape, Precision
 from app.telemetry.ling_config import LING_3_FLASH_CONFIG
 from app.telemetry.mtp import mtp_cycle
@@ -102,16 +103,14 @@ def test_without_a_tpot_only_the_model_columns_are_filled() -> None:
     assert columns.ceiling_tps > 0
 
 
-def test_a_replayssm_round_reads_fewer_bytes_and_a_dspark_round_is_not_modelled() -> None:
+def test_a_replayssm_round_reads_fewer_bytes_and_a_dspark_round_more() -> None:
     row = summary(1 / 0.01856, context_tokens=1024.0, accept_length=2.68)
-    stack = roofline_columns("stack", row, FACTS, peak_gbps=273.0)
-    replay = roofline_columns("stack+replayssm", row, FACTS, peak_gbps=273.0)
-    assert stack is not None and replay is not None
-    assert stack.achieved_gbps is not None and replay.achieved_gbps is not None
-    assert replay.achieved_gbps < stack.achieved_gbps  # the same TPOT over fewer bytes
-    assert replay.mtp_ceiling is not None and stack.mtp_ceiling is not None
-    assert replay.mtp_ceiling > stack.mtp_ceiling
-    dspark = roofline_columns("dspark", row, FACTS, peak_gbps=273.0)
-    assert dspark is not None
-    assert (dspark.achieved_gbps, dspark.peak_share, dspark.mtp_ceiling) == (None, None, None)
-    assert dspark.bytes_per_step == stack.bytes_per_step  # the plain step is still modelled
+    rows = {p: roofline_columns(p, row, FACTS, peak_gbps=273.0) for p in PROFILES_OF_A_ROUND}
+    achieved = {p: c.achieved_gbps for p, c in rows.items() if c is not None}
+    ceiling = {p: c.mtp_ceiling for p, c in rows.items() if c is not None}
+    # the same TPOT and accept length over fewer (ReplaySSM) or more (DSpark) bytes a round
+    assert achieved["stack+replayssm"] < achieved["stack"] < achieved["dspark"]
+    assert ceiling["stack+replayssm"] > ceiling["stack"] > ceiling["dspark"]
+
+
+PROFILES_OF_A_ROUND = ("stack", "stack+replayssm", "dspark")

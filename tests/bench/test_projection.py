@@ -26,7 +26,9 @@ from app.bench.kernels import (
 from app.bench.projection import PUBLISHED_CONTEXT_TOKENS, spark_projection
 from app.bench.spark_fit import FitPoint, fit_spark
 from app.bench.unit_bytes import unit_bytes
+from app.telemetry.checkpoint import LmHead, ModelShape, Precision
 from app.telemetry.ling_config import LING_3_FLASH_CONFIG
+from app.telemetry.mtp import mtp_cycle
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUNDS = 64
@@ -247,11 +249,44 @@ def test_the_target_forwards_are_counted_from_the_kda_updates() -> None:
         target_forwards(kernels[1:], 35)
 
 
-def test_a_dspark_round_is_refused_by_the_byte_model() -> None:
+def test_a_dspark_round_is_a_9_token_replayssm_verify_the_draft_s_weights_and_two_heads() -> None:
     kw: dict[str, Any] = {"context_tokens": 2048, "config": LING_3_FLASH_CONFIG}
-    with pytest.raises(ValueError, match="no DSpark round"):
-        unit_bytes("dspark", Phase.VERIFY, **kw)
-    assert unit_bytes("dspark", Phase.DECODE, **kw) == unit_bytes("humming+fp8", Phase.DECODE, **kw)
+    dspark = unit_bytes("dspark", Phase.VERIFY, **kw)
+    shape = ModelShape.from_config(LING_3_FLASH_CONFIG)
+    precision = Precision.from_config(LING_3_FLASH_CONFIG, LmHead.FP8)
+    verify = mtp_cycle(
+        shape, precision, context_tokens=2048, draft_steps=8, state_snapshots=False
+    ).verify
+    step = unit_bytes("humming+fp8", Phase.DECODE, **kw)
+    # the target's verify of 9 tokens, its KDA state without snapshots; no NEXTN draft
+    assert dspark[Category.ROUTED_EXPERTS] == verify.routed_experts
+    assert dspark[Category.KDA_STATE] == verify.kda_state
+    assert dspark[Category.MLA_KV] == verify.mla_kv
+    head, logits = 157184 * 2560 + 157184 * 4, 157184 * 2
+    assert dspark[Category.LM_HEAD] == pytest.approx(2 * head + 17 * logits, rel=1e-6)
+    assert dspark[Category.BF16_LINEAR] - step[Category.BF16_LINEAR] == pytest.approx(2.72e9)
+    assert unit_bytes("dspark", Phase.DECODE, **kw) == step
+
+
+def dspark_round() -> dict[str, Any]:
+    """A DSpark round: the stack's verify kernels and the draft's BF16 layers."""
+    data = stack_round()
+    data["kernels"].append({"name": NVJET_HEAD, "calls": 5 * ROUNDS, "total_us": 400.0 * ROUNDS})
+    return {**data, "profile": "dspark"}
+
+
+def test_the_dspark_round_is_projected_beside_the_stack_s_with_its_break_even_accept() -> None:
+    result = spark_projection(
+        [load(humming()), load(humming_fp8()), load(stack_round()), load(dspark_round())]
+    )
+    d = result.dspark
+    assert d is not None
+    assert d.round_ms > d.stack_round_ms
+    assert d.break_even == pytest.approx(d.round_ms / d.stack_round_ms)
+    assert d.tpot_ms_at_published_accept == pytest.approx(d.round_ms / 5.29)
+    assert result.to_dict()["dspark"]["break_even"] == d.break_even
+    without = spark_projection([load(humming()), load(humming_fp8()), load(stack_round())])
+    assert without.dspark is None
 
 
 def test_a_replayssm_round_drops_the_kda_state_snapshots() -> None:
