@@ -125,7 +125,8 @@ def _live_kda(model: Any) -> None:
     for layer in model.model.layers:
         if isinstance(getattr(layer, "attention", None), BailingKDA):
             layer.input_layernorm.weight.fill_(1.0)
-            layer.attention.o_proj.weight.view(torch.uint8).zero_()  # FP8 or BF16: 0 bytes
+            out = layer.attention.o_proj.weight  # FP8 (a byte a value: zero the bytes) or BF16
+            (out.view(torch.uint8) if out.element_size() == 1 else out).zero_()
 
 
 def save_kda_states(folder: Path) -> None:
