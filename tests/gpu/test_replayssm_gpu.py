@@ -38,8 +38,9 @@ pytestmark = pytest.mark.gpu
 TOKENS = 1 + 4 * 6
 """The reply's length: the prefill's token, then six rounds of 4 accepted tokens."""
 PROMPT = random.Random(7).sample(range(1000, 150000), 200)
-SAME_VERIFY = 1e-3
-"""Relative state difference allowed between two verifies of the same 4 tokens."""
+SAME_VERIFY = 1e-2
+"""Relative state difference allowed between two verifies of the same 4 tokens (their KDA
+kernels differ, the projections feeding them do not)."""
 SAME_TOKENS = 5e-2
 """... between a verify and plain decoding of the same tokens (other BF16 roundings)."""
 ONE_TOKEN_OFF = 0.2
@@ -113,10 +114,12 @@ async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeyp
         "replayssm-rejected": dict(profile="stack+replayssm", draft_known=False),
     }
     verified: dict[str, Any] = {}
+    texts: dict[str, str] = {}
     for name, kwargs in runs.items():
-        states, text = await states_after(tmp_path, monkeypatch, name, lengths=[TOKENS], **kwargs)
+        states, texts[name] = await states_after(
+            tmp_path, monkeypatch, name, lengths=[TOKENS], **kwargs
+        )
         verified[name] = states[TOKENS]
-        assert text == plain_text, f"{name} replied otherwise than plain decoding"
     reference = plain[TOKENS]
     off = {n: relative(plain[n], reference) for n in (TOKENS - 1, TOKENS + 1)}
     against_plain = {name: relative(state, reference) for name, state in verified.items()}
@@ -125,6 +128,7 @@ async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeyp
     print(f"plain decoding, one token off: {off}")
     print(f"each verify against plain decoding at {TOKENS} tokens: {against_plain}")
     print(f"ReplaySSM against the recurrent verify, the same drafts: {between:.2e}")
+    assert all(text == plain_text for text in texts.values()), "a verify changed the reply"
     assert float(reference.norm()) > 0, "the live KDA state stayed zero"
     assert min(off.values()) > ONE_TOKEN_OFF
     assert between < SAME_VERIFY
