@@ -40,6 +40,11 @@ class Levers:
     """NEXTN's verify with KDA ReplaySSM: the committed tokens' raw inputs folded into the
     state, instead of a state snapshot a draft position."""
 
+    @property
+    def kda_replayssm(self) -> bool:
+        """The verify runs KDA ReplaySSM: NEXTN's with the lever, DSpark's always."""
+        return self.replayssm or self.dspark
+
 
 PROFILES: dict[str, Levers] = {
     # Humming MoE + FP8 LM head + NEXTN MTP with a shared head: the product.

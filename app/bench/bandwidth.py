@@ -54,7 +54,7 @@ def roofline_columns(
                 Precision.from_config(model_config, head),
                 context_tokens=context,
                 draft_steps=int(steps),
-                state_snapshots=not (levers is not None and levers.replayssm),
+                state_snapshots=not (levers is not None and levers.kda_replayssm),
             )
             per_token = cycle.bytes_per_token(summary.accept_length)
             ceiling = cycle.speedup_ceiling(summary.accept_length)

@@ -57,7 +57,7 @@ class PatchPlan:
         return cls(
             fp8_head=levers.fp8_head,
             dspark=levers.dspark,
-            replayssm=levers.replayssm or levers.dspark,
+            replayssm=levers.kda_replayssm,
             log_file=log_file,
         )
 

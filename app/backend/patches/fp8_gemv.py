@@ -194,14 +194,21 @@ def _quantize_tokens(
 
 
 @triton.jit
-def _scaled_store(acc, rows, row_ok, tokens, m, scale_ptr, xs_ptr, out_ptr, stride_om):
-    """acc [rows, tokens] times both scales, stored as BF16 logits [tokens, rows]."""
+def _scaled_store(
+    acc, rows, row_ok, tokens, m, scale_ptr, xs_ptr, out_ptr, stride_om, ADD: tl.constexpr
+):
+    """acc [rows, tokens] times both scales, stored as BF16 logits [tokens, rows]; with ADD,
+    added into FP32 logits instead (`qstream`'s partial sums)."""
     token_ok = tokens < m
     scale = tl.load(scale_ptr + rows, mask=row_ok, other=0.0)
     x_scale = tl.load(xs_ptr + tokens, mask=token_ok, other=0.0)
     out = out_ptr + tokens[None, :] * stride_om + rows[:, None]
     result = acc * scale[:, None] * x_scale[None, :]
-    tl.store(out, result.to(tl.bfloat16), mask=row_ok[:, None] & token_ok[None, :])
+    mask = row_ok[:, None] & token_ok[None, :]
+    if ADD:
+        tl.atomic_add(out, result, mask=mask, sem="relaxed")
+    else:
+        tl.store(out, result.to(tl.bfloat16), mask=mask)
 
 
 @triton.jit
@@ -241,7 +248,7 @@ def _fp8_head_qdot(
         w = tl.load(w_rows + cols[None, :], mask=row_ok[:, None])
         q = tl.load(q_ptr + tokens[None, :] * K + cols[:, None], mask=token_ok[None, :], other=0.0)
         acc += tl.dot(w, q)
-    _scaled_store(acc, rows, row_ok, tokens, m, scale_ptr, xs_ptr, out_ptr, stride_om)
+    _scaled_store(acc, rows, row_ok, tokens, m, scale_ptr, xs_ptr, out_ptr, stride_om, False)
 
 
 @triton.jit
@@ -269,7 +276,7 @@ def _fp8_head_qtma(
         q = tl.load(q_ptr + tokens[None, :] * K + cols[:, None], mask=token_ok[None, :], other=0.0)
         acc += tl.dot(w, q)
     rows = first + tl.arange(0, BLOCK_N)
-    _scaled_store(acc, rows, rows < n, tokens, m, scale_ptr, xs_ptr, out_ptr, stride_om)
+    _scaled_store(acc, rows, rows < n, tokens, m, scale_ptr, xs_ptr, out_ptr, stride_om, False)
 
 
 @triton.jit
@@ -305,7 +312,9 @@ def _fp8_head_qrows(
         q = tl.load(q_ptr + tokens[None, :] * K + cols[:, None], mask=token_ok[None, :], other=0.0)
         acc += tl.dot(w, q)
         if step == k_steps - 1:
-            _scaled_store(acc, rows, row_ok, tokens, m, scale_ptr, xs_ptr, out_ptr, stride_om)
+            _scaled_store(
+                acc, rows, row_ok, tokens, m, scale_ptr, xs_ptr, out_ptr, stride_om, False
+            )
             acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
 
 
@@ -359,11 +368,7 @@ def _fp8_head_qstream(
         q = tl.load(q_ptr + tokens[None, :] * K + cols[:, None], mask=q_ok, other=0.0)
         acc += tl.dot(w, q)
         if live & ((step == k_steps - 1) | (unit == last - 1)):
-            scale = tl.load(scale_ptr + rows, mask=row_ok, other=0.0)
-            x_scale = tl.load(xs_ptr + tokens, mask=token_ok, other=0.0)
-            out = out_ptr + tokens[None, :] * stride_om + rows[:, None]
-            partial = acc * scale[:, None] * x_scale[None, :]
-            tl.atomic_add(out, partial, mask=row_ok[:, None] & token_ok[None, :], sem="relaxed")
+            _scaled_store(acc, rows, row_ok, tokens, m, scale_ptr, xs_ptr, out_ptr, stride_om, True)
             acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
 
 
