@@ -9,7 +9,8 @@
 # prepare engine ui serve engine42 graphs bench-exit dspark dspark-breakages` in 24 minutes,
 # `head prepare dspark42 bench-dspark kernels42-replayssm` in 18, and `head head-sweep
 # prepare depths42 dspark-ui kernels42-dspark replayssm` in 16.5 (then depths42 with
-# DEPTHS=1,5,7 in 5 more); `prepare` before the engines, so that no later step compiles.
+# DEPTHS=1,5,7 in 5 more), and `head head-sweep prepare replayssm-state replayssm dspark
+# caches` in 18.5; `prepare` before the engines, so that no later step compiles.
 #
 # Steps (minutes on a warm machine):
 #   flashinfer FlashInfer's import, and the JIT build and one call of the sampling kernels the
@@ -19,8 +20,8 @@
 #   head       the LM head alone at M = 1..8: BF16, FP32 logits and every FP8 kernel candidate
 #              (CUTLASS, torch._scaled_mm, the Triton GEMV tilings) against the byte floor and
 #              the weight's read ceiling; then the Triton kernels against their exact products
-#              (tests/gpu/test_fp8_gemv.py) (1); head-sweep adds the 102 tilings of
-#              fp8_gemv.SWEEP at M = 1 and 4, fastest first, each GEMV also alone (46 took 1)
+#              (tests/gpu/test_fp8_gemv.py) (1.5); head-sweep adds the 22 tilings of
+#              fp8_gemv.SWEEP at M = 1 and 4, fastest first, each GEMV also alone (99 took 1.5)
 #   prepare    `ling-chat prepare` on the 6-layer model's config: the preflight, then every JIT
 #              kernel built on the cut dummy model (7.5 on a bare machine); run again, it finds
 #              its marker and returns at once
@@ -35,7 +36,8 @@
 #              known answer, the same accept length (1.2); replayssm42 the same at 42 layers;
 #              replayssm-state: with the KDA layers live, the request's KDA state after the
 #              same reply from plain decoding, the recurrent verify and ReplaySSM (all drafts
-#              accepted, and none), four 6-layer engines one after another (untried; about 5)
+#              accepted, and none), four 6-layer engines one after another (4); it prints where
+#              each state was found first
 #   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
 #              at 42 layers, 2K context, for scripts/spark_projection.py (KERNEL_PROFILES=...)
 #   kernels42-replayssm  one verify round of the stack at 42 layers without and with KDA
@@ -275,3 +277,4 @@ for step in "$@"; do
     *) echo "unknown step: $step" >&2; exit 2 ;;
   esac
 done
+echo "== agenda done $(date +%T)"  # scripts/gpu_poll.sh returns at this line

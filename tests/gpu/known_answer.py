@@ -132,19 +132,34 @@ def _live_kda(model: Any) -> None:
 def save_kda_states(folder: Path) -> None:
     """Save each request's KDA state as SGLang releases it (before the tree caches or frees
     it) to `folder`/NNN-TOKENS.pt: NNN counts releases, TOKENS is the request's output
-    tokens; the tensor is the mamba pool's FP32 `temporal` [KDA layers, heads, V, K]."""
+    tokens. Each file is a dict: `temporal`, the mamba pool's FP32 state [KDA layers,
+    heads, V, K], and `conv`, its first conv state, both at `slot`, the slot the KDA kernels
+    index (the request's row of the pool's request-to-slot map); `held_slot`, the slot the
+    request holds; `slot_norms`, every slot's state norm [layers, slots], to find where a
+    state went."""
     from sglang.srt.managers.scheduler_components import batch_result_processor
 
     stock = batch_result_processor.release_kv_cache
     releases = itertools.count()
 
     def release_kv_cache(req: Any, tree_cache: Any, **kwargs: Any) -> Any:
-        pool = getattr(tree_cache.req_to_token_pool, "mamba_pool", None)
+        owner = tree_cache.req_to_token_pool
+        pool = getattr(owner, "mamba_pool", None)
         if pool is not None and req.kv.holds_mamba:
             torch.cuda.synchronize()
-            state = pool.mamba_cache.temporal[:, req.kv.mamba_pool_idx].float().cpu()
+            cache = pool.mamba_cache
+            row = torch.tensor([req.kv.req_pool_idx], device=cache.temporal.device)
+            slot = int(owner.translate_mamba_indices(owner.get_mamba_indices(row))[0])
+            norms = torch.linalg.vector_norm(cache.temporal.flatten(2), dim=-1, dtype=torch.float32)
+            record = {
+                "temporal": cache.temporal[:, slot].float().cpu(),
+                "conv": cache.conv[0][:, slot].float().cpu(),
+                "slot": slot,
+                "held_slot": int(req.kv.mamba_pool_idx),
+                "slot_norms": norms.cpu(),
+            }
             folder.mkdir(parents=True, exist_ok=True)
-            torch.save(state, folder / f"{next(releases):03d}-{len(req.output_ids)}.pt")
+            torch.save(record, folder / f"{next(releases):03d}-{len(req.output_ids)}.pt")
         return stock(req, tree_cache, **kwargs)
 
     batch_result_processor.release_kv_cache = release_kv_cache

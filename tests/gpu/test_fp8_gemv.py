@@ -1,19 +1,17 @@
 """The FP8 head's Triton kernels against exact references, in every tiling the head times
-and every `qstream` and `qsplit` tiling of the sweep, and compiled for the Spark's GB10
-(sm_121a) within its shared memory.
+and every tiling of the sweep, and compiled for the Spark's GB10 (sm_121a) within its
+shared memory.
 
 On the GPU machine: `python -m pytest tests/gpu/test_fp8_gemv.py --run-gpu`. Without a GPU,
 `TRITON_INTERPRET=1` runs the same checks in Triton's interpreter (torch and triton
-installed); there `widen` is left out, as Triton 3.6's interpreter cannot step a loop over
-a K that is not a compile-time constant, and so is the check of the quantization's rounding,
-which that interpreter gets wrong across a power of two. The sm_121a compile needs no GPU:
+installed), all but the check of the quantization's rounding, which Triton 3.6's
+interpreter gets wrong across a power of two. The sm_121a compile needs no GPU:
 `python -m pytest tests/gpu/test_fp8_gemv.py --run-gpu -k spark`.
 """
 
 from __future__ import annotations
 
 import os
-from itertools import pairwise
 
 import pytest
 
@@ -26,8 +24,6 @@ INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 DEVICE = "cpu" if INTERPRETED else "cuda"
 N, K = 1120, 512
 """Rows that no tile divides (masked tails) and a K of whole steps for every tiling."""
-HEAD_K = 2560
-"""The head's K: whole steps for every tiling, split evenly by every `qsplit` tiling."""
 
 
 def head(n: int = N, k: int = K) -> tuple[torch.Tensor, torch.Tensor]:
@@ -61,15 +57,12 @@ def test_tokens_are_quantized_with_one_scale_each():
 def assert_matches_the_exact_product(
     config: fp8_gemv.GemvConfig, x: torch.Tensor, rows: torch.Tensor, scale: torch.Tensor
 ) -> None:
-    """`gemv` is the exact product of what it multiplies, within BF16 and the tensor cores."""
-    if config.kernel == "widen":  # BF16 activations times the FP8 rows
-        reference = x.float() @ (rows.float() * scale[:, None]).t()
-        magnitude = x.float().abs() @ (rows.float().abs() * scale[:, None]).t()
-    else:  # FP8 activations, quantized once per token, times the FP8 rows
-        q, x_scales = fp8_gemv.quantize_tokens(x)
-        scales = scale[None, :] * x_scales[:, None]
-        reference = (q.float() @ rows.float().t()) * scales
-        magnitude = (q.float().abs() @ rows.float().abs().t()) * scales
+    """`gemv` is the exact product of what it multiplies (the FP8 activations, quantized
+    once per token, times the FP8 rows), within BF16 and the tensor cores."""
+    q, x_scales = fp8_gemv.quantize_tokens(x)
+    scales = scale[None, :] * x_scales[:, None]
+    reference = (q.float() @ rows.float().t()) * scales
+    magnitude = (q.float().abs() @ rows.float().abs().t()) * scales
     out = fp8_gemv.gemv(x, rows, scale, config)
     assert out.dtype == torch.bfloat16
     assert out.shape == reference.shape
@@ -80,62 +73,13 @@ def assert_matches_the_exact_product(
     assert bool(((out.float() - reference).abs() <= bound).all())
 
 
-@pytest.mark.parametrize("config", fp8_gemv.CONFIGS, ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "config", dict.fromkeys(fp8_gemv.CONFIGS + fp8_gemv.SWEEP), ids=lambda c: c.name
+)
 @pytest.mark.parametrize("m", [1, 3, 8])
 def test_each_tiling_matches_the_exact_product(config, m):
-    if INTERPRETED and config.kernel == "widen":
-        pytest.skip("Triton 3.6's interpreter cannot loop over a runtime K")
     rows, scale = head()
     assert_matches_the_exact_product(config, tokens(m), rows, scale)
-
-
-STREAM_CONFIGS = [c for c in fp8_gemv.SWEEP if c.kernel == "qstream"]
-
-
-@pytest.mark.parametrize("config", STREAM_CONFIGS, ids=lambda c: c.name)
-@pytest.mark.parametrize("m", [1, 3, 8])
-def test_each_stream_tiling_matches_the_exact_product(config, m):
-    # 1.5 row blocks a program, the last one masked: some blocks split between two
-    # programs, some whole in one; the runs of units as `quantized_gemv` splits them
-    programs = fp8_gemv._processors(torch.device(DEVICE)) * config.per_sm
-    n = (programs * 3 // 2 + 1) * config.block_n - 5
-    k_steps = K // config.block_k
-    units = triton.cdiv(n, config.block_n) * k_steps
-    bounds = [p * units // programs for p in range(programs + 1)]
-    assert any(start % k_steps for start in bounds)  # a run starts inside a block
-    assert any(-(-start // k_steps) * k_steps + k_steps <= end for start, end in pairwise(bounds))
-    rows, scale = head(n)
-    assert_matches_the_exact_product(config, tokens(m), rows, scale)
-
-
-def test_stream_refuses_programs_without_a_whole_row_block():
-    config = STREAM_CONFIGS[0]
-    rows, scale = head(config.block_n)  # one row block, for two programs or more
-    with pytest.raises(ValueError, match="needs a row block a program"):
-        fp8_gemv.gemv(tokens(1), rows, scale, config)
-
-
-SPLIT_CONFIGS = [c for c in fp8_gemv.SWEEP if c.kernel == "qsplit"]
-
-
-@pytest.mark.parametrize("config", SPLIT_CONFIGS, ids=lambda c: c.name)
-@pytest.mark.parametrize("m", [1, 3, 8])
-def test_each_split_tiling_matches_the_exact_product(config, m):
-    # the head's K, which every tiling splits evenly (K = 512 is two 256-wide steps)
-    assert (HEAD_K // config.block_k) % config.splits == 0
-    rows, scale = head(k=HEAD_K)
-    assert_matches_the_exact_product(config, tokens(m, HEAD_K), rows, scale)
-
-
-def test_split_refuses_slices_of_k_in_part_steps():
-    config = fp8_gemv.GemvConfig("qsplit", 64, 256, 4, 2, splits=5)  # 2 steps at K = 512
-    assert not fp8_gemv.fits(config, K)
-    rows, scale = head()
-    with pytest.raises(ValueError, match="do not fit"):
-        fp8_gemv.gemv(tokens(1), rows, scale, config)
-    q, x_scales = fp8_gemv.quantize_tokens(tokens(1))
-    with pytest.raises(ValueError, match="cannot split K=512's 2 steps"):
-        fp8_gemv.quantized_gemv(q, x_scales, rows, scale, config)
 
 
 def test_sweep_names_are_unique():
@@ -198,7 +142,6 @@ def test_qdot_compiles_for_the_spark_within_its_shared_memory(config):
         "BLOCK_N": config.block_n,
         "BLOCK_K": config.block_k,
         "PDL": config.pdl,
-        "PEEL": config.peel,
     }
     # as at run time: the head's pointers and its stride of 2,560 are multiples of 16
     kernel = compile_for_the_spark(
@@ -206,52 +149,3 @@ def test_qdot_compiles_for_the_spark_within_its_shared_memory(config):
         num_warps=config.warps, num_stages=config.stages, launch_pdl=config.pdl,
     )  # fmt: skip
     assert_streams_on_the_spark(kernel, config)
-
-
-QSPLIT_SIGNATURE = {
-    "q_ptr": "*fp8e4nv",
-    "w_ptr": "*fp8e4nv",
-    "partials_ptr": "*fp32",
-    "m": "i32",
-    "n": "i32",
-    "stride_wn": "i32",
-    "stride_ps": "i32",
-    "stride_pm": "i32",
-}
-REDUCE_SIGNATURE = {
-    "partials_ptr": "*fp32",
-    "xs_ptr": "*fp32",
-    "scale_ptr": "*fp32",
-    "out_ptr": "*bf16",
-    "m": "i32",
-    "n": "i32",
-    "stride_ps": "i32",
-    "stride_pm": "i32",
-    "stride_om": "i32",
-}
-
-
-@pytest.mark.parametrize("config", SPLIT_CONFIGS, ids=lambda c: c.name)
-def test_qsplit_compiles_for_the_spark_within_its_shared_memory(config):
-    constants = {
-        "K": 2560,
-        "SPLITS": config.splits,
-        "BLOCK_M": fp8_gemv.BLOCK_M,
-        "BLOCK_N": config.block_n,
-        "BLOCK_K": config.block_k,
-        "PDL": config.pdl,
-    }
-    # as at run time: the pointers, the head's N of 157,184 and the strides, multiples of 16
-    kernel = compile_for_the_spark(
-        fp8_gemv._fp8_head_qsplit, QSPLIT_SIGNATURE, constants, (0, 1, 2, 4, 5, 6, 7),
-        num_warps=config.warps, num_stages=config.stages, launch_pdl=config.pdl,
-    )  # fmt: skip
-    assert_streams_on_the_spark(kernel, config)
-    assert ("griddepcontrol.launch_dependents" in kernel.asm["ptx"]) == config.pdl
-    constants = {"SPLITS": config.splits, "BLOCK": fp8_gemv.REDUCE_BLOCK, "PDL": config.pdl}
-    reduce = compile_for_the_spark(
-        fp8_gemv._fp8_head_reduce, REDUCE_SIGNATURE, constants, (0, 1, 2, 3, 5, 6, 7, 8),
-        num_warps=4, launch_pdl=config.pdl,
-    )  # fmt: skip
-    assert ("griddepcontrol.wait" in reduce.asm["ptx"]) == config.pdl
-    assert "ld.global.v4" in reduce.asm["ptx"]  # the partials read in coalesced 16 bytes

@@ -5,8 +5,8 @@ tell a right KDA state from a wrong one. Here the KDA layers run live: each read
 token's embedding and adds nothing to the residual (known_answer.py, LING_CHAT_TEST_LIVE_KDA),
 so the reply is still the known answer while every KDA layer's recurrent state follows the
 tokens. After the same greedy reply of N tokens, the request's KDA state (SGLang's FP32
-`temporal`, saved as the request is released) is compared across engines booted one after
-another on the same 6-layer model:
+`temporal` at the slot the KDA kernels index, saved as the request is released) is compared
+across engines booted one after another on the same 6-layer model:
 - `humming+fp8`: plain decoding, one token a forward: the reference, at N - 1, N and N + 1
   tokens (a state one token off must differ, or the comparison could not tell);
 - `stack`, recurrent verify (per-position state snapshots), every draft accepted;
@@ -16,12 +16,16 @@ Both stack verifies project the same 4 tokens, so theirs must agree to kernel no
 decoding projects one token at a time (other GEMM tiles, other BF16 roundings), so the
 verifies must agree with it to a looser bound. Overlap scheduling and the prefix cache are
 off, so that no extra round runs after the last token and every request starts cold.
+Before any assert the test prints where each state was found: the kernels' slot against the
+slot the request holds, how far its conv state moved from one reply length to the next
+(decoding must move it), and which slots' states changed.
 
     python -m pytest tests/gpu/test_replayssm_gpu.py --run-gpu -s
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 from typing import Any
@@ -61,8 +65,9 @@ async def states_after(
     profile: str,
     lengths: list[int],
     draft_known: bool = True,
-) -> tuple[dict[int, Any], str]:
-    """Boot one engine, reply to PROMPT greedily at each length; its KDA states and reply."""
+) -> tuple[dict[int, dict[str, Any]], str]:
+    """Boot one engine, reply to PROMPT greedily at each length; its KDA releases
+    (known_answer.save_kda_states) and reply."""
     folder = tmp_path / name
     model = models.write_model_dir(tmp_path / "model", models.layers(), known_answer=True)
     monkeypatch.setenv(known_answer.KNOWN_ANSWER_ENV, "1" if draft_known else "target")
@@ -76,7 +81,7 @@ async def states_after(
         min_accept_length=1.0,
         overrides=COLD,
     )
-    states, text = {}, ""
+    releases, text = {}, ""
     try:
         async for _ in backend.start():
             pass
@@ -92,15 +97,31 @@ async def states_after(
             )
             saved = sorted(set(folder.glob("*.pt")) - before)
             assert saved, f"{name}: no KDA state was saved for the {n}-token reply"
-            states[n] = torch.load(saved[-1])
+            release = releases[n] = torch.load(saved[-1])
             print(
                 f"{name}: {n} tokens, saved {saved[-1].name}, accept "
-                f"{reply.usage.accept_length}, state norm {float(states[n].norm()):.3e}"
+                f"{reply.usage.accept_length}, kernels' slot {release['slot']}, held slot "
+                f"{release['held_slot']}, state norm {float(release['temporal'].norm()):.3e}"
             )
             text = reply.text if n == TOKENS else text
     finally:
         await backend.shutdown()
-    return states, text
+    return releases, text
+
+
+def where_states_went(name: str, releases: dict[int, dict[str, Any]]) -> None:
+    """Print, for consecutive reply lengths, how far the conv state and the KDA state at
+    the kernels' slot moved, and which slots' state norms changed between the releases."""
+    lengths = sorted(releases)
+    for shorter, longer in itertools.pairwise(lengths):
+        a, b = releases[shorter], releases[longer]
+        moved = (a["slot_norms"] - b["slot_norms"]).abs().amax(dim=0) > 0
+        print(
+            f"{name}, {shorter} -> {longer} tokens: conv moved"
+            f" {relative(b['conv'], a['conv']):.2e}, state moved"
+            f" {relative(b['temporal'], a['temporal']):.2e}, slots changed"
+            f" {moved.nonzero().flatten().tolist()}"
+        )
 
 
 async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeypatch):
@@ -116,20 +137,21 @@ async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeyp
     verified: dict[str, Any] = {}
     texts: dict[str, str] = {}
     for name, kwargs in runs.items():
-        states, texts[name] = await states_after(
+        releases, texts[name] = await states_after(
             tmp_path, monkeypatch, name, lengths=[TOKENS], **kwargs
         )
-        verified[name] = states[TOKENS]
-    reference = plain[TOKENS]
-    off = {n: relative(plain[n], reference) for n in (TOKENS - 1, TOKENS + 1)}
+        verified[name] = releases[TOKENS]["temporal"]
+    reference = plain[TOKENS]["temporal"]
+    off = {n: relative(plain[n]["temporal"], reference) for n in (TOKENS - 1, TOKENS + 1)}
     against_plain = {name: relative(state, reference) for name, state in verified.items()}
     between = relative(verified["replayssm"], verified["recurrent"])
     # Printed before the asserts: a failing run still shows every number.
+    where_states_went("plain", plain)
     print(f"plain decoding, one token off: {off}")
     print(f"each verify against plain decoding at {TOKENS} tokens: {against_plain}")
     print(f"ReplaySSM against the recurrent verify, the same drafts: {between:.2e}")
     assert all(text == plain_text for text in texts.values()), "a verify changed the reply"
     assert float(reference.norm()) > 0, "the live KDA state stayed zero"
-    assert min(off.values()) > ONE_TOKEN_OFF
+    assert min(off.values()) > ONE_TOKEN_OFF, "decoding one more token left the KDA state"
     assert between < SAME_VERIFY
     assert max(against_plain.values()) < SAME_TOKENS
