@@ -136,7 +136,7 @@ def save_kda_states(folder: Path) -> None:
     heads, V, K], and `conv`, its first conv state, both at `slot`, the slot the KDA kernels
     index (the request's row of the pool's request-to-slot map); `held_slot`, the slot the
     request holds; `slot_norms`, every slot's state norm [layers, slots], to find where a
-    state went."""
+    state went. A record that could not be read holds its `error` instead."""
     from sglang.srt.managers.scheduler_components import batch_result_processor
 
     stock = batch_result_processor.release_kv_cache
@@ -147,22 +147,29 @@ def save_kda_states(folder: Path) -> None:
         pool = getattr(owner, "mamba_pool", None)
         if pool is not None and req.kv.holds_mamba:
             torch.cuda.synchronize()
-            cache = pool.mamba_cache
-            row = torch.tensor([req.kv.req_pool_idx], device=cache.temporal.device)
-            slot = int(owner.translate_mamba_indices(owner.get_mamba_indices(row))[0])
-            norms = torch.linalg.vector_norm(cache.temporal.flatten(2), dim=-1, dtype=torch.float32)
-            record = {
-                "temporal": cache.temporal[:, slot].float().cpu(),
-                "conv": cache.conv[0][:, slot].float().cpu(),
-                "slot": slot,
-                "held_slot": int(req.kv.mamba_pool_idx),
-                "slot_norms": norms.cpu(),
-            }
+            try:
+                record = _kda_release(owner, pool.mamba_cache, req)
+            except Exception as exc:  # the test reports it; the scheduler runs on
+                record = {"error": f"{type(exc).__name__}: {exc}"}
             folder.mkdir(parents=True, exist_ok=True)
             torch.save(record, folder / f"{next(releases):03d}-{len(req.output_ids)}.pt")
         return stock(req, tree_cache, **kwargs)
 
     batch_result_processor.release_kv_cache = release_kv_cache
+
+
+def _kda_release(owner: Any, cache: Any, req: Any) -> dict[str, Any]:
+    """`save_kda_states`' record of one request, read from the mamba pool's `cache`."""
+    row = torch.tensor([req.kv.req_pool_idx], device=cache.temporal.device)
+    slot = int(owner.translate_mamba_indices(owner.get_mamba_indices(row))[0])
+    norms = torch.linalg.vector_norm(cache.temporal.flatten(2), dim=-1, dtype=torch.float32)
+    return {
+        "temporal": cache.temporal[:, slot].float().cpu(),
+        "conv": cache.conv[0][:, slot].float().cpu(),
+        "slot": slot,
+        "held_slot": int(req.kv.mamba_pool_idx),
+        "slot_norms": norms.cpu(),
+    }
 
 
 @torch.no_grad()

@@ -98,6 +98,8 @@ async def states_after(
             saved = sorted(set(folder.glob("*.pt")) - before)
             assert saved, f"{name}: no KDA state was saved for the {n}-token reply"
             release = releases[n] = torch.load(saved[-1])
+            if "error" in release:
+                pytest.fail(f"{name}: the KDA state could not be read: {release['error']}")
             print(
                 f"{name}: {n} tokens, saved {saved[-1].name}, accept "
                 f"{reply.usage.accept_length}, kernels' slot {release['slot']}, held slot "
