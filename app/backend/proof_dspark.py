@@ -47,11 +47,16 @@ def _line(key: str, ok: bool, evidence: str) -> ProofLine:
 
 def _dspark(facts: Mapping[str, Any]) -> Mapping[str, Any] | str:
     """The `dspark` fact, or why it cannot be judged."""
-    value = facts.get("dspark")
+    return _fact(facts, "dspark", "no DSpark worker")
+
+
+def _fact(facts: Mapping[str, Any], key: str, absent: str) -> Mapping[str, Any] | str:
+    """The fact `key`, or why it cannot be judged (`absent`: what its absence means)."""
+    value = facts.get(key)
     if value is None:
-        return "dspark: not reported by the engine (no DSpark worker)"
+        return f"{key}: not reported by the engine ({absent})"
     if "error" in value:
-        return f"dspark: {value['error']}"
+        return f"{key}: {value['error']}"
     return value
 
 
@@ -117,7 +122,10 @@ def replayssm(facts: Mapping[str, Any], levers: Levers) -> ProofLine:
     d = _dspark(facts)
     if isinstance(d, str):
         return _line("replayssm", False, d)
-    return _line("replayssm", *proof_replayssm.judge(d["replayssm"], d["verify_window"] or 0))
+    ring = _fact(facts, "replayssm", "no KDA state pool")
+    if isinstance(ring, str):
+        return _line("replayssm", False, ring)
+    return _line("replayssm", *proof_replayssm.judge(ring, d["verify_window"] or 0))
 
 
 def graphs(facts: Mapping[str, Any], levers: Levers) -> ProofLine:

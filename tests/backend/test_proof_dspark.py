@@ -27,7 +27,7 @@ def test_healthy_dspark_passes_every_line_with_the_dspark_lines_in_place_of_next
 
 def _with(path: tuple[str, ...], value: Any) -> dict[str, Any]:
     facts = copy.deepcopy(dspark_facts())
-    node = facts["dspark"]
+    node = facts
     for key in path[:-1]:
         node = node[key]
     node[path[-1]] = value
@@ -35,37 +35,41 @@ def _with(path: tuple[str, ...], value: Any) -> dict[str, Any]:
 
 
 BREAKS = {
-    "NEXTN's worker instead": (("worker",), "EAGLEWorkerV2", "dspark"),
-    "another draft class": (("draft_class",), "Qwen3DSparkModel", "dspark"),
-    "a private copy of the head": (("head", "is_target_head"), False, "dspark_head"),
-    "own embeddings": (("head", "embed_is_target_embed"), False, "dspark_head"),
+    "NEXTN's worker instead": (("dspark", "worker"), "EAGLEWorkerV2", "dspark"),
+    "another draft class": (("dspark", "draft_class"), "Qwen3DSparkModel", "dspark"),
+    "a private copy of the head": (("dspark", "head", "is_target_head"), False, "dspark_head"),
+    "own embeddings": (("dspark", "head", "embed_is_target_embed"), False, "dspark_head"),
     "a BF16 view of the FP8 head": (
-        ("head", "quant_method"),
+        ("dspark", "head", "quant_method"),
         "UnquantizedEmbeddingMethod",
         "dspark_head",
     ),
-    "the head left BF16": (("head", "weight_dtype"), "bfloat16", "dspark_head"),
-    "SGLang skips the head's method": (("head", "applies_quant_method"), False, "dspark_head"),
+    "the head left BF16": (("dspark", "head", "weight_dtype"), "bfloat16", "dspark_head"),
+    "SGLang skips the head's method": (
+        ("dspark", "head", "applies_quant_method"),
+        False,
+        "dspark_head",
+    ),
     "a BF16 matmul in the draft's capture": (
-        ("projections_captured",),
+        ("dspark", "projections_captured"),
         {"LingFp8LMHeadMethod": 1, "UnquantizedEmbeddingMethod": 1},
         "dspark_head",
     ),
-    "no draft projection captured": (("projections_captured",), {}, "dspark_head"),
+    "no draft projection captured": (("dspark", "projections_captured"), {}, "dspark_head"),
     "the FP8 method never ran in the draft's capture": (
-        ("fp8_calls_in_draft_capture",),
+        ("dspark", "fp8_calls_in_draft_capture"),
         0,
         "dspark_head",
     ),
-    "block 7": (("gamma",), 7, "dspark_block"),
-    "window 8": (("verify_window",), 8, "dspark_block"),
+    "block 7": (("dspark", "gamma"), 7, "dspark_block"),
+    "window 8": (("dspark", "verify_window"), 8, "dspark_block"),
     "ReplaySSM off": (("replayssm", "spec_enabled"), False, "replayssm"),
     "ReplaySSM without the KDA fold": (("replayssm", "kda_fold"), False, "replayssm"),
     "a ring of 16": (("replayssm", "ring_len"), 16, "replayssm"),
     "a ring of 24": (("replayssm", "ring_len"), 24, "replayssm"),
     "no ring allocated": (("replayssm", "ring_allocated"), False, "replayssm"),
-    "no draft graph": (("graph_runners", "draft_decode"), False, "dspark_graphs"),
-    "no verify graph": (("graph_runners",), {"draft_decode": True}, "dspark_graphs"),
+    "no draft graph": (("dspark", "graph_runners", "draft_decode"), False, "dspark_graphs"),
+    "no verify graph": (("dspark", "graph_runners"), {"draft_decode": True}, "dspark_graphs"),
 }
 
 

@@ -11,7 +11,7 @@ SGLang attributes read: `scheduler.draft_worker` (`DSparkWorkerV2`): `.draft_mod
 (`embed_tokens`, `lm_head`, `layers`, `markov_head`, `block_size`), `.gamma`,
 `.verify_num_draft_tokens`, `._resolve_target_embed_tokens` (the embedding SGLang
 shares), `.draft_model_runner.decode_cuda_graph_runner`; the target runner's
-`decode_cuda_graph_runner`; its ReplaySSM verify through app/backend/patches/replayssm.py.
+`decode_cuda_graph_runner` (its ReplaySSM verify: app/backend/patches/replayssm.py).
 Wrapped: `models.dspark.project_through_lm_head`.
 """
 
@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from collections import Counter
 from typing import Any
-
-from app.backend.patches import replayssm
 
 PROJECTIONS: Counter[str] = Counter()
 """Draft head projections during graph capture, by the head's quant method."""
@@ -80,7 +78,6 @@ def collect(scheduler: Any) -> dict[str, Any]:
         },
         "projections_captured": dict(PROJECTIONS),
         "fp8_calls_in_draft_capture": COUNTS["fp8_calls_in_draft_capture"],
-        "replayssm": replayssm.collect(scheduler),
         "graph_runners": {
             "target_verify": runner.decode_cuda_graph_runner is not None,
             "draft_decode": spec.draft_model_runner.decode_cuda_graph_runner is not None,
