@@ -36,8 +36,10 @@
 #              known answer, the same accept length (1.2); replayssm42 the same at 42 layers;
 #              replayssm-state: with the KDA layers live, the request's KDA state after the
 #              same reply from plain decoding, the recurrent verify and ReplaySSM (all drafts
-#              accepted, and none), four 6-layer engines one after another (4); it prints where
-#              each state was found first
+#              accepted, and none), four 6-layer engines one after another (7.5); it prints
+#              where each state was found first; kda-moves: its precondition, that plain
+#              decoding moves the state, with CUDA graphs off (each first-layer KDA decode call
+#              logged: slots, input, conv and state norms before and after) and on (3.5)
 #   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
 #              at 42 layers, 2K context, for scripts/spark_projection.py (KERNEL_PROFILES=...)
 #   kernels42-replayssm  one verify round of the stack at 42 layers without and with KDA
@@ -106,6 +108,7 @@
 # warm-up, and the `baseline` profile has no MoE. Each step also keeps the end of every SGLang
 # log it wrote, as NAME.sglang-N.log.
 set -u
+echo $$ >/root/agenda.pid 2>/dev/null || true  # scripts/gpu_poll.sh: is an agenda running
 OUT="${OUT:-/tmp/gpu-out}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -212,10 +215,11 @@ for step in "$@"; do
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
         gpu_tests engine42 560 tests/gpu/test_engine_gpu.py -k "stack_passes and recurrent" ;;
     replayssm) gpu_tests replayssm 400 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;
-    replayssm-state) gpu_tests replayssm-state 560 tests/gpu/test_replayssm_gpu.py ;;
+    replayssm-state) gpu_tests replayssm-state 560 tests/gpu/test_replayssm_gpu.py -k keeps_the_kda_state ;;
     replayssm42)
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
         gpu_tests replayssm42 400 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;
+    kda-moves) gpu_tests kda-moves 400 tests/gpu/test_replayssm_gpu.py -k plain_decoding_moves ;;
     kernels42)
       run kernels42 560 python3 scripts/gpu_kernel_profile.py /root/k42 --layers 42 \
         --profiles "${KERNEL_PROFILES:-humming+fp8,stack}" --known-answer

@@ -9,7 +9,8 @@ Environment (set by the test before the engine starts; spawned children inherit 
   target's only, the NEXTN draft keeps its dummy weights (its drafts are then rejected);
 - LING_CHAT_TEST_LIVE_KDA=1: with known-answer weights, the KDA layers keep their inputs and
   lose only their output, so their state follows the tokens while the answer stays known;
-- LING_CHAT_TEST_KDA_STATE_DIR: save each released request's KDA state there (`save_kda_states`);
+- LING_CHAT_TEST_KDA_STATE_DIR: save each released request's KDA state there (`save_kda_states`),
+  and each eager KDA decode step's first-layer state at its slot (`probe_kda_decode`);
 - LING_CHAT_TEST_BREAKAGE: one of BREAKAGES, undoing part of ling-chat's changes.
 """
 
@@ -73,6 +74,7 @@ def run_scheduler_process(*args: Any, **kwargs: Any) -> None:
         install_known_answer(draft=known == "1")
     if state_dir := os.environ.get(KDA_STATE_DIR_ENV):
         save_kda_states(Path(state_dir))
+        probe_kda_decode(Path(state_dir))
     breakage = os.environ.get(BREAKAGE_ENV)
     if breakage:
         break_it(breakage)
@@ -156,6 +158,45 @@ def save_kda_states(folder: Path) -> None:
         return stock(req, tree_cache, **kwargs)
 
     batch_result_processor.release_kv_cache = release_kv_cache
+
+
+def probe_kda_decode(folder: Path) -> None:
+    """Append one line a KDA decode call of the first KDA layer to `folder`/decode-probe.txt:
+    its slots, and the input, conv state and state norms at them before and after. Decode
+    runs this Python only when it is not replayed from a CUDA graph (captures included)."""
+    from sglang.srt.layers.attention.linear.kda_backend import KDAAttnBackend
+
+    stock = KDAAttnBackend.forward_decode
+    first: list[int] = []
+
+    def forward_decode(self: Any, layer: Any, forward_batch: Any, mixed_qkv: Any, *args: Any,
+                       **kwargs: Any) -> Any:  # fmt: skip
+        first[:] = first or [layer.layer_id]
+        if layer.layer_id != first[0]:
+            return stock(self, layer, forward_batch, mixed_qkv, *args, **kwargs)
+        cache = self.req_to_token_pool.mamba2_layer_cache(layer.layer_id)
+        slots = self.forward_metadata.mamba_cache_indices.long()
+
+        def norms() -> str:
+            held = slots.clamp(min=0)
+            conv, state = cache.conv[0][held].float().norm(), cache.temporal[held].norm()
+            return f"conv {float(conv):.4e} state {float(state):.4e}"
+
+        before = norms()
+        out = stock(self, layer, forward_batch, mixed_qkv, *args, **kwargs)
+        torch.cuda.synchronize()
+        qkv = mixed_qkv[0] if isinstance(mixed_qkv, tuple) else mixed_qkv
+        line = (
+            f"layer {layer.layer_id} slots {slots.tolist()} seq_lens "
+            f"{forward_batch.seq_lens.tolist()} input {float(qkv.float().norm()):.4e}; "
+            f"before {before}; after {norms()}\n"
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "decode-probe.txt", "a") as probe:
+            probe.write(line)
+        return out
+
+    KDAAttnBackend.forward_decode = forward_decode
 
 
 def _kda_release(owner: Any, cache: Any, req: Any) -> dict[str, Any]:

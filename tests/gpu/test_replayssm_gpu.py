@@ -65,6 +65,7 @@ async def states_after(
     profile: str,
     lengths: list[int],
     draft_known: bool = True,
+    overrides: dict[str, Any] | None = None,
 ) -> tuple[dict[int, dict[str, Any]], str]:
     """Boot one engine, reply to PROMPT greedily at each length; its KDA releases
     (known_answer.save_kda_states) and reply."""
@@ -79,7 +80,7 @@ async def states_after(
         folder / "logs",
         profile=profile,
         min_accept_length=1.0,
-        overrides=COLD,
+        overrides={**COLD, **(overrides or {})},
     )
     releases, text = {}, ""
     try:
@@ -124,6 +125,26 @@ def where_states_went(name: str, releases: dict[int, dict[str, Any]]) -> None:
             f" {relative(b['temporal'], a['temporal']):.2e}, slots changed"
             f" {moved.nonzero().flatten().tolist()}"
         )
+
+
+@pytest.mark.parametrize("graphs", ["eager", "graphs"])
+async def test_plain_decoding_moves_the_kda_state(tmp_path, monkeypatch, graphs):
+    """The comparison below can tell states apart only if decoding moves the state; eager
+    decoding (no CUDA graphs) also logs each first-layer KDA decode call."""
+    overrides = {"disable_cuda_graph": True} if graphs == "eager" else {}
+    lengths = [TOKENS - 1, TOKENS, TOKENS + 1]
+    plain, _ = await states_after(
+        tmp_path, monkeypatch, "plain", profile="humming+fp8", lengths=lengths,
+        overrides=overrides,
+    )  # fmt: skip
+    where_states_went(f"plain ({graphs})", plain)
+    probe = tmp_path / "plain" / "decode-probe.txt"
+    lines = probe.read_text().splitlines() if probe.exists() else ["no KDA decode call ran"]
+    print(f"{len(lines)} first-layer KDA decode calls, the last 30:", *lines[-30:], sep="\n  ")
+    reference = plain[TOKENS]["temporal"]
+    off = {n: relative(plain[n]["temporal"], reference) for n in (TOKENS - 1, TOKENS + 1)}
+    print(f"plain decoding ({graphs}), one token off: {off}")
+    assert min(off.values()) > ONE_TOKEN_OFF, "decoding one more token left the KDA state"
 
 
 async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeypatch):
