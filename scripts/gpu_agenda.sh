@@ -38,8 +38,8 @@
 #              same reply from plain decoding, the recurrent verify and ReplaySSM (all drafts
 #              accepted, and none), four 6-layer engines one after another (7.5); it prints
 #              where each state was found first; kda-moves: its precondition, that plain
-#              decoding moves the state, with CUDA graphs off (each first-layer KDA decode call
-#              logged: slots, input, conv and state norms before and after) and on (3.5)
+#              decoding moves the state, with CUDA graphs off and on, each decode step
+#              logged: its slots, the KDA kernels', conv and state norms before and after (3.5)
 #   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
 #              at 42 layers, 2K context, for scripts/spark_projection.py (KERNEL_PROFILES=...)
 #   kernels42-replayssm  one verify round of the stack at 42 layers without and with KDA

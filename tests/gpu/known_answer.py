@@ -10,7 +10,7 @@ Environment (set by the test before the engine starts; spawned children inherit 
 - LING_CHAT_TEST_LIVE_KDA=1: with known-answer weights, the KDA layers keep their inputs and
   lose only their output, so their state follows the tokens while the answer stays known;
 - LING_CHAT_TEST_KDA_STATE_DIR: save each released request's KDA state there (`save_kda_states`),
-  and each eager KDA decode step's first-layer state at its slot (`probe_kda_decode`);
+  and the KDA state at each decode step's slots (`probe_kda_decode`);
 - LING_CHAT_TEST_BREAKAGE: one of BREAKAGES, undoing part of ling-chat's changes.
 """
 
@@ -161,42 +161,58 @@ def save_kda_states(folder: Path) -> None:
 
 
 def probe_kda_decode(folder: Path) -> None:
-    """Append one line a KDA decode call of the first KDA layer to `folder`/decode-probe.txt:
-    its slots, and the input, conv state and state norms at them before and after. Decode
-    runs this Python only when it is not replayed from a CUDA graph (captures included)."""
-    from sglang.srt.layers.attention.linear.kda_backend import KDAAttnBackend
+    """Append one line a decode or verify forward to `folder`/decode-probe.txt: the slots the
+    request map gives and the slots the KDA kernels were handed, and the KDA conv and state
+    norms at those slots and over the whole pool, before and after. It wraps the model
+    runner's forward, so it sees steps replayed from CUDA graphs as well as eager ones."""
+    from sglang.srt.model_executor.model_runner import ModelRunner
 
-    stock = KDAAttnBackend.forward_decode
-    first: list[int] = []
+    stock = ModelRunner.forward
 
-    def forward_decode(self: Any, layer: Any, forward_batch: Any, mixed_qkv: Any, *args: Any,
-                       **kwargs: Any) -> Any:  # fmt: skip
-        first[:] = first or [layer.layer_id]
-        if layer.layer_id != first[0]:
-            return stock(self, layer, forward_batch, mixed_qkv, *args, **kwargs)
-        cache = self.req_to_token_pool.mamba2_layer_cache(layer.layer_id)
-        slots = self.forward_metadata.mamba_cache_indices.long()
-
-        def norms() -> str:
-            held = slots.clamp(min=0)
-            conv, state = cache.conv[0][held].float().norm(), cache.temporal[held].norm()
-            return f"conv {float(conv):.4e} state {float(state):.4e}"
-
-        before = norms()
-        out = stock(self, layer, forward_batch, mixed_qkv, *args, **kwargs)
+    def forward(self: Any, forward_batch: Any, *args: Any, **kwargs: Any) -> Any:
+        pool = self.req_to_token_pool
+        cache = getattr(getattr(pool, "mamba_pool", None), "mamba_cache", None)
+        mode = forward_batch.forward_mode
+        if cache is None or not (mode.is_decode() or mode.is_target_verify()):
+            return stock(self, forward_batch, *args, **kwargs)
+        try:
+            rows = forward_batch.req_pool_indices
+            slots = pool.translate_mamba_indices(pool.get_mamba_indices(rows)).long()
+            torch.cuda.synchronize()
+            before = _pool_norms(cache, slots)
+        except Exception as exc:  # the test prints it; the scheduler runs on
+            _probe_write(folder, f"{mode.name}: probe failed: {type(exc).__name__}: {exc}")
+            return stock(self, forward_batch, *args, **kwargs)
+        out = stock(self, forward_batch, *args, **kwargs)
         torch.cuda.synchronize()
-        qkv = mixed_qkv[0] if isinstance(mixed_qkv, tuple) else mixed_qkv
-        line = (
-            f"layer {layer.layer_id} slots {slots.tolist()} seq_lens "
-            f"{forward_batch.seq_lens.tolist()} input {float(qkv.float().norm()):.4e}; "
-            f"before {before}; after {norms()}\n"
+        linear = getattr(self.attn_backend, "linear_attn_backend", None)
+        handed = getattr(getattr(linear, "forward_metadata", None), "mamba_cache_indices", None)
+        _probe_write(
+            folder,
+            f"{mode.name} rows {rows.tolist()} slots {slots.tolist()} kernels' slots "
+            f"{handed.tolist() if handed is not None else None} seq_lens "
+            f"{forward_batch.seq_lens.tolist()}; before {before}; after "
+            f"{_pool_norms(cache, slots)}",
         )
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / "decode-probe.txt", "a") as probe:
-            probe.write(line)
         return out
 
-    KDAAttnBackend.forward_decode = forward_decode
+    ModelRunner.forward = forward
+
+
+def _pool_norms(cache: Any, slots: Any) -> str:
+    """The first conv state's and the KDA state's norms at `slots` and over the pool."""
+    conv, state = cache.conv[0], cache.temporal
+    return (
+        f"conv {float(conv[:, slots].float().norm()):.6e} state "
+        f"{float(state[:, slots].norm()):.6e}, pool conv {float(conv.float().norm()):.6e} "
+        f"state {float(state.norm()):.6e}"
+    )
+
+
+def _probe_write(folder: Path, line: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "decode-probe.txt", "a") as probe:
+        probe.write(line + "\n")
 
 
 def _kda_release(owner: Any, cache: Any, req: Any) -> dict[str, Any]:
