@@ -37,9 +37,10 @@
 #              replayssm-state: with the KDA layers live, the request's KDA state after the
 #              same reply from plain decoding, the recurrent verify and ReplaySSM (all drafts
 #              accepted, and none), four 6-layer engines one after another (7.5); it prints
-#              where each state was found first; kda-moves: its precondition, that plain
-#              decoding moves the state, with CUDA graphs off and on, each decode step
-#              logged: its slots, the KDA kernels', conv and state norms before and after (3.5)
+#              where each state was found first (replayssm-state-eager: the same without CUDA
+#              graphs, 7.5); kda-moves: its precondition, that plain decoding moves the state,
+#              without CUDA graphs and with them, each decode step logged: its slots, the KDA
+#              kernels', the conv and state norms before and after (3.5)
 #   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
 #              at 42 layers, 2K context, for scripts/spark_projection.py (KERNEL_PROFILES=...)
 #   kernels42-replayssm  one verify round of the stack at 42 layers without and with KDA
@@ -215,7 +216,8 @@ for step in "$@"; do
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
         gpu_tests engine42 560 tests/gpu/test_engine_gpu.py -k "stack_passes and recurrent" ;;
     replayssm) gpu_tests replayssm 400 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;
-    replayssm-state) gpu_tests replayssm-state 560 tests/gpu/test_replayssm_gpu.py -k keeps_the_kda_state ;;
+    replayssm-state) gpu_tests replayssm-state 560 tests/gpu/test_replayssm_gpu.py -k "keeps_the_kda_state and graphs" ;;
+    replayssm-state-eager) gpu_tests replayssm-state-eager 560 tests/gpu/test_replayssm_gpu.py -k "keeps_the_kda_state and eager" ;;
     replayssm42)
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
         gpu_tests replayssm42 400 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;

@@ -18,7 +18,8 @@ verifies must agree with it to a looser bound. Overlap scheduling and the prefix
 off, so that no extra round runs after the last token and every request starts cold.
 Before any assert the test prints where each state was found: the kernels' slot against the
 slot the request holds, how far its conv state moved from one reply length to the next
-(decoding must move it), and which slots' states changed.
+(decoding must move it), and which slots' states changed. The precondition has a test of
+its own, each decode step's state logged. Both run with CUDA graphs and without.
 
     python -m pytest tests/gpu/test_replayssm_gpu.py --run-gpu -s
 """
@@ -50,6 +51,8 @@ SAME_TOKENS = 5e-2
 ONE_TOKEN_OFF = 0.2
 """The least relative difference a state one token off must show."""
 COLD = {"disable_overlap_schedule": True, "disable_radix_cache": True}
+EAGER = {"disable_cuda_graph": True}
+"""Each test also runs without CUDA graphs: a state that moves only there points at the graphs."""
 
 
 def relative(a: Any, b: Any) -> float:
@@ -132,7 +135,7 @@ async def test_plain_decoding_moves_the_kda_state(tmp_path, monkeypatch, graphs)
     """The comparison below can tell states apart only if decoding moves the state. Each
     decode step's slots and KDA state norms are logged (known_answer.probe_kda_decode),
     with CUDA graphs off and on."""
-    overrides = {"disable_cuda_graph": True} if graphs == "eager" else {}
+    overrides = EAGER if graphs == "eager" else {}
     lengths = [TOKENS - 1, TOKENS, TOKENS + 1]
     plain, _ = await states_after(
         tmp_path, monkeypatch, "plain", profile="humming+fp8", lengths=lengths,
@@ -148,11 +151,14 @@ async def test_plain_decoding_moves_the_kda_state(tmp_path, monkeypatch, graphs)
     assert min(off.values()) > ONE_TOKEN_OFF, "decoding one more token left the KDA state"
 
 
-async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeypatch):
+@pytest.mark.parametrize("graphs", ["graphs", "eager"])
+async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeypatch, graphs):
+    overrides = EAGER if graphs == "eager" else {}
     lengths = [TOKENS - 1, TOKENS, TOKENS + 1]
     plain, plain_text = await states_after(
-        tmp_path, monkeypatch, "plain", profile="humming+fp8", lengths=lengths
-    )
+        tmp_path, monkeypatch, "plain", profile="humming+fp8", lengths=lengths,
+        overrides=overrides,
+    )  # fmt: skip
     runs = {
         "recurrent": dict(profile="stack"),
         "replayssm": dict(profile="stack+replayssm"),
@@ -162,7 +168,7 @@ async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeyp
     texts: dict[str, str] = {}
     for name, kwargs in runs.items():
         releases, texts[name] = await states_after(
-            tmp_path, monkeypatch, name, lengths=[TOKENS], **kwargs
+            tmp_path, monkeypatch, name, lengths=[TOKENS], overrides=overrides, **kwargs
         )
         verified[name] = releases[TOKENS]["temporal"]
     reference = plain[TOKENS]["temporal"]
