@@ -130,17 +130,23 @@ def where_states_went(name: str, releases: dict[int, dict[str, Any]]) -> None:
         )
 
 
+async def plain_states(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, graphs: str
+) -> tuple[dict[int, dict[str, Any]], str]:
+    """Plain decoding's releases at TOKENS - 1, TOKENS and TOKENS + 1, with CUDA graphs or
+    without ("eager"), and its reply."""
+    return await states_after(
+        tmp_path, monkeypatch, "plain", profile="humming+fp8",
+        lengths=[TOKENS - 1, TOKENS, TOKENS + 1], overrides=EAGER if graphs == "eager" else {},
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("graphs", ["eager", "graphs"])
 async def test_plain_decoding_moves_the_kda_state(tmp_path, monkeypatch, graphs):
     """The comparison below can tell states apart only if decoding moves the state. Each
     decode step's slots and KDA state norms are logged (known_answer.probe_kda_decode),
     with CUDA graphs off and on."""
-    overrides = EAGER if graphs == "eager" else {}
-    lengths = [TOKENS - 1, TOKENS, TOKENS + 1]
-    plain, _ = await states_after(
-        tmp_path, monkeypatch, "plain", profile="humming+fp8", lengths=lengths,
-        overrides=overrides,
-    )  # fmt: skip
+    plain, _ = await plain_states(tmp_path, monkeypatch, graphs)
     where_states_went(f"plain ({graphs})", plain)
     probe = tmp_path / "plain" / "decode-probe.txt"
     lines = probe.read_text().splitlines() if probe.exists() else ["no decode step ran"]
@@ -154,11 +160,7 @@ async def test_plain_decoding_moves_the_kda_state(tmp_path, monkeypatch, graphs)
 @pytest.mark.parametrize("graphs", ["graphs", "eager"])
 async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeypatch, graphs):
     overrides = EAGER if graphs == "eager" else {}
-    lengths = [TOKENS - 1, TOKENS, TOKENS + 1]
-    plain, plain_text = await states_after(
-        tmp_path, monkeypatch, "plain", profile="humming+fp8", lengths=lengths,
-        overrides=overrides,
-    )  # fmt: skip
+    plain, plain_text = await plain_states(tmp_path, monkeypatch, graphs)
     runs = {
         "recurrent": dict(profile="stack"),
         "replayssm": dict(profile="stack+replayssm"),
