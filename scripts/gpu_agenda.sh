@@ -109,7 +109,7 @@
 # warm-up, and the `baseline` profile has no MoE. Each step also keeps the end of every SGLang
 # log it wrote, as NAME.sglang-N.log.
 set -u
-echo $$ >/root/agenda.pid 2>/dev/null || true  # scripts/gpu_poll.sh: is an agenda running
+echo $$ 2>/dev/null >/root/agenda.pid || true  # scripts/gpu_poll.sh: is an agenda running
 OUT="${OUT:-/tmp/gpu-out}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
