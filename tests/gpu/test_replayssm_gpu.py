@@ -130,15 +130,25 @@ def where_states_went(name: str, releases: dict[int, dict[str, Any]]) -> None:
         )
 
 
+def graph_overrides(graphs: str) -> dict[str, Any]:
+    """The engine overrides of a run with CUDA graphs ("graphs") or without ("eager")."""
+    return EAGER if graphs == "eager" else {}
+
+
 async def plain_states(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, graphs: str
 ) -> tuple[dict[int, dict[str, Any]], str]:
-    """Plain decoding's releases at TOKENS - 1, TOKENS and TOKENS + 1, with CUDA graphs or
-    without ("eager"), and its reply."""
+    """Plain decoding's releases at TOKENS - 1, TOKENS and TOKENS + 1, and its reply."""
     return await states_after(
         tmp_path, monkeypatch, "plain", profile="humming+fp8",
-        lengths=[TOKENS - 1, TOKENS, TOKENS + 1], overrides=EAGER if graphs == "eager" else {},
+        lengths=[TOKENS - 1, TOKENS, TOKENS + 1], overrides=graph_overrides(graphs),
     )  # fmt: skip
+
+
+def one_token_off(plain: dict[int, dict[str, Any]]) -> dict[int, float]:
+    """How far plain decoding's state one token short and one token long is from TOKENS'."""
+    reference = plain[TOKENS]["temporal"]
+    return {n: relative(plain[n]["temporal"], reference) for n in (TOKENS - 1, TOKENS + 1)}
 
 
 @pytest.mark.parametrize("graphs", ["eager", "graphs"])
@@ -151,15 +161,14 @@ async def test_plain_decoding_moves_the_kda_state(tmp_path, monkeypatch, graphs)
     probe = tmp_path / "plain" / "decode-probe.txt"
     lines = probe.read_text().splitlines() if probe.exists() else ["no decode step ran"]
     print(f"{len(lines)} decode steps, the last 30:", *lines[-30:], sep="\n  ")
-    reference = plain[TOKENS]["temporal"]
-    off = {n: relative(plain[n]["temporal"], reference) for n in (TOKENS - 1, TOKENS + 1)}
+    off = one_token_off(plain)
     print(f"plain decoding ({graphs}), one token off: {off}")
     assert min(off.values()) > ONE_TOKEN_OFF, "decoding one more token left the KDA state"
 
 
 @pytest.mark.parametrize("graphs", ["graphs", "eager"])
 async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeypatch, graphs):
-    overrides = EAGER if graphs == "eager" else {}
+    overrides = graph_overrides(graphs)
     plain, plain_text = await plain_states(tmp_path, monkeypatch, graphs)
     runs = {
         "recurrent": dict(profile="stack"),
@@ -174,7 +183,7 @@ async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeyp
         )
         verified[name] = releases[TOKENS]["temporal"]
     reference = plain[TOKENS]["temporal"]
-    off = {n: relative(plain[n]["temporal"], reference) for n in (TOKENS - 1, TOKENS + 1)}
+    off = one_token_off(plain)
     against_plain = {name: relative(state, reference) for name, state in verified.items()}
     between = relative(verified["replayssm"], verified["recurrent"])
     # Printed before the asserts: a failing run still shows every number.
