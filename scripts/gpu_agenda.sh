@@ -38,9 +38,7 @@
 #              same reply from plain decoding, the recurrent verify and ReplaySSM (all drafts
 #              accepted, and none), four 6-layer engines one after another (7.5); it prints
 #              where each state was found first (replayssm-state-eager: the same without CUDA
-#              graphs, 7.5); kda-moves: its precondition, that plain decoding moves the state,
-#              without CUDA graphs and with them, each decode step logged: its slots, the KDA
-#              kernels', the conv and state norms before and after (3.5)
+#              graphs, 7.5)
 #   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
 #              at 42 layers, 2K context, for scripts/spark_projection.py (KERNEL_PROFILES=...)
 #   kernels42-replayssm  one verify round of the stack at 42 layers without and with KDA
@@ -221,7 +219,6 @@ for step in "$@"; do
     replayssm42)
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
         gpu_tests replayssm42 400 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;
-    kda-moves) gpu_tests kda-moves 400 tests/gpu/test_replayssm_gpu.py -k plain_decoding_moves ;;
     kernels42)
       run kernels42 560 python3 scripts/gpu_kernel_profile.py /root/k42 --layers 42 \
         --profiles "${KERNEL_PROFILES:-humming+fp8,stack}" --known-answer

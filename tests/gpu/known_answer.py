@@ -9,8 +9,7 @@ Environment (set by the test before the engine starts; spawned children inherit 
   target's only, the NEXTN draft keeps its dummy weights (its drafts are then rejected);
 - LING_CHAT_TEST_LIVE_KDA=1: with known-answer weights, the KDA layers keep their inputs and
   lose only their output, so their state follows the tokens while the answer stays known;
-- LING_CHAT_TEST_KDA_STATE_DIR: save each released request's KDA state there (`save_kda_states`),
-  and the KDA state at each decode step's slots (`probe_kda_decode`);
+- LING_CHAT_TEST_KDA_STATE_DIR: save each released request's KDA state there (`save_kda_states`);
 - LING_CHAT_TEST_BREAKAGE: one of BREAKAGES, undoing part of ling-chat's changes.
 """
 
@@ -74,7 +73,6 @@ def run_scheduler_process(*args: Any, **kwargs: Any) -> None:
         install_known_answer(draft=known == "1")
     if state_dir := os.environ.get(KDA_STATE_DIR_ENV):
         save_kda_states(Path(state_dir))
-        probe_kda_decode(Path(state_dir))
     breakage = os.environ.get(BREAKAGE_ENV)
     if breakage:
         break_it(breakage)
@@ -158,61 +156,6 @@ def save_kda_states(folder: Path) -> None:
         return stock(req, tree_cache, **kwargs)
 
     batch_result_processor.release_kv_cache = release_kv_cache
-
-
-def probe_kda_decode(folder: Path) -> None:
-    """Append one line a decode or verify forward to `folder`/decode-probe.txt: the slots the
-    request map gives and the slots the KDA kernels were handed, and the KDA conv and state
-    norms at those slots and over the whole pool, before and after. It wraps the model
-    runner's forward, so it sees steps replayed from CUDA graphs as well as eager ones."""
-    from sglang.srt.model_executor.model_runner import ModelRunner
-
-    stock = ModelRunner.forward
-
-    def forward(self: Any, forward_batch: Any, *args: Any, **kwargs: Any) -> Any:
-        pool = self.req_to_token_pool
-        cache = getattr(getattr(pool, "mamba_pool", None), "mamba_cache", None)
-        mode = forward_batch.forward_mode
-        if cache is None or not (mode.is_decode() or mode.is_target_verify()):
-            return stock(self, forward_batch, *args, **kwargs)
-        try:
-            rows = forward_batch.req_pool_indices
-            slots = pool.translate_mamba_indices(pool.get_mamba_indices(rows)).long()
-            torch.cuda.synchronize()
-            before = _pool_norms(cache, slots)
-        except Exception as exc:  # the test prints it; the scheduler runs on
-            _probe_write(folder, f"{mode.name}: probe failed: {type(exc).__name__}: {exc}")
-            return stock(self, forward_batch, *args, **kwargs)
-        out = stock(self, forward_batch, *args, **kwargs)
-        torch.cuda.synchronize()
-        linear = getattr(self.attn_backend, "linear_attn_backend", None)
-        handed = getattr(getattr(linear, "forward_metadata", None), "mamba_cache_indices", None)
-        _probe_write(
-            folder,
-            f"{mode.name} rows {rows.tolist()} slots {slots.tolist()} kernels' slots "
-            f"{handed.tolist() if handed is not None else None} seq_lens "
-            f"{forward_batch.seq_lens.tolist()}; before {before}; after "
-            f"{_pool_norms(cache, slots)}",
-        )
-        return out
-
-    ModelRunner.forward = forward
-
-
-def _pool_norms(cache: Any, slots: Any) -> str:
-    """The first conv state's and the KDA state's norms at `slots` and over the pool."""
-    conv, state = cache.conv[0], cache.temporal
-    return (
-        f"conv {float(conv[:, slots].float().norm()):.6e} state "
-        f"{float(state[:, slots].norm()):.6e}, pool conv {float(conv.float().norm()):.6e} "
-        f"state {float(state.norm()):.6e}"
-    )
-
-
-def _probe_write(folder: Path, line: str) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "decode-probe.txt", "a") as probe:
-        probe.write(line + "\n")
 
 
 def _kda_release(owner: Any, cache: Any, req: Any) -> dict[str, Any]:
