@@ -1,13 +1,14 @@
 """Fixed NEXTN depths 1..7 and SGLang's adaptive steps, per accept profile (a model).
 
 Round times per depth come from the byte model on the Spark fitted in
-bench/spark-projection.json (both routing bounds), and, given kernel profiles of the stack
-at several depths (scripts/gpu_kernel_profile.py --steps), from their measured GPU time.
+bench/spark-projection.json (both routing bounds), and, given kernel profiles of
+stack-recurrent at several depths (scripts/gpu_kernel_profile.py --steps), from their
+measured GPU time. Both price the stack's round with SGLang's recurrent verify.
 Acceptance is a geometric chain fitted to each published accept length
 (app/bench/draft_chain.py).
 Prints a table per accept profile and writes JSON.
 
-    python scripts/depth_eval.py [--profiles kernels-stack-42-k2.json ...]
+    python scripts/depth_eval.py [--profiles kernels-stack-recurrent-42-k2.json ...]
         [--decode-profile kernels-humming-fp8-42.json] [--out bench/depth-eval-projection.json]
 """
 
@@ -184,7 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     """Build the table and JSON; 0 on success, 2 on bad input (one line on stderr)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--projection", type=Path, default=Path("bench/spark-projection.json"))
-    parser.add_argument("--profiles", type=Path, nargs="*", default=[], help="stack, per depth")
+    parser.add_argument(
+        "--profiles", type=Path, nargs="*", default=[], help="stack-recurrent, per depth"
+    )
     parser.add_argument("--decode-profile", type=Path, help="the plain step (humming+fp8)")
     parser.add_argument("--out", type=Path, default=Path("bench/depth-eval-projection.json"))
     args = parser.parse_args(argv)

@@ -29,30 +29,32 @@
 #              default graph list: start stages, each capture's batch sizes, seconds and GB (2)
 #   bench-exit `ling-chat bench` of the stack, one short request: the time from its table to
 #              its exit (2)
-#   engine     the stack passes and streams a reply; weight-only sharing refused (2)
+#   engine     the stack passes every line (its ReplaySSM ring's too) and streams the known
+#              answer at accept >= 3.5; weight-only sharing refused (2)
 #   engine42   the same proof and reply on the full 42-layer model (2 dense + 40 MoE layers,
 #              67.8 GB of dummy weights) at memory fraction 0.65, with start time by stage (1.5)
-#   replayssm  the stack+replayssm profile (ring 8): the stack's proof and its ring's line, the
-#              known answer, the same accept length (1.2); replayssm42 the same at 42 layers;
-#              replayssm-state: with the KDA layers live, the request's KDA state after the
-#              same reply from plain decoding, the recurrent verify and ReplaySSM (all drafts
-#              accepted, and none), four 6-layer engines one after another (7.5); it prints
-#              where each state was found first (replayssm-state-eager: the same without CUDA
-#              graphs, 7.5)
+#   replayssm-state  with the KDA layers live, the request's KDA state after the same reply
+#              from plain decoding, stack-recurrent's recurrent verify and the stack's
+#              ReplaySSM (all drafts accepted, and none), four 6-layer engines one after
+#              another (7.5); it prints where each state was found first
+#              (replayssm-state-eager: the same without CUDA graphs, 7.5)
 #   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
-#              at 42 layers, 2K context, for scripts/spark_projection.py (KERNEL_PROFILES=...)
-#   kernels42-replayssm  one verify round of the stack at 42 layers without and with KDA
-#              ReplaySSM verify (ring 8), known-answer weights, booted one after the other (2.8)
-#   depths42   the stack's verify round at 42 layers, 2K context, known-answer weights, at each
-#              NEXTN depth of DEPTHS (default 2,4,3: the default last, so that a cut run keeps
-#              the others), one engine each, files kernels-stack-42-kK.json; then
+#              at 42 layers, 2K context, for scripts/spark_projection.py (KERNEL_PROFILES=...;
+#              its FP8-head verdict takes stack-recurrent's round, as NVIDIA's stack verified)
+#   kernels42-replayssm  one verify round at 42 layers of stack-recurrent (SGLang's recurrent
+#              verify) and of the stack (KDA ReplaySSM, ring 8), known-answer weights, booted
+#              one after the other (2.8)
+#   depths42   stack-recurrent's verify round at 42 layers, 2K context, known-answer weights, at
+#              each NEXTN depth of DEPTHS (default 2,4,3: the default last, so that a cut run
+#              keeps the others), one engine each, files kernels-stack-recurrent-42-kK.json; then
 #              scripts/depth_eval.py over every depth profiled on this machine so far, with the
 #              committed humming+fp8 step: its table, and $OUT/depth-eval.json. The proof's
 #              NEXTN line fails off 3 steps (printed; the profile goes on). Known-answer weights
 #              route every token to the same experts, the shared-routing bound; depths42-random
 #              has random weights, tokens routed apart (files random-*). DEPTHS=1,5,7 adds
 #              adaptive's other candidates. (about 1.5 a depth; 4.5 for three)
-#              Without 3 in DEPTHS, depths42 takes depth 3 from kernels42-replayssm's stack run.
+#              Without 3 in DEPTHS, depths42 takes depth 3 from kernels42-replayssm's
+#              stack-recurrent run.
 #   kernels42-dspark  one verify round of the dspark profile at 42 layers (a DSpark draft of
 #              the real draft's shapes, dummy weights: accept about 1) (1.5)
 #   bench-dspark  `ling-chat bench` over stack and dspark, synthetic and GSM8K-format, both at
@@ -85,7 +87,8 @@
 #              beyond what a session here can give; see bench/README.md
 #   reasoning  `ling-chat bench` of humming and stack, synthetic and the GSM8K fixture (5-shot
 #              CoT, 3 questions; random weights, so the accuracy is only exercised) (4)
-#   ab         the NEXTN stack with the BF16 and the FP8 head side by side, 30 interleaved reps,
+#   ab         the NEXTN stack with the BF16 and the FP8 head side by side (humming+nextn and
+#              stack-recurrent: both with the recurrent verify), 30 interleaved reps,
 #              profiled (GPU kernels, Python, and CPU time, involuntary switches and cores of
 #              each engine), both engines' SGLang processes on cores 4-5, known-answer weights
 #              (accept 4); ab-fp8-first boots the engines in the other order (3 each);
@@ -209,24 +212,19 @@ for step in "$@"; do
       run head 400 python3 scripts/gpu_head_bench.py --json "$OUT/head.json"
       gpu_tests gemv 300 tests/gpu/test_fp8_gemv.py ;;
     head-sweep) run head-sweep 540 python3 scripts/gpu_head_bench.py --sweep --json "$OUT/head-sweep.json" ;;
-    engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes and recurrent or weight_only" ;;
+    engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm or weight_only" ;;
     engine42)
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
-        gpu_tests engine42 560 tests/gpu/test_engine_gpu.py -k "stack_passes and recurrent" ;;
-    replayssm) gpu_tests replayssm 400 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;
+        gpu_tests engine42 560 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;
     replayssm-state) gpu_tests replayssm-state 560 tests/gpu/test_replayssm_gpu.py -k "keeps_the_kda_state and graphs" ;;
     replayssm-state-eager) gpu_tests replayssm-state-eager 560 tests/gpu/test_replayssm_gpu.py -k "keeps_the_kda_state and eager" ;;
-    replayssm42)
-      LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
-        gpu_tests replayssm42 400 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;
     kernels42)
       run kernels42 560 python3 scripts/gpu_kernel_profile.py /root/k42 --layers 42 \
         --profiles "${KERNEL_PROFILES:-humming+fp8,stack}" --known-answer
       cp /root/k42/kernels-*.json "$OUT/" 2>/dev/null ;;
-    kernels42-replayssm)  # the stack's round without and with ReplaySSM, side by side
-      run kernels42-replayssm 560 bash -c 'python3 scripts/gpu_kernel_profile.py /root/k42r \
-        --layers 42 --profiles stack --known-answer && python3 scripts/gpu_kernel_profile.py \
-        /root/k42r --layers 42 --profiles stack --known-answer --replayssm'
+    kernels42-replayssm)  # the stack's round with the recurrent verify and with ReplaySSM
+      run kernels42-replayssm 560 python3 scripts/gpu_kernel_profile.py /root/k42r --layers 42 \
+        --profiles stack-recurrent,stack --known-answer
       cp /root/k42r/kernels-*.json "$OUT/" 2>/dev/null ;;
     kernels42-dspark)  # the dspark profile's round (a DSpark draft of dummy weights: accept ~1)
       run kernels42-dspark 400 python3 scripts/gpu_kernel_profile.py /root/k42d --layers 42 \
@@ -240,14 +238,14 @@ for step in "$@"; do
       weights=--known-answer prefix=
       [[ "$step" == depths42-random ]] && weights= prefix=random-
       run "$step" 560 python3 scripts/gpu_kernel_profile.py "/root/$step" --layers 42 \
-        --profiles stack --steps "${DEPTHS:-2,4,3}" ${weights:+"$weights"}
-      for f in "/root/$step"/kernels-stack-42-k*.json; do
+        --profiles stack-recurrent --steps "${DEPTHS:-2,4,3}" ${weights:+"$weights"}
+      for f in "/root/$step"/kernels-stack-recurrent-42-k*.json; do
         [[ -e "$f" ]] && cp "$f" "$OUT/$prefix${f##*/}"
       done
-      extra=()  # without 3 in DEPTHS, the known-answer stack of kernels42-replayssm is depth 3
-      [[ "$step" == depths42 && ",${DEPTHS:-2,4,3}," != *,3,* && -e /root/k42r/kernels-stack-42.json ]] &&
-        extra=(/root/k42r/kernels-stack-42.json)
-      run "$step-eval" 60 python3 scripts/depth_eval.py --profiles "/root/$step"/kernels-stack-42-k*.json "${extra[@]}" \
+      extra=()  # without 3 in DEPTHS, kernels42-replayssm's known-answer stack-recurrent is depth 3
+      [[ "$step" == depths42 && ",${DEPTHS:-2,4,3}," != *,3,* && -e /root/k42r/kernels-stack-recurrent-42.json ]] &&
+        extra=(/root/k42r/kernels-stack-recurrent-42.json)
+      run "$step-eval" 60 python3 scripts/depth_eval.py --profiles "/root/$step"/kernels-stack-recurrent-42-k*.json "${extra[@]}" \
         --decode-profile bench/2026-12-01-h200-kernels-humming-fp8-42.json --out "$OUT/${prefix}depth-eval.json" ;;
     caches)  # the kernel caches, in pieces that come back through $OUT, for .gpu-cache/
       tar czf /root/cache.tgz -C /root .humming .cache/sglang 2>/dev/null

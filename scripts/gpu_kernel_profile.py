@@ -8,14 +8,15 @@ difference ran, counted from its KDA kernels (`app.bench.kernels.target_forwards
 `scripts/spark_projection.py` and `scripts/depth_eval.py`.
 
 `--steps 2,4,3` boots each NEXTN profile once a depth (speculative_num_steps K, K + 1 draft
-tokens, top-1) and writes kernels-PROFILE-LAYERS-kK.json. The proof's NEXTN line then fails
-(it holds the product to 3/1/4): it is printed, and the profile goes on. `--replayssm`
-verifies with KDA ReplaySSM (the shortest ring SGLang accepts): files ...-replayssm.json.
-The `dspark` profile drafts with a DSpark model of the real draft's shapes and dummy weights
-(tests/gpu/dspark_models.py): its accept length is about 1, its round is the real one.
+tokens, top-1; a ReplaySSM verify with the shortest ring SGLang accepts for that window) and
+writes kernels-PROFILE-LAYERS-kK.json. The proof's NEXTN line then fails (it holds the
+product to 3/1/4): it is printed, and the profile goes on. Each verify file says whether its
+round ran ReplaySSM ("replayssm"). The `dspark` profile drafts with a DSpark model of the
+real draft's shapes and dummy weights (tests/gpu/dspark_models.py): its accept length is
+about 1, its round is the real one.
 
     python scripts/gpu_kernel_profile.py OUTDIR --profiles humming+fp8,stack [--layers 42]
-        [--known-answer] [--context 2048] [--mem-fraction 0.65] [--steps 2,4,3] [--replayssm]
+        [--known-answer] [--context 2048] [--mem-fraction 0.65] [--steps 2,4,3]
 """
 
 from __future__ import annotations
@@ -135,8 +136,8 @@ async def profile_one(
     }
     if run.depth is not None:
         result["draft_steps"] = run.depth
-    if run.replayssm:
-        result["replayssm"] = True
+    if result["phase"] == "verify":
+        result["replayssm"] = run.replayssm
     per_round = sum(k["total_us"] for k in kernels) / rounds
     launches = sum(k["calls"] for k in kernels) / rounds
     print(
@@ -168,13 +169,10 @@ async def main() -> None:
     parser.add_argument("--context", type=int, default=2048)
     parser.add_argument("--mem-fraction", type=float, default=0.65)
     parser.add_argument("--steps", default="", help="NEXTN depths, e.g. 2,4,3")
-    parser.add_argument(
-        "--replayssm", action="store_true", help="NEXTN verify with KDA ReplaySSM (shortest ring)"
-    )
     args = parser.parse_args()
     try:
         steps = [int(k) for k in args.steps.split(",") if k.strip()]
-        runs = profile_runs(args.profiles.split(","), args.layers, steps, replayssm=args.replayssm)
+        runs = profile_runs(args.profiles.split(","), args.layers, steps)
     except ValueError as err:
         parser.error(str(err))
     args.out.mkdir(parents=True, exist_ok=True)

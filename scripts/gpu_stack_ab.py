@@ -1,5 +1,8 @@
 """Side-by-side A/B of the NEXTN stack with the BF16 head and with the FP8 head (GPU only).
 
+The two are humming+nextn and stack-recurrent, both with SGLang's recurrent KDA verify: the
+head is all they differ in.
+
 Both engines live in one process at once and take turns request by request, so
 machine drift hits both alike. Per configuration: median and spread of the time to
 generate N greedy tokens, accept length, and (with --profile) the GPU kernel time by
@@ -39,7 +42,7 @@ from app.backend.engine_config import EngineConfig  # noqa: E402
 from app.bench.engine_calls import call_tokenizer_manager, generate  # noqa: E402
 from tests.gpu import known_answer, models  # noqa: E402
 
-CONFIGS = {"bf16-head": "humming+nextn", "fp8-head": "stack"}
+CONFIGS = {"bf16-head": "humming+nextn", "fp8-head": "stack-recurrent"}
 CORE_SAMPLE_S = 0.01
 BOOTSTRAP = 2000
 

@@ -50,8 +50,9 @@ def table(result: SparkProjection) -> str:
     if result.nextn is not None:
         n = result.nextn
         lines.append(
-            f"NEXTN round {n.fp8_round_ms:.2f} ms = {n.round_step_ratio:.2f}x a step "
-            f"(NVIDIA {n.nvidia_round_step_ratio}x); BF16-head round {n.bf16_round_ms:.2f} ms "
+            f"NEXTN round (recurrent verify) {n.fp8_round_ms:.2f} ms = "
+            f"{n.round_step_ratio:.2f}x a step (NVIDIA {n.nvidia_round_step_ratio}x); "
+            f"BF16-head round {n.bf16_round_ms:.2f} ms "
             f"({n.bf16_round_source})"
         )
         for row in n.accept:

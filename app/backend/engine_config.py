@@ -47,8 +47,11 @@ class Levers:
 
 
 PROFILES: dict[str, Levers] = {
-    # Humming MoE + FP8 LM head + NEXTN MTP with a shared head: the product.
-    "stack": Levers(humming=True, fp8_head=True, nextn=True),
+    # Humming MoE + FP8 LM head + NEXTN MTP with a shared head, verified with KDA
+    # ReplaySSM (ring 8): the product.
+    "stack": Levers(humming=True, fp8_head=True, nextn=True, replayssm=True),
+    # The stack with SGLang's recurrent verify (a KDA state snapshot a draft position).
+    "stack-recurrent": Levers(humming=True, fp8_head=True, nextn=True),
     # The official recipe: FlashInfer MXFP4 MoE, BF16 head with FP32 logits, no MTP.
     "baseline": Levers(humming=False, fp8_head=False, nextn=False, fp32_logits=True),
     "humming": Levers(humming=True, fp8_head=False, nextn=False, fp32_logits=True),
@@ -56,8 +59,6 @@ PROFILES: dict[str, Levers] = {
     # Humming + NEXTN with the BF16 head: isolates what the FP8 head adds to the stack.
     "humming+nextn": Levers(humming=True, fp8_head=False, nextn=True),
     "dspark": Levers(humming=True, fp8_head=True, nextn=False, dspark=True),
-    # The stack with ReplaySSM verify, beside `stack` until it is shown to keep KDA's state.
-    "stack+replayssm": Levers(humming=True, fp8_head=True, nextn=True, replayssm=True),
 }
 """Every profile by name: which optimizations it turns on (the others exist for A/B runs)."""
 DEFAULT_PROFILE = "stack"

@@ -61,7 +61,7 @@ MAX_STAGE_GAP_S: Final = 1.0
 MAX_START_S: Final = 6.0
 """Nor longer than this in all: a real load reports progress every half second or so."""
 DEMO_TRACE: Final = "h200-stack-known-answer.trace.json"
-"""The trace shipped in assets/: the stack on the project's H200 (`--replay demo`)."""
+"""The trace shipped in assets/: `stack-recurrent` on the project's H200 (`--replay demo`)."""
 
 
 def trace_path(name: str | Path) -> Path:

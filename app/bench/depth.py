@@ -32,7 +32,8 @@ from app.telemetry.mtp import Routing
 ACCEPT_MODEL: Final = (
     f"geometric chain: one acceptance probability p a draft token, fitted at {NEXTN_STEPS} steps"
 )
-ROUND_PROFILE: Final = "stack"
+ROUND_PROFILE: Final = "stack-recurrent"
+"""The round priced at each depth: the stack with SGLang's recurrent verify."""
 PLAIN_PROFILE: Final = "humming+fp8"
 """The stack without NEXTN: the plain decode step the speed-ups are over."""
 
@@ -103,7 +104,7 @@ def byte_model_costs(
     routing: Routing = Routing.INDEPENDENT,
     config: Mapping[str, Any] = LING_3_FLASH_CONFIG,
 ) -> RoundCosts:
-    """The stack's round per depth and its plain step, bytes at the fitted Spark bandwidth.
+    """ROUND_PROFILE's round per depth and its plain step, bytes at the fitted Spark bandwidth.
 
     Raises:
         ValueError: The fit has a fixed cost per kernel call: the byte model has no kernel
@@ -152,12 +153,12 @@ def profiled_costs(rounds: Sequence[KernelProfile], decode: KernelProfile | None
     def run(p: KernelProfile) -> tuple[str, int, int]:
         return p.gpu, p.layers, p.context_tokens
 
-    if any((r.profile, *run(r)) != (first.profile, *run(first)) for r in rounds):
+    if any((r.label, *run(r)) != (first.label, *run(first)) for r in rounds):
         raise ValueError("round profiles differ in profile, GPU, layers or context")
     if decode is not None and run(decode) != run(first):
         raise ValueError("the plain step was profiled on another GPU, model or context")
     return RoundCosts(
-        regime=f"{first.gpu} measured round time (GPU kernel time, {first.profile}, "
+        regime=f"{first.gpu} measured round time (GPU kernel time, {first.label}, "
         f"{first.layers} layers, {first.context_tokens} context)",
         round_ms={r.draft_steps: r.unit_ms for r in sorted(rounds, key=lambda r: r.draft_steps)},
         decode_ms=None if decode is None else decode.unit_ms,

@@ -8,8 +8,9 @@ A profile file is what torch.profiler gave inside SGLang's scheduler for `rounds
      "kernels": [{"name": "...", "calls": 1234, "total_us": 5678.9}, ...]}
 
 A verify profile also names its NEXTN depth, "draft_steps" (files without it ran the
-default 3). `rounds` counts the target's forwards in the kernels themselves
-(`target_forwards`); "sglang_rounds", where present, is SGLang's own count when it differed.
+default 3), and whether its KDA verify ran ReplaySSM, "replayssm" (files without it did not).
+`rounds` counts the target's forwards in the kernels themselves (`target_forwards`);
+"sglang_rounds", where present, is SGLang's own count when it differed.
 
 Each kernel is put in the byte category whose weights or state it streams, by its name;
 a kernel that streams none of the byte model's bytes costs only its fixed cost. Names no
@@ -21,11 +22,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Final
 
-from app.backend.engine_config import NEXTN_STEPS
+from app.backend.engine_config import NEXTN_STEPS, PROFILES
 
 
 class Phase(StrEnum):
@@ -53,8 +54,6 @@ class Category(StrEnum):
     """No weight or state bytes of their own: norms, activations, copies, sampling."""
 
 
-REPLAYSSM_SUFFIX: Final = "-replayssm"
-"""Marks a ReplaySSM round: in kernel-profile file names and in projection labels."""
 HEAD_KERNEL_PREFIX: Final = "_fp8_head_"
 """ling-chat's Triton FP8 head kernels are named so (app/backend/patches/fp8_gemv.py)."""
 KDA_UPDATE_KERNEL: Final = "fused_sigmoid_gating_delta_rule_update"
@@ -138,6 +137,7 @@ class KernelProfile:
             replayssm = data.get("replayssm", False)
             if not isinstance(replayssm, bool):
                 raise ValueError(f"replayssm must be true or false, got {replayssm!r}")
+            round_profile(str(data["profile"]), replayssm)
             kernels = tuple(
                 KernelRecord(str(k["name"]), int(k["calls"]), float(k["total_us"]))
                 for k in data["kernels"]
@@ -163,8 +163,8 @@ class KernelProfile:
 
     @property
     def label(self) -> str:
-        """The profile's name, with `-replayssm` for a ReplaySSM round."""
-        return self.profile + (REPLAYSSM_SUFFIX if self.replayssm else "")
+        """The profile whose unit this is (`round_profile`)."""
+        return round_profile(self.profile, self.replayssm)
 
     @property
     def forwards(self) -> int:
@@ -179,6 +179,25 @@ class KernelProfile:
     def per_unit(self, kernel: KernelRecord) -> tuple[float, float]:
         """(calls, microseconds) a kernel takes per step or round."""
         return kernel.calls / self.rounds, kernel.total_us / self.rounds
+
+
+def round_profile(profile: str, replayssm: bool) -> str:
+    """The profile whose round a file of `profile` holds: that NEXTN profile with its KDA
+    verify as `replayssm` says (a `stack` round without ReplaySSM is `stack-recurrent`'s);
+    any other profile, or one not known, is itself.
+
+    Raises:
+        ValueError: No profile verifies that NEXTN profile's rounds so.
+    """
+    levers = PROFILES.get(profile)
+    if levers is None or not levers.nextn or levers.replayssm == replayssm:
+        return profile
+    ran = replace(levers, replayssm=replayssm)
+    for name, other in PROFILES.items():
+        if other == ran:
+            return name
+    verify = "with" if replayssm else "without"
+    raise ValueError(f"no profile verifies {profile}'s rounds {verify} ReplaySSM")
 
 
 def target_forwards(kernels: Iterable[KernelRecord], kda_layers: int) -> int:

@@ -7,23 +7,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.backend.engine_config import NEXTN_STEPS, PROFILES, nextn_depth_args, replayssm_args
-from app.bench.kernels import REPLAYSSM_SUFFIX
 
 
 @dataclass(frozen=True, slots=True)
 class ProfileRun:
-    """One profile, at a NEXTN depth other than its own when `draft_steps` is set, with KDA
-    ReplaySSM verify when `replayssm` is."""
+    """One profile, at a NEXTN depth other than its own when `draft_steps` is set."""
 
     profile: str
     layers: int
     draft_steps: int | None = None
-    replayssm: bool = False
 
     @property
     def _suffix(self) -> str:
-        depth = "" if self.draft_steps is None else f"-k{self.draft_steps}"
-        return depth + (REPLAYSSM_SUFFIX if self.replayssm else "")
+        return "" if self.draft_steps is None else f"-k{self.draft_steps}"
 
     @property
     def name(self) -> str:
@@ -32,7 +28,7 @@ class ProfileRun:
 
     @property
     def file_name(self) -> str:
-        """Its kernel-profile file: kernels-PROFILE-LAYERS[-kSTEPS][-replayssm].json."""
+        """Its kernel-profile file: kernels-PROFILE-LAYERS[-kSTEPS].json."""
         return f"kernels-{self.profile.replace('+', '-')}-{self.layers}{self._suffix}.json"
 
     @property
@@ -43,24 +39,29 @@ class ProfileRun:
         return NEXTN_STEPS if self.draft_steps is None else self.draft_steps
 
     @property
+    def replayssm(self) -> bool:
+        """Whether its KDA verify runs ReplaySSM."""
+        return PROFILES[self.profile].kda_replayssm
+
+    @property
     def overrides(self) -> dict[str, Any]:
-        """Server arguments over the profile's own (its depth: the proof's NEXTN line then
-        fails, which a profile run reports and goes on; ReplaySSM with its shortest ring)."""
-        args = {} if self.draft_steps is None else nextn_depth_args(self.draft_steps)
+        """Server arguments over the profile's own: its depth (the proof's NEXTN line then
+        fails, which a profile run reports and goes on), and with ReplaySSM the shortest
+        ring that depth's verify window allows."""
+        if self.draft_steps is None:
+            return {}
+        args = nextn_depth_args(self.draft_steps)
         if self.replayssm:
-            args |= replayssm_args((self.depth or NEXTN_STEPS) + 1)
+            args |= replayssm_args(self.draft_steps + 1)
         return args
 
 
-def profile_runs(
-    profiles: Sequence[str], layers: int, steps: Sequence[int], *, replayssm: bool = False
-) -> list[ProfileRun]:
-    """Each profile once, or each NEXTN profile once a depth in `steps` when it is given;
-    with `replayssm`, each NEXTN run verifies with KDA ReplaySSM.
+def profile_runs(profiles: Sequence[str], layers: int, steps: Sequence[int]) -> list[ProfileRun]:
+    """Each profile once, or each NEXTN profile once a depth in `steps` when it is given.
 
     Raises:
-        ValueError: An unknown profile, a depth under 1 or given twice, depths for a
-            profile without NEXTN, or ReplaySSM for one.
+        ValueError: An unknown profile, a depth under 1 or given twice, or depths for a
+            profile without NEXTN.
     """
     if any(k < 1 for k in steps) or len(set(steps)) < len(steps):
         raise ValueError(f"depths must be distinct draft steps of at least 1: {list(steps)}")
@@ -68,8 +69,8 @@ def profile_runs(
     for profile in profiles:
         if profile not in PROFILES:
             raise ValueError(f"unknown profile {profile!r}; one of {', '.join(PROFILES)}")
-        if (steps or replayssm) and not PROFILES[profile].nextn:
-            raise ValueError(f"{profile} has no NEXTN draft: no depth or ReplaySSM to set")
+        if steps and not PROFILES[profile].nextn:
+            raise ValueError(f"{profile} has no NEXTN draft: no depth to set")
         depths: Sequence[int | None] = steps or [None]
-        runs += [ProfileRun(profile, layers, k, replayssm) for k in depths]
+        runs += [ProfileRun(profile, layers, k) for k in depths]
     return runs

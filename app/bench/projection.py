@@ -27,7 +27,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from app.bench.kernels import (
-    REPLAYSSM_SUFFIX,
     Category,
     KernelMap,
     KernelProfile,
@@ -46,7 +45,8 @@ PUBLISHED_CONTEXT_TOKENS: Final = 32768 + 1024
 NVIDIA_ROUND_STEP_RATIO: Final = 2.26
 """A NEXTN round's time over a step's, inferred from NVIDIA's published GSM8K run."""
 PUBLISHED_STACK_TPOT_MS: Final = {2.68: 18.56, 3.9: 9.72}
-"""NVIDIA's measured stack TPOT at its accept length: GSM8K (2.68), synthetic 32K (3.90)."""
+"""NVIDIA's measured stack TPOT at its accept length: GSM8K (2.68), synthetic 32K (3.90);
+its verify was SGLang's recurrent one."""
 PUBLISHED_DSPARK_ACCEPT: Final = 5.29
 """inclusionAI's published accept length of the DSpark draft (spark-recipes.md section 3)."""
 HEAD_SPEEDUP_TARGET: Final = 1.10
@@ -54,6 +54,9 @@ HEAD_SPEEDUP_TARGET: Final = 1.10
 KERNELS_FROM: Final = {"baseline": "humming"}
 """Profiles projected from another profile's kernels (see the module docstring)."""
 BF16_HEAD_ROUND: Final = "humming+nextn"
+RECURRENT_ROUND: Final = "stack-recurrent"
+"""The stack with SGLang's recurrent verify, as NVIDIA ran it and as the BF16-head round
+verifies: the FP8-head round of the NEXTN verdict."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +153,7 @@ def project(
     return ProfileProjection(
         profile=name,
         phase=profile.phase,
-        kernels_from=profile.profile,
+        kernels_from=profile.label,
         gpu=profile.gpu,
         layers=profile.layers,
         bytes=load.total_bytes,
@@ -173,7 +176,8 @@ def project(
 
 @dataclass(frozen=True, slots=True)
 class AcceptRow:
-    """Projected stack TPOT at one accept length, FP8 head against BF16 head."""
+    """Projected TPOT of the recurrent-verify stack at one accept length, FP8 head against
+    BF16 head."""
 
     accept_length: float
     fp8_head_tpot_ms: float
@@ -187,7 +191,8 @@ class AcceptRow:
 
 @dataclass(frozen=True, slots=True)
 class NextnProjection:
-    """The projected NEXTN round: its cost over a step, and what the FP8 head buys."""
+    """The projected NEXTN round with the recurrent verify: its cost over a step, and what
+    the FP8 head buys."""
 
     fp8_round_ms: float
     bf16_round_ms: float
@@ -206,7 +211,7 @@ class NextnProjection:
 def derive_bf16_round(
     stack: KernelProfile, stack_map: KernelMap, humming: KernelProfile
 ) -> tuple[KernelProfile, KernelMap]:
-    """The stack's round with its head kernels swapped for the humming step's, once a forward."""
+    """A NEXTN round with its head kernels swapped for the humming step's, once a forward."""
     hum_map = map_kernels(humming)
     kept = [k for k in stack.kernels if stack_map.categories[k.name] is not Category.LM_HEAD]
     scale = stack.rounds * stack.forwards / humming.rounds
@@ -223,7 +228,8 @@ def derive_bf16_round(
 
 @dataclass(frozen=True, slots=True)
 class ReplaySsmProjection:
-    """The stack's projected round with the recurrent KDA verify and with ReplaySSM."""
+    """The stack's projected round with the recurrent KDA verify (`stack-recurrent`) and
+    with ReplaySSM (`stack`)."""
 
     recurrent_round_ms: float
     replayssm_round_ms: float
@@ -320,12 +326,11 @@ def spark_projection(
 
     def load_of(name: str, profile: KernelProfile, kmap: KernelMap) -> UnitLoad:
         nbytes = unit_bytes(
-            profile.profile if name == profile.label else name,
+            name,
             profile.phase,
             context_tokens=context_tokens,
             config=config,
             draft_steps=profile.draft_steps,
-            state_snapshots=not profile.replayssm,
         )
         return unit_load(profile, kmap, nbytes)
 
@@ -378,8 +383,8 @@ def _rounds(
 
 
 def _replayssm(projections: Sequence[ProfileProjection]) -> ReplaySsmProjection | None:
-    """The stack's round with and without ReplaySSM verify, when both were profiled."""
-    if (pair := _rounds(projections, "stack", "stack" + REPLAYSSM_SUFFIX)) is None:
+    """The stack's round with the recurrent and the ReplaySSM verify, when both were profiled."""
+    if (pair := _rounds(projections, RECURRENT_ROUND, "stack")) is None:
         return None
     recurrent, replay = pair
     return ReplaySsmProjection(
@@ -415,13 +420,13 @@ def _nextn(
     fit: Fit,
     load_of: Callable[[str, KernelProfile, KernelMap], UnitLoad],
 ) -> NextnProjection | None:
-    stack = by_key.get(("stack", Phase.VERIFY))
+    stack = by_key.get((RECURRENT_ROUND, Phase.VERIFY))
     step = next(
         (p for p in projections if (p.profile, p.phase) == ("humming+fp8", Phase.DECODE)), None
     )
     if stack is None or step is None:
         return None
-    fp8 = next(p for p in projections if (p.profile, p.phase) == ("stack", Phase.VERIFY))
+    fp8 = next(p for p in projections if (p.profile, p.phase) == (RECURRENT_ROUND, Phase.VERIFY))
     measured = by_key.get((BF16_HEAD_ROUND, Phase.VERIFY))
     if measured is not None:
         bf16 = next(
@@ -432,8 +437,8 @@ def _nextn(
         derived, dmap = derive_bf16_round(stack, map_kernels(stack), humming)
         bf16 = project(BF16_HEAD_ROUND, derived, dmap, load_of(BF16_HEAD_ROUND, derived, dmap), fit)
         source = (
-            "derived: the stack round with BF16 head bytes and its head kernels swapped "
-            "for the humming step's (FP32 logits), once a forward"
+            f"derived: the {RECURRENT_ROUND} round with BF16 head bytes and its head kernels "
+            "swapped for the humming step's (FP32 logits), once a forward"
         )
     else:
         return None

@@ -72,13 +72,12 @@ def unit_bytes(
     config: Mapping[str, Any],
     draft_steps: int = NEXTN_STEPS,
     routing: Routing = Routing.INDEPENDENT,
-    state_snapshots: bool = True,
 ) -> dict[Category, float]:
     """The byte model's bytes of one step or round of `profile`, by category.
 
     The head's category also holds the logits it writes: FP32 for the FP32-logits head,
-    BF16 otherwise, one row a token. `draft_steps`, `routing` and `state_snapshots` (off
-    for a ReplaySSM verify) shape a round (see `mtp_cycle`).
+    BF16 otherwise, one row a token. `draft_steps` and `routing` shape a round (see
+    `mtp_cycle`); a ReplaySSM verify writes no KDA state snapshots.
 
     A DSpark profile's round is `_dspark_round`'s.
     """
@@ -91,7 +90,8 @@ def unit_bytes(
         )
         parts[Category.LM_HEAD] += row
         return parts
-    if (levers := PROFILES.get(profile)) and levers.dspark:
+    levers = PROFILES.get(profile)
+    if levers is not None and levers.dspark:
         return _dspark_round(shape, precision, context_tokens, routing, row)
     cycle = mtp_cycle(
         shape,
@@ -99,7 +99,7 @@ def unit_bytes(
         context_tokens=context_tokens,
         draft_steps=draft_steps,
         routing=routing,
-        state_snapshots=state_snapshots,
+        state_snapshots=not (levers is not None and levers.replayssm),
     )
     parts = defaultdict(float, _step_parts(shape, precision, cycle.verify))
     draft = [cycle.draft_extend] + [cycle.draft_step] * (draft_steps - 1)

@@ -18,8 +18,8 @@ from tests.fixtures.sglang_objects import (
 H200 = GpuFacts(sm=90, has_fa3=True, has_flashinfer=True, has_xgrammar=True)
 SHAPES = {
     "stack": DraftShape(3, 4),
+    "stack-recurrent": DraftShape(3, 4),
     "humming+nextn": DraftShape(3, 4),
-    "stack+replayssm": DraftShape(3, 4),
     "dspark": DraftShape(1, 9, block=8),
 }
 

@@ -42,11 +42,11 @@ def test_dspark_is_humming_the_fp8_head_and_dspark_block_8_with_replayssm_32():
     }
 
 
-def test_stack_stays_the_default_and_keeps_nextn_without_replayssm():
+def test_stack_stays_the_default_with_nextn_verified_by_replayssm():
     assert Settings().profile == "stack"
     args = server_args(EngineConfig("/m"), H200)
     assert (args["speculative_algorithm"], args["speculative_draft_model_path"]) == ("NEXTN", "/m")
-    assert "enable_linear_replayssm_spec" not in args
+    assert (args["enable_linear_replayssm_spec"], args["linear_replayssm_cache_len"]) == (True, 8)
 
 
 def test_a_local_draft_folder_replaces_the_hub_draft():

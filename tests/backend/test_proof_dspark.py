@@ -100,6 +100,6 @@ def test_the_warm_up_accept_length_floor_holds_for_dspark():
     )
 
 
-def test_the_stack_is_judged_as_before():
+def test_the_stack_shares_only_the_ring_s_line_with_dspark():
     report = judge(stack_facts())
-    assert report.ok and not {line.key for line in report.lines} & set(DSPARK_KEYS)
+    assert report.ok and {line.key for line in report.lines} & set(DSPARK_KEYS) == {"replayssm"}

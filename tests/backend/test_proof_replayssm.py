@@ -1,4 +1,5 @@
-"""The `stack+replayssm` profile: its server args, its patch plan, and its proof's ring line."""
+"""The stack's KDA ReplaySSM verify: its server args, its patch plan, and its proof's ring line;
+`stack-recurrent`, the same stack with SGLang's recurrent verify."""
 
 from __future__ import annotations
 
@@ -10,20 +11,33 @@ import pytest
 from app.backend.engine_config import PROFILES, EngineConfig, GpuFacts, server_args
 from app.backend.patches import PatchPlan
 from app.proof_report import Verdict
-from tests.fixtures.sglang_objects import stack_facts, stack_replayssm_facts
+from tests.fixtures.sglang_objects import stack_facts, stack_recurrent_facts
 from tests.support.proof import judge, verdict
 
 H200 = GpuFacts(sm=90, has_fa3=True, has_flashinfer=True, has_xgrammar=True)
-PROFILE = "stack+replayssm"
+PROFILE = "stack"
+RECURRENT = "stack-recurrent"
+RECURRENT_LINES = [
+    "humming",
+    "fp8_head",
+    "fp8_head_speed",
+    "fp32_head",
+    "shared_head",
+    "nextn",
+    "cuda_graphs",
+    "no_faking",
+    "accept_length",
+]
+"""`stack-recurrent`'s proof, line by line; the stack's has its ring's line after NEXTN's."""
 
 
-def test_the_profile_asks_sglang_for_replayssm_with_the_shortest_ring_nextn_allows():
+def test_the_stack_asks_sglang_for_replayssm_with_the_shortest_ring_nextn_allows():
     args = server_args(EngineConfig("/m", profile=PROFILE), H200)
     assert (args["enable_linear_replayssm_spec"], args["linear_replayssm_cache_len"]) == (True, 8)
     assert args["speculative_num_draft_tokens"] == 4
-    stack = server_args(EngineConfig("/m", profile="stack"), H200)
-    assert "enable_linear_replayssm_spec" not in stack
-    assert {k: v for k, v in args.items() if "replayssm" not in k} == stack
+    recurrent = server_args(EngineConfig("/m", profile=RECURRENT), H200)
+    assert "enable_linear_replayssm_spec" not in recurrent
+    assert {k: v for k, v in args.items() if "replayssm" not in k} == recurrent
 
 
 @pytest.mark.parametrize("profile", list(PROFILES))
@@ -38,25 +52,26 @@ def test_the_replayssm_commits_are_counted_where_a_profile_verifies_with_it(prof
     )
 
 
-def test_the_healthy_profile_passes_with_the_ring_s_line_after_nextn_s():
-    report = judge(stack_replayssm_facts(), accept=3.9, profile=PROFILE)
+def test_the_healthy_stack_passes_with_the_ring_s_line_after_nextn_s():
+    report = judge(stack_facts(), accept=3.9, profile=PROFILE)
     assert report.ok, [line for line in report.lines if line.verdict is not Verdict.PASS]
     keys = [line.key for line in report.lines]
-    assert keys.index("replayssm") == keys.index("nextn") + 1
+    assert keys == [*RECURRENT_LINES[:6], "replayssm", *RECURRENT_LINES[6:]]
     ring = next(line for line in report.lines if line.key == "replayssm")
     assert "ring 8 allocated: True (needs a power of two >= 8)" in ring.evidence
 
 
-def test_the_stack_s_proof_has_no_ring_line_and_its_recurrent_verify_is_not_judged():
-    keys = [line.key for line in judge(stack_facts()).lines]
-    assert "replayssm" not in keys
-    report = judge(stack_facts(), profile=PROFILE)  # the stack's own facts: ReplaySSM off
+def test_the_recurrent_proof_has_no_ring_line_and_a_recurrent_verify_fails_the_stack_s():
+    report = judge(stack_recurrent_facts(), profile=RECURRENT)
+    assert report.ok
+    assert [line.key for line in report.lines] == RECURRENT_LINES
+    report = judge(stack_recurrent_facts(), profile=PROFILE)  # ReplaySSM off
     assert verdict(report, "replayssm") is Verdict.FAIL
     assert not report.ok
 
 
 def _with(key: str, value: Any) -> dict[str, Any]:
-    facts = copy.deepcopy(stack_replayssm_facts())
+    facts = copy.deepcopy(stack_facts())
     facts["replayssm"][key] = value
     return facts
 
@@ -80,12 +95,12 @@ def test_each_replayssm_breakage_fails_the_ring_s_line_with_its_fix(name):
 
 
 def test_no_speculative_worker_or_an_unreadable_pool_fails_the_ring_s_line():
-    facts = stack_replayssm_facts()
+    facts = stack_facts()
     facts["speculative"] = None
     assert "no speculative worker" in next(
         line.evidence for line in judge(facts, profile=PROFILE).lines if line.key == "replayssm"
     )
-    facts = stack_replayssm_facts()
+    facts = stack_facts()
     facts["replayssm"] = {"error": "AttributeError: no mamba_pool"}
     line = next(line for line in judge(facts, profile=PROFILE).lines if line.key == "replayssm")
     assert line.verdict is Verdict.FAIL

@@ -26,6 +26,7 @@ SGLANG_EXTRA = 29.35e6 + 3.44e6
         ("humming", LmHead.FP32_LOGITS),
         ("humming+fp8", LmHead.FP8),
         ("stack", LmHead.FP8),
+        ("stack-recurrent", LmHead.FP8),
         ("unknown", LmHead.BF16),
     ],
 )
@@ -59,7 +60,7 @@ def test_fp8_head_reads_4_8_gb() -> None:
 def test_speculative_row_uses_cycle_bytes_and_a_over_r(steps: int) -> None:
     row = summary(1 / 0.01856, context_tokens=1024.0, accept_length=2.68)
     facts = {**FACTS, "config": {"speculative_num_steps": steps}} if steps != 3 else FACTS
-    columns = roofline_columns("stack", row, facts, peak_gbps=273.0)
+    columns = roofline_columns("stack-recurrent", row, facts, peak_gbps=273.0)
     cycle = mtp_cycle(
         ModelShape.from_config(LING_3_FLASH_CONFIG),
         Precision.from_config(LING_3_FLASH_CONFIG, LmHead.FP8),
@@ -72,11 +73,11 @@ def test_speculative_row_uses_cycle_bytes_and_a_over_r(steps: int) -> None:
     assert columns.bytes_per_step == pytest.approx(cycle.decode.total)
 
 
-def test_stack_row_reads_9_43_gb_a_round_at_2k() -> None:
+def test_a_recurrent_verify_stack_row_reads_9_43_gb_a_round_at_2k() -> None:
     # spark-recipes.md §6 with 40 MoE layers: a 2K FP8-head round is 9.425 GB (test_mtp.py
     # derives it); at accept 2.68 and 18.56 ms TPOT: 9.425 / 2.68 GB in 18.56 ms.
     row = summary(1 / 0.01856, context_tokens=2048.0, accept_length=2.68)
-    columns = roofline_columns("stack", row, FACTS, peak_gbps=273.0)
+    columns = roofline_columns("stack-recurrent", row, FACTS, peak_gbps=273.0)
     assert columns is not None
     assert columns.bytes_per_step == pytest.approx(4.584e9, rel=1e-3)
     assert columns.achieved_gbps == pytest.approx(9.425 / 2.68 / 0.01856, rel=1e-3)
@@ -109,8 +110,8 @@ def test_a_replayssm_round_reads_fewer_bytes_and_a_dspark_round_more() -> None:
     achieved = {p: c.achieved_gbps for p, c in rows.items() if c is not None}
     ceiling = {p: c.mtp_ceiling for p, c in rows.items() if c is not None}
     # the same TPOT and accept length over fewer (ReplaySSM) or more (DSpark) bytes a round
-    assert achieved["stack+replayssm"] < achieved["stack"] < achieved["dspark"]
-    assert ceiling["stack+replayssm"] > ceiling["stack"] > ceiling["dspark"]
+    assert achieved["stack"] < achieved["stack-recurrent"] < achieved["dspark"]
+    assert ceiling["stack"] > ceiling["stack-recurrent"] > ceiling["dspark"]
 
 
-PROFILES_OF_A_ROUND = ("stack", "stack+replayssm", "dspark")
+PROFILES_OF_A_ROUND = ("stack", "stack-recurrent", "dspark")

@@ -298,7 +298,7 @@ def round_profile(steps: int, total_us: float, **changes: Any) -> KernelProfile:
     fields: dict[str, Any] = {
         "gpu": "NVIDIA H200",
         "layers": 42,
-        "profile": "stack",
+        "profile": "stack-recurrent",
         "phase": Phase.VERIFY,
         "rounds": 16,
         "accept_length": steps + 1.0,
@@ -311,11 +311,12 @@ def round_profile(steps: int, total_us: float, **changes: Any) -> KernelProfile:
 
 def test_measured_rounds_are_gpu_time_per_round_by_depth() -> None:
     step = round_profile(3, 16 * 7700.0, phase=Phase.DECODE, profile="humming+fp8")
-    costs = profiled_costs([round_profile(4, 16 * 13000.0), round_profile(2, 16 * 10000.0)], step)
+    older = round_profile(2, 16 * 10000.0, profile="stack")  # a `stack` file, recurrent verify
+    costs = profiled_costs([round_profile(4, 16 * 13000.0), older], step)
     assert costs.round_ms == {2: pytest.approx(10.0), 4: pytest.approx(13.0)}
     assert list(costs.round_ms) == [2, 4]
     assert costs.decode_ms == pytest.approx(7.7)
-    assert costs.regime.startswith("NVIDIA H200 measured round time")
+    assert costs.regime.startswith("NVIDIA H200 measured round time (GPU kernel time, stack-rec")
 
 
 @pytest.mark.parametrize(
@@ -326,6 +327,11 @@ def test_measured_rounds_are_gpu_time_per_round_by_depth() -> None:
         ([round_profile(2, 1.0, phase=Phase.DECODE)], None, "phase verify"),
         ([round_profile(2, 1.0), round_profile(3, 1.0, gpu="NVIDIA H100")], None, "differ"),
         ([round_profile(2, 1.0), round_profile(3, 1.0, profile="humming+nextn")], None, "differ"),
+        (
+            [round_profile(2, 1.0), round_profile(3, 1.0, profile="stack", replayssm=True)],
+            None,
+            "differ",
+        ),
         ([round_profile(2, 1.0)], round_profile(3, 1.0), "not of phase decode"),
         (
             [round_profile(2, 1.0)],
@@ -368,7 +374,7 @@ def profile_file(tmp_path: Path, name: str, steps: int | None, us: float, **extr
     data: dict[str, Any] = {
         "gpu": "NVIDIA H200",
         "layers": 42,
-        "profile": "stack" if steps else "humming+fp8",
+        "profile": "stack-recurrent" if steps else "humming+fp8",
         "phase": "verify" if steps else "decode",
         "rounds": 10,
         "accept_length": None,

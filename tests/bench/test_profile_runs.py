@@ -60,19 +60,20 @@ def test_runs_that_cannot_set_a_depth_are_refused_before_any_boot(
         profile_runs(profiles, 42, steps)
 
 
-def test_replayssm_runs_verify_with_the_shortest_ring_for_their_window() -> None:
-    plain, deep = profile_runs(["stack"], 42, [3, 4], replayssm=True)
-    assert (plain.name, plain.file_name) == (
-        "stack-k3-replayssm",
-        "kernels-stack-42-k3-replayssm.json",
-    )
+def test_the_stack_s_depths_verify_with_the_shortest_ring_for_their_window() -> None:
+    plain, deep = profile_runs(["stack"], 42, [3, 4])
     assert plain.overrides["linear_replayssm_cache_len"] == 8  # 2 x 4 verify tokens
     assert deep.overrides["linear_replayssm_cache_len"] == 16  # 2 x 5, a power of two
-    (default,) = profile_runs(["stack"], 42, [], replayssm=True)
-    assert default.file_name == "kernels-stack-42-replayssm.json"
-    assert default.overrides == {
-        "enable_linear_replayssm_spec": True,
-        "linear_replayssm_cache_len": 8,
-    }
-    with pytest.raises(ValueError, match="no NEXTN draft"):
-        profile_runs(["humming+fp8"], 42, [], replayssm=True)
+    args = server_args(EngineConfig("/m", profile="stack", overrides=deep.overrides), H200)
+    assert (args["speculative_num_draft_tokens"], args["linear_replayssm_cache_len"]) == (5, 16)
+    (recurrent,) = profile_runs(["stack-recurrent"], 42, [4])
+    assert (recurrent.file_name, recurrent.replayssm) == (
+        "kernels-stack-recurrent-42-k4.json",
+        False,
+    )
+    assert "linear_replayssm_cache_len" not in recurrent.overrides
+    assert [r.replayssm for r in profile_runs(["stack", "dspark", "humming+fp8"], 42, [])] == [
+        True,
+        True,
+        False,
+    ]

@@ -97,11 +97,13 @@ def humming_fp8() -> dict[str, Any]:
     return profile("humming+fp8", LAYERS_BODY + FP8_HEAD + [(MYSTERY, 2, 1.0)])
 
 
-def stack_round() -> dict[str, Any]:
+def recurrent_round() -> dict[str, Any]:
+    """The stack's round with the recurrent verify (`stack-recurrent`)."""
     # verify (one step's kernels) + 3 draft forwards (one layer each) + 4 FP8 head calls
     draft = [(HUMMING_W13, 3, 8.0), (HUMMING_W2, 3, 7.0), (TRITON_FP8, 15, 9.0)]
     heads = [(CUTLASS_FP8, 4, 110.0), (HEAD_QUANT, 4, 3.0)]
-    return profile("stack", LAYERS_BODY + draft + heads, phase="verify", accept_length=3.9)
+    kernels = LAYERS_BODY + draft + heads
+    return profile("stack-recurrent", kernels, phase="verify", accept_length=3.9)
 
 
 def load(data: dict[str, Any]) -> KernelProfile:
@@ -115,18 +117,18 @@ def test_per_unit_values_divide_by_rounds() -> None:
     p = load(humming())
     assert p.per_unit(p.kernels[0]) == (40.0, 320.0)
     assert p.forwards == 1
-    assert load(stack_round()).forwards == 4
+    assert load(recurrent_round()).forwards == 4
     step_us = sum(calls * us for _, calls, us in LAYERS_BODY + BF16_HEAD)
     assert p.unit_ms == pytest.approx(step_us / 1e3)
 
 
 def test_a_round_profile_names_its_depth_and_older_files_ran_three_steps() -> None:
-    assert load(stack_round()).draft_steps == 3
-    two = load({**stack_round(), "draft_steps": 2})
+    assert load(recurrent_round()).draft_steps == 3
+    two = load({**recurrent_round(), "draft_steps": 2})
     assert two.draft_steps == 2
     assert two.forwards == 3
     with pytest.raises(ValueError, match="draft_steps must be at least 1"):
-        load({**stack_round(), "draft_steps": 0})
+        load({**recurrent_round(), "draft_steps": 0})
 
 
 @pytest.mark.parametrize(
@@ -196,7 +198,7 @@ def test_unit_bytes_are_the_byte_model_plus_logits() -> None:
 
 def test_round_bytes_hold_four_head_reads() -> None:
     kw: dict[str, Any] = {"context_tokens": 2048, "config": LING_3_FLASH_CONFIG}
-    fp8 = unit_bytes("stack", Phase.VERIFY, **kw)
+    fp8 = unit_bytes("stack-recurrent", Phase.VERIFY, **kw)
     bf16 = unit_bytes("humming+nextn", Phase.VERIFY, **kw)
     head_fp8, head_bf16 = 157184 * 2560 + 157184 * 4, 157184 * 2560 * 2
     assert bf16[Category.LM_HEAD] - fp8[Category.LM_HEAD] == 4 * (head_bf16 - head_fp8)
@@ -218,22 +220,22 @@ def test_a_round_of_other_depths_reads_the_head_once_a_forward() -> None:
 
 
 def test_a_profiled_round_of_another_depth_is_projected_with_that_depth_s_bytes() -> None:
-    two = {**stack_round(), "draft_steps": 2}
+    two = {**recurrent_round(), "draft_steps": 2}
     result = spark_projection([load(humming()), load(humming_fp8()), load(two)])
-    round_ = next(p for p in result.profiles if p.profile == "stack")
+    round_ = next(p for p in result.profiles if p.profile == "stack-recurrent")
     kw: dict[str, Any] = {"context_tokens": PUBLISHED_CONTEXT_TOKENS, "config": LING_3_FLASH_CONFIG}
     assert round_.bytes == pytest.approx(
-        sum(unit_bytes("stack", Phase.VERIFY, draft_steps=2, **kw).values())
+        sum(unit_bytes("stack-recurrent", Phase.VERIFY, draft_steps=2, **kw).values())
     )
 
 
 def replayssm_round() -> dict[str, Any]:
-    """The stack's round verified with ReplaySSM: its fold kernel instead of the snapshots."""
-    data = stack_round()
+    """The stack's round (ReplaySSM verify): its fold kernel beside the recurrent kernels."""
+    data = recurrent_round()
     data["kernels"].append(
         {"name": "kda_replayssm_exact_fold_kernel", "calls": 35 * ROUNDS, "total_us": 35 * ROUNDS}
     )
-    return {**data, "replayssm": True}
+    return {**data, "profile": "stack", "replayssm": True}
 
 
 def test_the_target_forwards_are_counted_from_the_kda_updates() -> None:
@@ -270,46 +272,64 @@ def test_a_dspark_round_is_a_9_token_replayssm_verify_the_draft_s_weights_and_tw
 
 def dspark_round() -> dict[str, Any]:
     """A DSpark round: the stack's verify kernels and the draft's BF16 layers."""
-    data = stack_round()
+    data = recurrent_round()
     data["kernels"].append({"name": NVJET_HEAD, "calls": 5 * ROUNDS, "total_us": 400.0 * ROUNDS})
     return {**data, "profile": "dspark"}
 
 
 def test_the_dspark_round_is_projected_beside_the_stack_s_with_its_break_even_accept() -> None:
     result = spark_projection(
-        [load(humming()), load(humming_fp8()), load(stack_round()), load(dspark_round())]
+        [load(humming()), load(humming_fp8()), load(replayssm_round()), load(dspark_round())]
     )
     d = result.dspark
     assert d is not None
-    assert d.round_ms > d.stack_round_ms
+    stack = next(p for p in result.profiles if p.profile == "stack")
+    assert d.stack_round_ms == stack.projected_ms < d.round_ms
     assert d.break_even == pytest.approx(d.round_ms / d.stack_round_ms)
     assert d.tpot_ms_at_published_accept == pytest.approx(d.round_ms / 5.29)
     assert result.to_dict()["dspark"]["break_even"] == d.break_even
-    without = spark_projection([load(humming()), load(humming_fp8()), load(stack_round())])
+    without = spark_projection(
+        [load(humming()), load(humming_fp8()), load(recurrent_round()), load(dspark_round())]
+    )
     assert without.dspark is None
 
 
 def test_a_replayssm_round_drops_the_kda_state_snapshots() -> None:
     kw: dict[str, Any] = {"context_tokens": 2048, "config": LING_3_FLASH_CONFIG}
-    snapshots = unit_bytes("stack", Phase.VERIFY, **kw)
-    replay = unit_bytes("stack", Phase.VERIFY, state_snapshots=False, **kw)
+    snapshots = unit_bytes("stack-recurrent", Phase.VERIFY, **kw)
+    replay = unit_bytes("stack", Phase.VERIFY, **kw)
     assert replay[Category.KDA_STATE] < snapshots[Category.KDA_STATE]
     assert {c: b for c, b in replay.items() if c is not Category.KDA_STATE} == {
         c: b for c, b in snapshots.items() if c is not Category.KDA_STATE
     }
     p = load(replayssm_round())
-    assert (p.replayssm, p.label) == (True, "stack-replayssm")
+    assert (p.replayssm, p.label) == (True, "stack")
     assert map_kernels(p).categories["kda_replayssm_exact_fold_kernel"] is Category.KDA_STATE
-    assert load(stack_round()).label == "stack"
+    assert load(recurrent_round()).label == "stack-recurrent"
+
+
+def test_a_file_is_labelled_with_the_profile_whose_verify_its_round_ran() -> None:
+    # files name the profile they booted; its verify ran as their `replayssm` says
+    assert load({**recurrent_round(), "profile": "stack"}).label == "stack-recurrent"
+    assert load({**replayssm_round(), "profile": "stack-recurrent"}).label == "stack"
+    assert load({**dspark_round(), "replayssm": True}).label == "dspark"
+    assert load(humming()).label == "humming"
+    with pytest.raises(ValueError, match=r"no profile verifies humming\+nextn's rounds with"):
+        load({**recurrent_round(), "profile": "humming+nextn", "replayssm": True})
 
 
 def test_the_stack_round_is_projected_with_and_without_replayssm_side_by_side() -> None:
-    result = spark_projection(
-        [load(humming()), load(humming_fp8()), load(stack_round()), load(replayssm_round())]
-    )
+    both = [{**recurrent_round(), "profile": "stack"}, replayssm_round()]  # both files `stack`
+    result = spark_projection([load(humming()), load(humming_fp8()), *map(load, both)])
     rounds = {p.profile: p for p in result.profiles if p.phase is Phase.VERIFY}
-    assert rounds["stack-replayssm"].kernels_from == "stack"
-    assert rounds["stack-replayssm"].bytes < rounds["stack"].bytes
+    assert (rounds["stack"].kernels_from, rounds["stack-recurrent"].kernels_from) == (
+        "stack",
+        "stack-recurrent",
+    )
+    assert rounds["stack"].bytes < rounds["stack-recurrent"].bytes
+    # NVIDIA's stack TPOTs and the BF16-head round are set against the recurrent verify
+    assert result.nextn is not None
+    assert result.nextn.fp8_round_ms == rounds["stack-recurrent"].projected_ms
     r = result.replayssm
     assert r is not None
     assert r.speedup == pytest.approx(r.recurrent_round_ms / r.replayssm_round_ms)
@@ -318,14 +338,14 @@ def test_the_stack_round_is_projected_with_and_without_replayssm_side_by_side() 
     assert r.gpu_replayssm_round_ms > r.gpu_recurrent_round_ms
     assert not r.gpu_direction_agrees
     assert (
-        spark_projection([load(humming()), load(humming_fp8()), load(stack_round())]).replayssm
+        spark_projection([load(humming()), load(humming_fp8()), load(recurrent_round())]).replayssm
         is None
     )
 
 
 def test_a_replayssm_flag_that_is_not_a_boolean_is_refused() -> None:
     with pytest.raises(ValueError, match="replayssm must be true or false"):
-        load({**stack_round(), "replayssm": "yes"})
+        load({**recurrent_round(), "replayssm": "yes"})
 
 
 # --- the fit -----------------------------------------------------------------------------
@@ -362,7 +382,7 @@ def test_the_fit_needs_two_points() -> None:
 
 
 def test_projection_fits_published_tpots_and_projects_the_baseline_from_humming() -> None:
-    result = spark_projection([load(humming()), load(humming_fp8()), load(stack_round())])
+    result = spark_projection([load(humming()), load(humming_fp8()), load(recurrent_round())])
     by_name = {(p.profile, p.phase): p for p in result.profiles}
     baseline = by_name[("baseline", Phase.DECODE)]
     hum = by_name[("humming", Phase.DECODE)]
@@ -374,14 +394,14 @@ def test_projection_fits_published_tpots_and_projects_the_baseline_from_humming(
         assert p.projected_ms == pytest.approx(p.bandwidth_ms + p.fixed_ms)
         assert sum(r.bytes for r in p.kernels) == pytest.approx(p.bytes)
         assert sum(r.projected_us for r in p.kernels) / 1e3 == pytest.approx(p.projected_ms)
-    stack = by_name[("stack", Phase.VERIFY)]
+    stack = by_name[("stack-recurrent", Phase.VERIFY)]
     assert stack.published_ms is None and stack.calls == pytest.approx(
         sum(c for _, c, _ in LAYERS_BODY) + 21 + 8
     )
 
 
 def test_nextn_derives_the_bf16_head_round_by_swapping_head_kernels() -> None:
-    result = spark_projection([load(humming()), load(humming_fp8()), load(stack_round())])
+    result = spark_projection([load(humming()), load(humming_fp8()), load(recurrent_round())])
     nextn = result.nextn
     assert nextn is not None
     assert nextn.bf16_round_source.startswith("derived")
@@ -401,7 +421,7 @@ def test_nextn_derives_the_bf16_head_round_by_swapping_head_kernels() -> None:
 
 
 def test_a_measured_bf16_head_round_is_used_as_measured() -> None:
-    bf16_round = stack_round()
+    bf16_round = recurrent_round()
     bf16_round["profile"] = "humming+nextn"
     bf16_round["kernels"] = [
         k for k in bf16_round["kernels"] if k["name"] not in (CUTLASS_FP8, HEAD_QUANT)
@@ -410,7 +430,7 @@ def test_a_measured_bf16_head_round_is_used_as_measured() -> None:
         {"name": NVJET_HEAD, "calls": 4 * ROUNDS, "total_us": 4 * 190.0 * ROUNDS}
     )
     result = spark_projection(
-        [load(humming()), load(humming_fp8()), load(stack_round()), load(bf16_round)]
+        [load(humming()), load(humming_fp8()), load(recurrent_round()), load(bf16_round)]
     )
     assert result.nextn is not None
     assert result.nextn.bf16_round_source.startswith("measured")
@@ -457,7 +477,7 @@ def run_script(
 
 
 def test_script_writes_the_projection_json_and_prints_a_table(tmp_path: Path) -> None:
-    proc, out = run_script(tmp_path, humming(), humming_fp8(), stack_round())
+    proc, out = run_script(tmp_path, humming(), humming_fp8(), recurrent_round())
     assert proc.returncode == 0, proc.stderr
     assert "PROJECTION, not a measurement" in proc.stdout
     data = json.loads(out.read_text())

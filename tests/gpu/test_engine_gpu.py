@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from app.backend.engine import EngineBackend
+from app.backend.engine_config import PROFILES
 from app.backend.protocol import ReplyDone, TextChunk
 from app.chat import ChatMessage, Role, Sampling
 from app.commands.doctor import format_report, run_doctor
@@ -60,7 +61,7 @@ def verdicts(report: ProofReport) -> dict[str, Verdict]:
     return {line.key: line.verdict for line in report.lines}
 
 
-@pytest.mark.parametrize("profile", ["stack", "stack+replayssm"], ids=["recurrent", "replayssm"])
+@pytest.mark.parametrize("profile", ["stack", "stack-recurrent"], ids=["replayssm", "recurrent"])
 async def test_stack_passes_every_line_and_streams_a_reply(tmp_path, monkeypatch, profile):
     backend = make_backend(tmp_path, monkeypatch, profile=profile)
     try:
@@ -70,6 +71,7 @@ async def test_stack_passes_every_line_and_streams_a_reply(tmp_path, monkeypatch
         print(format_report(report))
         assert report.ok, format_report(report)
         assert all(line.verdict is Verdict.PASS for line in report.lines)
+        assert ("replayssm" in verdicts(report)) == PROFILES[profile].replayssm
         messages = [ChatMessage(Role.USER, "What did each lever do?")]
         reasoning, answer, chunks, done = "", "", [], None
         async for event in backend.stream_reply(messages, Sampling(temperature=0.0)):
@@ -131,6 +133,8 @@ BREAKAGES = {
                 "speculative_num_steps": None,
                 "speculative_eagle_topk": None,
                 "speculative_num_draft_tokens": None,
+                "enable_linear_replayssm_spec": None,
+                "linear_replayssm_cache_len": None,
             }
         },
         "nextn",

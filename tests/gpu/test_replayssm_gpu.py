@@ -9,9 +9,11 @@ tokens. After the same greedy reply of N tokens, the request's KDA state (SGLang
 across engines booted one after another on the same 6-layer model:
 - `humming+fp8`: plain decoding, one token a forward: the reference, at N - 1, N and N + 1
   tokens (a state one token off must differ, or the comparison could not tell);
-- `stack`, recurrent verify (per-position state snapshots), every draft accepted;
-- `stack+replayssm` (the raw-input ring folded at each commit), every draft accepted;
-- `stack+replayssm` with the draft's dummy weights: no draft accepted, one token a round.
+- `stack-recurrent`, SGLang's recurrent verify (per-position state snapshots), every draft
+  accepted;
+- `stack`, the ReplaySSM verify (the raw-input ring folded at each commit), every draft
+  accepted;
+- `stack` with the draft's dummy weights: no draft accepted, one token a round.
 Both stack verifies project the same 4 tokens, so theirs must agree to kernel noise; plain
 decoding projects one token at a time (other GEMM tiles, other BF16 roundings), so the
 verifies must agree with it to a looser bound. Overlap scheduling and the prefix cache are
@@ -142,9 +144,9 @@ async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeyp
         lengths=[TOKENS - 1, TOKENS, TOKENS + 1], overrides=overrides,
     )  # fmt: skip
     runs = {
-        "recurrent": dict(profile="stack"),
-        "replayssm": dict(profile="stack+replayssm"),
-        "replayssm-rejected": dict(profile="stack+replayssm", draft_known=False),
+        "recurrent": dict(profile="stack-recurrent"),
+        "replayssm": dict(profile="stack"),
+        "replayssm-rejected": dict(profile="stack", draft_known=False),
     }
     verified: dict[str, Any] = {}
     texts: dict[str, str] = {}

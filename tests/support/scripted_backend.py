@@ -62,7 +62,7 @@ def failing_report() -> ProofReport:
 
 
 def long_failing_report() -> ProofReport:
-    """A refused proof as long as the real one: nine lines, each with its evidence and fix."""
+    """A refused proof as long as the stack's: ten lines, each with its evidence and fix."""
     lines = tuple(
         ProofLine(
             f"lever{index}",
@@ -71,7 +71,7 @@ def long_failing_report() -> ProofReport:
             f"evidence read from the running model for line {index}",
             fix=f"the fix for line {index}",
         )
-        for index in range(9)
+        for index in range(10)
     )
     return ProofReport(profile="stack", lines=lines)
 
