@@ -37,7 +37,6 @@
 #              from plain decoding, stack-recurrent's recurrent verify and the stack's
 #              ReplaySSM (all drafts accepted, and none), four 6-layer engines one after
 #              another (7.5); it prints where each state was found first
-#              (replayssm-state-eager: the same without CUDA graphs, 7.5)
 #   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
 #              at 42 layers, 2K context, for scripts/spark_projection.py (KERNEL_PROFILES=...;
 #              its FP8-head verdict takes stack-recurrent's round, as NVIDIA's stack verified)
@@ -216,8 +215,7 @@ for step in "$@"; do
     engine42)
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
         gpu_tests engine42 560 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;
-    replayssm-state) gpu_tests replayssm-state 560 tests/gpu/test_replayssm_gpu.py -k "keeps_the_kda_state and graphs" ;;
-    replayssm-state-eager) gpu_tests replayssm-state-eager 560 tests/gpu/test_replayssm_gpu.py -k "keeps_the_kda_state and eager" ;;
+    replayssm-state) gpu_tests replayssm-state 560 tests/gpu/test_replayssm_gpu.py ;;
     kernels42)
       run kernels42 560 python3 scripts/gpu_kernel_profile.py /root/k42 --layers 42 \
         --profiles "${KERNEL_PROFILES:-humming+fp8,stack}" --known-answer

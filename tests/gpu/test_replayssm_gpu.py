@@ -23,7 +23,7 @@ the model repeats the prompt's last token, every decode step feeds the KDA layer
 input and their state sits at a fixed point that no comparison can tell apart. Before any
 assert the test prints where each state was found: the kernels' slot against the slot the
 request holds, how far its conv state moved from one reply length to the next (decoding
-must move it), and which slots' states changed. It runs with CUDA graphs and without.
+must move it), and which slots' states changed.
 
     python -m pytest tests/gpu/test_replayssm_gpu.py --run-gpu -s
 """
@@ -57,8 +57,6 @@ SAME_TOKENS = 5e-2
 ONE_TOKEN_OFF = 0.2
 """The least relative difference a state one token off must show."""
 COLD = {"disable_overlap_schedule": True, "disable_radix_cache": True}
-EAGER = {"disable_cuda_graph": True}
-"""The test also runs without CUDA graphs: a state that differs only there points at them."""
 
 
 def relative(a: Any, b: Any) -> float:
@@ -74,7 +72,6 @@ async def states_after(
     profile: str,
     lengths: list[int],
     draft_known: bool = True,
-    overrides: dict[str, Any] | None = None,
 ) -> tuple[dict[int, dict[str, Any]], str]:
     """Boot one engine, reply to PROMPT greedily at each length; its KDA releases
     (known_answer.save_kda_states) and reply."""
@@ -89,7 +86,7 @@ async def states_after(
         folder / "logs",
         profile=profile,
         min_accept_length=1.0,
-        overrides={**COLD, **(overrides or {})},
+        overrides=COLD,
     )
     releases, text = {}, ""
     try:
@@ -136,12 +133,10 @@ def where_states_went(name: str, releases: dict[int, dict[str, Any]]) -> None:
         )
 
 
-@pytest.mark.parametrize("graphs", ["graphs", "eager"])
-async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeypatch, graphs):
-    overrides = EAGER if graphs == "eager" else {}
+async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeypatch):
     plain, plain_text = await states_after(
         tmp_path, monkeypatch, "plain", profile="humming+fp8",
-        lengths=[TOKENS - 1, TOKENS, TOKENS + 1], overrides=overrides,
+        lengths=[TOKENS - 1, TOKENS, TOKENS + 1],
     )  # fmt: skip
     runs = {
         "recurrent": dict(profile="stack-recurrent"),
@@ -152,7 +147,7 @@ async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeyp
     texts: dict[str, str] = {}
     for name, kwargs in runs.items():
         releases, texts[name] = await states_after(
-            tmp_path, monkeypatch, name, lengths=[TOKENS], overrides=overrides, **kwargs
+            tmp_path, monkeypatch, name, lengths=[TOKENS], **kwargs
         )
         verified[name] = releases[TOKENS]["temporal"]
     reference = plain[TOKENS]["temporal"]
