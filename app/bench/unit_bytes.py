@@ -99,7 +99,7 @@ def unit_bytes(
         context_tokens=context_tokens,
         draft_steps=draft_steps,
         routing=routing,
-        state_snapshots=not (levers is not None and levers.replayssm),
+        state_snapshots=not (levers is not None and levers.kda_replayssm),
     )
     parts = defaultdict(float, _step_parts(shape, precision, cycle.verify))
     draft = [cycle.draft_extend] + [cycle.draft_step] * (draft_steps - 1)

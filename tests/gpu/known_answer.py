@@ -141,9 +141,8 @@ def save_kda_states(folder: Path) -> None:
     it) to `folder`/NNN-TOKENS.pt: NNN counts releases, TOKENS is the request's output
     tokens. Each file is a dict: `temporal`, the mamba pool's FP32 state [KDA layers,
     heads, V, K], and `conv`, its first conv state, both at `slot`, the slot the KDA kernels
-    index (the request's row of the pool's request-to-slot map); `held_slot`, the slot the
-    request holds; `slot_norms`, every slot's state norm [layers, slots], to find where a
-    state went. A record that could not be read holds its `error` instead."""
+    index (the request's row of the pool's request-to-slot map). A record that could not be
+    read holds its `error` instead."""
     from sglang.srt.managers.scheduler_components import batch_result_processor
 
     stock = batch_result_processor.release_kv_cache
@@ -169,13 +168,10 @@ def _kda_release(owner: Any, cache: Any, req: Any) -> dict[str, Any]:
     """`save_kda_states`' record of one request, read from the mamba pool's `cache`."""
     row = torch.tensor([req.kv.req_pool_idx], device=cache.temporal.device)
     slot = int(owner.translate_mamba_indices(owner.get_mamba_indices(row))[0])
-    norms = torch.linalg.vector_norm(cache.temporal.flatten(2), dim=-1, dtype=torch.float32)
     return {
         "temporal": cache.temporal[:, slot].float().cpu(),
         "conv": cache.conv[0][:, slot].float().cpu(),
         "slot": slot,
-        "held_slot": int(req.kv.mamba_pool_idx),
-        "slot_norms": norms.cpu(),
     }
 
 

@@ -21,9 +21,8 @@ off, so that no extra round runs after the last token and every request starts c
 The prompt ends on the known answer's cycle, so the reply walks distinct tokens: off it,
 the model repeats the prompt's last token, every decode step feeds the KDA layers the same
 input and their state sits at a fixed point that no comparison can tell apart. Before any
-assert the test prints where each state was found: the kernels' slot against the slot the
-request holds, how far its conv state moved from one reply length to the next (decoding
-must move it), and which slots' states changed.
+assert the test prints the slot each state was read at and how far the conv window and the
+state moved from one reply length to the next (decoding must move both).
 
     python -m pytest tests/gpu/test_replayssm_gpu.py --run-gpu -s
 """
@@ -109,8 +108,8 @@ async def states_after(
                 pytest.fail(f"{name}: the KDA state could not be read: {release['error']}")
             print(
                 f"{name}: {n} tokens, saved {saved[-1].name}, accept "
-                f"{reply.usage.accept_length}, kernels' slot {release['slot']}, held slot "
-                f"{release['held_slot']}, state norm {float(release['temporal'].norm()):.3e}"
+                f"{reply.usage.accept_length}, slot {release['slot']}, state norm "
+                f"{float(release['temporal'].norm()):.3e}"
             )
             text = reply.text if n == TOKENS else text
     finally:
@@ -118,18 +117,14 @@ async def states_after(
     return releases, text
 
 
-def where_states_went(name: str, releases: dict[int, dict[str, Any]]) -> None:
-    """Print, for consecutive reply lengths, how far the conv state and the KDA state at
-    the kernels' slot moved, and which slots' state norms changed between the releases."""
-    lengths = sorted(releases)
-    for shorter, longer in itertools.pairwise(lengths):
+def print_moves(name: str, releases: dict[int, dict[str, Any]]) -> None:
+    """Print, for consecutive reply lengths, how far the conv window and the KDA state moved."""
+    for shorter, longer in itertools.pairwise(sorted(releases)):
         a, b = releases[shorter], releases[longer]
-        moved = (a["slot_norms"] - b["slot_norms"]).abs().amax(dim=0) > 0
         print(
             f"{name}, {shorter} -> {longer} tokens: conv moved"
             f" {relative(b['conv'], a['conv']):.2e}, state moved"
-            f" {relative(b['temporal'], a['temporal']):.2e}, slots changed"
-            f" {moved.nonzero().flatten().tolist()}"
+            f" {relative(b['temporal'], a['temporal']):.2e}"
         )
 
 
@@ -155,7 +150,7 @@ async def test_replayssm_keeps_the_kda_state_of_plain_decoding(tmp_path, monkeyp
     against_plain = {name: relative(state, reference) for name, state in verified.items()}
     between = relative(verified["replayssm"], verified["recurrent"])
     # Printed before the asserts: a failing run still shows every number.
-    where_states_went("plain", plain)
+    print_moves("plain", plain)
     print(f"plain decoding, one token off: {off}")
     print(f"each verify against plain decoding at {TOKENS} tokens: {against_plain}")
     print(f"ReplaySSM against the recurrent verify, the same drafts: {between:.2e}")
