@@ -14,7 +14,7 @@ where the other layers' weights pass through L2 between two head calls.
 `--sweep` also times every tiling of `fp8_gemv.SWEEP` at M = 1 and 4, fastest first, each also
 its GEMV alone, on activations quantized beforehand.
 
-    python scripts/gpu_head_bench.py [--peak-gbps 4800] [--json PATH] [--sweep]
+    python lab/scripts/gpu_head_bench.py [--peak-gbps 4800] [--json PATH] [--sweep]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import torch
 import triton
 import triton.language as tl
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app.backend.patches import fp8_gemv, fp8_head  # noqa: E402
 from app.backend.patches.head_choice import floor_us  # noqa: E402

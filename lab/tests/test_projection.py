@@ -1,7 +1,7 @@
 """The Spark projection: kernel mapping, the fit, the NEXTN verdict, and the script's JSON.
 
 The kernel profiles are synthetic (42-layer call counts chosen here), built from kernel
-names torch.profiler gave on the H200 (bench/2026-11-29-h200-stack-ab-*.json).
+names torch.profiler gave on the H200 (lab/results/2026-11-29-h200-stack-ab-*.json).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from app.bench.kernels import (
     map_kernels,
     target_forwards,
 )
-from app.bench.projection import PUBLISHED_CONTEXT_TOKENS, spark_projection
-from app.bench.spark_fit import FitPoint, fit_spark
 from app.bench.unit_bytes import unit_bytes
 from app.telemetry.checkpoint import LmHead, ModelShape, Precision
 from app.telemetry.ling_config import LING_3_FLASH_CONFIG
 from app.telemetry.mtp import mtp_cycle
+from lab.research.projection import PUBLISHED_CONTEXT_TOKENS, spark_projection
+from lab.research.spark_fit import FitPoint, fit_spark
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUNDS = 64
@@ -463,7 +463,7 @@ def run_script(
     proc = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "scripts" / "spark_projection.py"),
+            str(ROOT / "lab" / "scripts" / "spark_projection.py"),
             *map(str, paths),
             "--out",
             str(out),

@@ -1,15 +1,16 @@
 """Fixed NEXTN depths 1..7 and SGLang's adaptive steps, per accept profile (a model).
 
 Round times per depth come from the byte model on the Spark fitted in
-bench/spark-projection.json (both routing bounds), and, given kernel profiles of
-stack-recurrent at several depths (scripts/gpu_kernel_profile.py --steps), from their
+lab/results/spark-projection.json (both routing bounds), and, given kernel profiles of
+stack-recurrent at several depths (lab/scripts/gpu_kernel_profile.py --steps), from their
 measured GPU time. Both price the stack's round with SGLang's recurrent verify.
 Acceptance is a geometric chain fitted to each published accept length
-(app/bench/draft_chain.py).
+(lab/research/draft_chain.py).
 Prints a table per accept profile and writes JSON.
 
-    python scripts/depth_eval.py [--profiles kernels-stack-recurrent-42-k2.json ...]
-        [--decode-profile kernels-humming-fp8-42.json] [--out bench/depth-eval-projection.json]
+    python lab/scripts/depth_eval.py [--profiles kernels-stack-recurrent-42-k2.json ...]
+        [--decode-profile kernels-humming-fp8-42.json]
+        [--out lab/results/depth-eval-projection.json]
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from app.bench.depth import (  # noqa: E402
+from app.bench.kernels import KernelProfile  # noqa: E402
+from app.telemetry.mtp import Routing  # noqa: E402
+from lab.research.depth import (  # noqa: E402
     ACCEPT_MODEL,
     ACCEPT_PROFILES,
     AcceptModel,
@@ -35,10 +38,8 @@ from app.bench.depth import (  # noqa: E402
     profiled_costs,
     recommend,
 )
-from app.bench.draft_chain import SGLANG_BATCH1  # noqa: E402
-from app.bench.kernels import KernelProfile  # noqa: E402
-from app.bench.spark_fit import Fit  # noqa: E402
-from app.telemetry.mtp import Routing  # noqa: E402
+from lab.research.draft_chain import SGLANG_BATCH1  # noqa: E402
+from lab.research.spark_fit import Fit  # noqa: E402
 
 DEFAULT = SGLANG_BATCH1.initial_steps
 DEPTHS = range(1, max(SGLANG_BATCH1.candidates) + 1)
@@ -50,7 +51,7 @@ NOTE = (
     "A model, not a measurement. TPOT per depth = round time / accept length of a geometric "
     "chain (one acceptance probability a draft token, fitted to the accept length at 3 "
     "steps; optimistic for deep drafts). Round times: the byte model on the Spark fitted in "
-    "bench/spark-projection.json (independent routing: upper bound on the verify's expert "
+    "lab/results/spark-projection.json (independent routing: upper bound on the verify's expert "
     "bytes; shared: lower bound), and, where given, kernel profiles' measured GPU time. "
     "Adaptive: SGLang 0.5.23's batch-1 rule under a stationary acceptance, simulated."
 )
@@ -184,12 +185,14 @@ def table(models: list[AcceptModel], recs: list[Recommendation], decode: list[fl
 def main(argv: list[str] | None = None) -> int:
     """Build the table and JSON; 0 on success, 2 on bad input (one line on stderr)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--projection", type=Path, default=Path("bench/spark-projection.json"))
+    parser.add_argument(
+        "--projection", type=Path, default=Path("lab/results/spark-projection.json")
+    )
     parser.add_argument(
         "--profiles", type=Path, nargs="*", default=[], help="stack-recurrent, per depth"
     )
     parser.add_argument("--decode-profile", type=Path, help="the plain step (humming+fp8)")
-    parser.add_argument("--out", type=Path, default=Path("bench/depth-eval-projection.json"))
+    parser.add_argument("--out", type=Path, default=Path("lab/results/depth-eval-projection.json"))
     args = parser.parse_args(argv)
     try:
         costs = spark_costs(read_json(args.projection))

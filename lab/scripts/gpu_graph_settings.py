@@ -5,7 +5,7 @@ Boots the `stack` profile on the known-answer test model twice: with ling-chat's
 settings. For each it prints the start's stages, every CUDA-graph capture SGLang logs (the
 batch sizes, seconds and GB), the memory pool it sized, and the GPU memory in use.
 
-    python scripts/gpu_graph_settings.py OUT_DIR [--layers N] [--mem-fraction F]
+    python lab/scripts/gpu_graph_settings.py OUT_DIR [--layers N] [--mem-fraction F]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app.backend.engine import EngineBackend  # noqa: E402
 from app.backend.engine_config import EngineConfig  # noqa: E402

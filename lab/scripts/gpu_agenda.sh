@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The GPU machine's work in named steps, each under its own time limit, logs and artefacts in $OUT.
 #
-#   . /root/gpu/env.sh && bash scripts/gpu_agenda.sh STEP [STEP ...]
+#   . /root/gpu/env.sh && bash lab/scripts/gpu_agenda.sh STEP [STEP ...]
 #
 # Run the steps as one background job with OUT=/root/results, and poll it with
-# scripts/gpu_poll.sh, each poll sent as soon as the last returns (tests/gpu/README.md): the
+# lab/scripts/gpu_poll.sh, each poll sent as soon as the last returns (lab/gpu.md): the
 # machine goes back 30 s after a call ends, background job or not. A bare machine ran `head
 # prepare engine ui serve engine42 graphs bench-exit dspark dspark-breakages` in 24 minutes,
 # `head prepare dspark42 bench-dspark kernels42-replayssm` in 18, and `head head-sweep
@@ -38,7 +38,7 @@
 #              ReplaySSM (all drafts accepted, and none), four 6-layer engines one after
 #              another (7.5); it prints where each state was found first
 #   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
-#              at 42 layers, 2K context, for scripts/spark_projection.py (KERNEL_PROFILES=...;
+#              at 42 layers, 2K context, for lab/scripts/spark_projection.py (KERNEL_PROFILES=...;
 #              its FP8-head verdict takes stack-recurrent's round, as NVIDIA's stack verified)
 #   kernels42-replayssm  one verify round at 42 layers of stack-recurrent (SGLang's recurrent
 #              verify) and of the stack (KDA ReplaySSM, ring 8), known-answer weights, booted
@@ -46,7 +46,7 @@
 #   depths42   stack-recurrent's verify round at 42 layers, 2K context, known-answer weights, at
 #              each NEXTN depth of DEPTHS (default 2,4,3: the default last, so that a cut run
 #              keeps the others), one engine each, files kernels-stack-recurrent-42-kK.json; then
-#              scripts/depth_eval.py over every depth profiled on this machine so far, with the
+#              lab/scripts/depth_eval.py over every depth profiled on this machine so far, with the
 #              committed humming+fp8 step: its table, and $OUT/depth-eval.json. The proof's
 #              NEXTN line fails off 3 steps (printed; the profile goes on). Known-answer weights
 #              route every token to the same experts, the shared-routing bound; depths42-random
@@ -83,7 +83,7 @@
 #   baseline   `ling-chat bench` of the baseline (FlashInfer's MXFP4 MoE; needs the
 #              `flashinfer` extra wheels). On sm_90 its first use JIT-compiles FlashInfer's
 #              SM90 CUTLASS fused MoE: about 245 CUDA files, 13 core-hours of nvcc or more,
-#              beyond what a session here can give; see bench/README.md
+#              beyond what a session here can give; see lab/results/README.md
 #   reasoning  `ling-chat bench` of humming and stack, synthetic and the GSM8K fixture (5-shot
 #              CoT, 3 questions; random weights, so the accuracy is only exercised) (4)
 #   ab         the NEXTN stack with the BF16 and the FP8 head side by side (humming+nextn and
@@ -101,7 +101,7 @@
 # Pytest runs unbuffered and is stopped with SIGINT at its limit, so a cut run still prints
 # what it saw and its summary.
 #
-# Packages the staging kit lacks travel as extra wheels: `bash scripts/gpu_extra_wheels.sh
+# Packages the staging kit lacks travel as extra wheels: `bash lab/scripts/gpu_extra_wheels.sh
 # serve` (SGLang's HTTP server needs jsonschema and soundfile) or `... flashinfer` prints the
 # transfers that put them in /root/extra; this script joins split wheels there and installs
 # them all. FlashInfer is SGLang 0.5.23's own dependency: without it the NEXTN verify cannot
@@ -109,7 +109,7 @@
 # warm-up, and the `baseline` profile has no MoE. Each step also keeps the end of every SGLang
 # log it wrote, as NAME.sglang-N.log.
 set -u
-echo $$ 2>/dev/null >/root/agenda.pid || true  # scripts/gpu_poll.sh: is an agenda running
+echo $$ 2>/dev/null >/root/agenda.pid || true  # lab/scripts/gpu_poll.sh: is an agenda running
 OUT="${OUT:-/tmp/gpu-out}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -189,8 +189,8 @@ bench() {  # bench NAME LIMIT_S PROFILES [ARGS...]: `ling-chat bench`, 6-layer m
 
 for step in "$@"; do
   case "$step" in
-    flashinfer) run flashinfer 300 python3 scripts/gpu_flashinfer_check.py ;;
-    flashinfer-moe) run flashinfer-moe 560 python3 scripts/gpu_flashinfer_check.py --moe ;;
+    flashinfer) run flashinfer 300 python3 lab/scripts/gpu_flashinfer_check.py ;;
+    flashinfer-moe) run flashinfer-moe 560 python3 lab/scripts/gpu_flashinfer_check.py --moe ;;
     prepare)
       python3 -c "from pathlib import Path; from tests.gpu import models; models.write_model_dir(Path('/root/m6'))"
       run prepare 540 python3 -m app prepare --model /root/m6 --data-dir /root/lcd
@@ -198,7 +198,7 @@ for step in "$@"; do
         && run prepare-skip 540 python3 -m app prepare --model /root/m6 --data-dir /root/lcd --skip-preflight
       run prepare-again 120 python3 -m app prepare --model /root/m6 --data-dir /root/lcd --skip-preflight ;;
     graphs)
-      run graphs 540 python3 scripts/gpu_graph_settings.py /root/graphs
+      run graphs 540 python3 lab/scripts/gpu_graph_settings.py /root/graphs
       cp /root/graphs/graphs.json "$OUT/" 2>/dev/null ;;
     bench-exit)
       python3 -c "from pathlib import Path; from tests.gpu import models; models.write_model_dir(Path('/root/m6'))"
@@ -208,24 +208,24 @@ for step in "$@"; do
         --num-prompts 1 --reps 1 --json "$0/bench-exit.json" 2>&1 | while IFS= read -r l; do echo "$(date +%T.%2N) $l"; done
         echo "$(date +%T.%2N) exited"' "$OUT" ;;
     head)
-      run head 400 python3 scripts/gpu_head_bench.py --json "$OUT/head.json"
+      run head 400 python3 lab/scripts/gpu_head_bench.py --json "$OUT/head.json"
       gpu_tests gemv 300 tests/gpu/test_fp8_gemv.py ;;
-    head-sweep) run head-sweep 540 python3 scripts/gpu_head_bench.py --sweep --json "$OUT/head-sweep.json" ;;
+    head-sweep) run head-sweep 540 python3 lab/scripts/gpu_head_bench.py --sweep --json "$OUT/head-sweep.json" ;;
     engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm or weight_only" ;;
     engine42)
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
         gpu_tests engine42 560 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;
     replayssm-state) gpu_tests replayssm-state 560 tests/gpu/test_replayssm_gpu.py ;;
     kernels42)
-      run kernels42 560 python3 scripts/gpu_kernel_profile.py /root/k42 --layers 42 \
+      run kernels42 560 python3 lab/scripts/gpu_kernel_profile.py /root/k42 --layers 42 \
         --profiles "${KERNEL_PROFILES:-humming+fp8,stack}" --known-answer
       cp /root/k42/kernels-*.json "$OUT/" 2>/dev/null ;;
     kernels42-replayssm)  # the stack's round with the recurrent verify and with ReplaySSM
-      run kernels42-replayssm 560 python3 scripts/gpu_kernel_profile.py /root/k42r --layers 42 \
+      run kernels42-replayssm 560 python3 lab/scripts/gpu_kernel_profile.py /root/k42r --layers 42 \
         --profiles stack-recurrent,stack --known-answer
       cp /root/k42r/kernels-*.json "$OUT/" 2>/dev/null ;;
     kernels42-dspark)  # the dspark profile's round (a DSpark draft of dummy weights: accept ~1)
-      run kernels42-dspark 400 python3 scripts/gpu_kernel_profile.py /root/k42d --layers 42 \
+      run kernels42-dspark 400 python3 lab/scripts/gpu_kernel_profile.py /root/k42d --layers 42 \
         --profiles dspark --known-answer
       cp /root/k42d/kernels-*.json "$OUT/" 2>/dev/null ;;
     bench-dspark)  # stack and dspark side by side, both at one simulated accept length
@@ -235,7 +235,7 @@ for step in "$@"; do
     depths42 | depths42-random)
       weights=--known-answer prefix=
       [[ "$step" == depths42-random ]] && weights= prefix=random-
-      run "$step" 560 python3 scripts/gpu_kernel_profile.py "/root/$step" --layers 42 \
+      run "$step" 560 python3 lab/scripts/gpu_kernel_profile.py "/root/$step" --layers 42 \
         --profiles stack-recurrent --steps "${DEPTHS:-2,4,3}" ${weights:+"$weights"}
       for f in "/root/$step"/kernels-stack-recurrent-42-k*.json; do
         [[ -e "$f" ]] && cp "$f" "$OUT/$prefix${f##*/}"
@@ -243,8 +243,8 @@ for step in "$@"; do
       extra=()  # without 3 in DEPTHS, kernels42-replayssm's known-answer stack-recurrent is depth 3
       [[ "$step" == depths42 && ",${DEPTHS:-2,4,3}," != *,3,* && -e /root/k42r/kernels-stack-recurrent-42.json ]] &&
         extra=(/root/k42r/kernels-stack-recurrent-42.json)
-      run "$step-eval" 60 python3 scripts/depth_eval.py --profiles "/root/$step"/kernels-stack-recurrent-42-k*.json "${extra[@]}" \
-        --decode-profile bench/2026-12-01-h200-kernels-humming-fp8-42.json --out "$OUT/${prefix}depth-eval.json" ;;
+      run "$step-eval" 60 python3 lab/scripts/depth_eval.py --profiles "/root/$step"/kernels-stack-recurrent-42-k*.json "${extra[@]}" \
+        --decode-profile lab/results/2026-12-01-h200-kernels-humming-fp8-42.json --out "$OUT/${prefix}depth-eval.json" ;;
     caches)  # the kernel caches, in pieces that come back through $OUT, for .gpu-cache/
       tar czf /root/cache.tgz -C /root .humming .cache/sglang 2>/dev/null
       split -b 15m -d -a 2 /root/cache.tgz "$OUT/cache.tgz.part-"
@@ -271,9 +271,9 @@ for step in "$@"; do
         ab-18) args=(--known-answer --reps 30 --layers 18 --mem-fraction 0.4 --pin-engines 4,5) ;;
         ab-30) args=(--known-answer --reps 30 --layers 30 --mem-fraction 0.45 --pin-engines 4,5) ;;
       esac
-      run "$step" 560 taskset -c 2-9 python3 scripts/gpu_stack_ab.py "/root/$step" "${args[@]}"
+      run "$step" 560 taskset -c 2-9 python3 lab/scripts/gpu_stack_ab.py "/root/$step" "${args[@]}"
       cp "/root/$step/ab.json" "$OUT/$step.json" 2>/dev/null ;;
     *) echo "unknown step: $step" >&2; exit 2 ;;
   esac
 done
-echo "== agenda done $(date +%T)"  # scripts/gpu_poll.sh returns at this line
+echo "== agenda done $(date +%T)"  # lab/scripts/gpu_poll.sh returns at this line

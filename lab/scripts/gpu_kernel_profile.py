@@ -5,7 +5,7 @@ profiles two greedy requests of different lengths in SGLang's scheduler (torch
 profiler), and writes the difference per step or round: every kernel with its calls and
 GPU time, without the prefill both requests share. The rounds are the target forwards the
 difference ran, counted from its KDA kernels (`app.bench.kernels.target_forwards`). The files feed
-`scripts/spark_projection.py` and `scripts/depth_eval.py`.
+`lab/scripts/spark_projection.py` and `lab/scripts/depth_eval.py`.
 
 `--steps 2,4,3` boots each NEXTN profile once a depth (speculative_num_steps K, K + 1 draft
 tokens, top-1; a ReplaySSM verify with the shortest ring SGLang accepts for that window) and
@@ -15,7 +15,7 @@ round ran ReplaySSM ("replayssm"). The `dspark` profile drafts with a DSpark mod
 real draft's shapes and dummy weights (tests/gpu/dspark_models.py): its accept length is
 about 1, its round is the real one.
 
-    python scripts/gpu_kernel_profile.py OUTDIR --profiles humming+fp8,stack [--layers 42]
+    python lab/scripts/gpu_kernel_profile.py OUTDIR --profiles humming+fp8,stack [--layers 42]
         [--known-answer] [--context 2048] [--mem-fraction 0.65] [--steps 2,4,3]
 """
 
@@ -33,7 +33,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gpu_stack_ab import boot  # noqa: E402
@@ -42,8 +42,8 @@ from app.backend.engine import EngineBackend  # noqa: E402
 from app.backend.engine_config import PROFILES  # noqa: E402
 from app.bench.engine_calls import call_tokenizer_manager, generate  # noqa: E402
 from app.bench.kernels import KernelRecord, target_forwards  # noqa: E402
-from app.bench.profile_runs import ProfileRun, profile_runs  # noqa: E402
 from app.telemetry.checkpoint import ModelShape  # noqa: E402
+from lab.research.profile_runs import ProfileRun, profile_runs  # noqa: E402
 from tests.gpu import dspark_models, known_answer, models  # noqa: E402
 
 SHORT, LONG = 8, 72

@@ -1,6 +1,6 @@
 """Can FlashInfer work on this machine, and how long does it take? (GPU only)
 
-    python scripts/gpu_flashinfer_check.py [--moe]
+    python lab/scripts/gpu_flashinfer_check.py [--moe]
 
 Times the import, then the JIT build of the sampling module and one call of the two
 kernels SGLang 0.5.23's NEXTN verify needs to sample (top-k and top-p renormalisation),

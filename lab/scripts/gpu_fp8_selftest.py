@@ -4,7 +4,7 @@ The same `quantize_head` the scheduler runs after loading, on a dummy-loaded hea
 (uniform +-1e-3, as `load_format="dummy"` fills it) and a known-answer head (permuted
 unit-RMS rows), without booting SGLang's engine.
 
-    python scripts/gpu_fp8_selftest.py
+    python lab/scripts/gpu_fp8_selftest.py
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app.backend.patches import fp8_head  # noqa: E402
 from app.backend.proof import MIN_COSINE, MIN_TOP1  # noqa: E402

@@ -34,9 +34,9 @@ from app.bench.kernels import (
     Phase,
     map_kernels,
 )
-from app.bench.spark_fit import Fit, FitPoint, fit_spark
 from app.bench.unit_bytes import unit_bytes
 from app.telemetry.ling_config import LING_3_FLASH_CONFIG
+from lab.research.spark_fit import Fit, FitPoint, fit_spark
 
 PUBLISHED_TPOT_MS: Final = {"baseline": 27.71, "humming": 25.35, "humming+fp8": 22.76}
 """NVIDIA's measured Spark TPOTs, 32K in / 2K out, no speculation (its DGX Spark blog post)."""
@@ -268,7 +268,7 @@ class SparkProjection:
     dspark: DsparkProjection | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form of `bench/spark-projection.json`."""
+        """The JSON form of `lab/results/spark-projection.json`."""
         return {
             "kind": "projection",
             "note": "A projection from kernels profiled on another GPU, not a measurement "

@@ -1,7 +1,7 @@
 """Print the field names of SGLang's `ServerArgs`, read from its wheel without importing it.
 
     pip download sglang==0.5.23 --no-deps -d /tmp/sgl
-    python scripts/sglang_server_args_fields.py /tmp/sgl/sglang-0.5.23-*.whl \
+    python lab/scripts/sglang_server_args_fields.py /tmp/sgl/sglang-0.5.23-*.whl \
         > tests/fixtures/engine_double/sglang/server_args_fields.txt
 
 `Engine(**kwargs)` builds `ServerArgs(**kwargs)`, a msgspec Struct whose fields are those
@@ -82,7 +82,7 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     version, fields = server_args_fields(argv[1])
-    print(f"# ServerArgs fields of SGLang {version} (scripts/sglang_server_args_fields.py)")
+    print(f"# ServerArgs fields of SGLang {version} (lab/scripts/sglang_server_args_fields.py)")
     print("\n".join(fields))
     return 0
 

@@ -1,5 +1,5 @@
 """NEXTN draft depth: the geometric chain, SGLang's adaptive rule, TPOT per depth, the verdicts,
-and scripts/depth_eval.py."""
+and lab/scripts/depth_eval.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from app.bench.depth import (
+from app.bench.kernels import KernelProfile, KernelRecord, Phase
+from app.telemetry.mtp import Routing
+from lab.research.depth import (
     ACCEPT_PROFILES,
     AcceptModel,
     AcceptProfile,
@@ -22,7 +24,7 @@ from app.bench.depth import (
     profiled_costs,
     recommend,
 )
-from app.bench.draft_chain import (
+from lab.research.draft_chain import (
     SGLANG_BATCH1,
     AdaptiveRule,
     accept_length,
@@ -30,13 +32,11 @@ from app.bench.draft_chain import (
     adaptive_occupancy,
     fit_acceptance,
 )
-from app.bench.kernels import KernelProfile, KernelRecord, Phase
-from app.bench.spark_fit import Fit
-from app.telemetry.mtp import Routing
+from lab.research.spark_fit import Fit
 
 ROOT = Path(__file__).resolve().parents[2]
-SPARK_PROJECTION = ROOT / "bench" / "spark-projection.json"
-COMMITTED = ROOT / "bench" / "depth-eval-projection.json"
+SPARK_PROJECTION = ROOT / "lab" / "results" / "spark-projection.json"
+COMMITTED = ROOT / "lab" / "results" / "depth-eval-projection.json"
 
 
 # --- the chain ---------------------------------------------------------------------------
@@ -360,7 +360,7 @@ def test_the_accept_profiles_are_nvidia_s_published_ones() -> None:
 def run_script(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp_path / "depth.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "depth_eval.py"), "--out", str(out), *args],
+        [sys.executable, str(ROOT / "lab" / "scripts" / "depth_eval.py"), "--out", str(out), *args],
         capture_output=True,
         text=True,
         timeout=120,

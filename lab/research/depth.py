@@ -15,7 +15,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from app.backend.engine_config import NEXTN_STEPS
-from app.bench.draft_chain import (
+from app.bench.kernels import KernelProfile, Phase
+from app.bench.unit_bytes import unit_bytes
+from app.telemetry.ling_config import LING_3_FLASH_CONFIG
+from app.telemetry.mtp import Routing
+from lab.research.draft_chain import (
     SGLANG_BATCH1,
     AdaptiveRule,
     accept_length,
@@ -23,11 +27,7 @@ from app.bench.draft_chain import (
     adaptive_occupancy,
     fit_acceptance,
 )
-from app.bench.kernels import KernelProfile, Phase
-from app.bench.spark_fit import Fit
-from app.bench.unit_bytes import unit_bytes
-from app.telemetry.ling_config import LING_3_FLASH_CONFIG
-from app.telemetry.mtp import Routing
+from lab.research.spark_fit import Fit
 
 ACCEPT_MODEL: Final = (
     f"geometric chain: one acceptance probability p a draft token, fitted at {NEXTN_STEPS} steps"

@@ -7,8 +7,8 @@ through the real app, headless, from a replayed trace, and prints:
   produced it; the last chunk's lag, the 95th percentile and the worst;
 - CPU: the process time spent during the reply, and divided by the tokens.
 
-    python scripts/bench_ui.py            # 500 tok/s, 3 and 1 tokens per chunk, ~20 KiB
-    python scripts/bench_ui.py --tps 500 200 50 --tokens-per-chunk 3 --kib 4
+    python lab/scripts/bench_ui.py            # 500 tok/s, 3 and 1 tokens per chunk, ~20 KiB
+    python lab/scripts/bench_ui.py --tps 500 200 50 --tokens-per-chunk 3 --kib 4
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ dummy-loaded head (uniform +-1e-3), a known-answer head (permuted unit-RMS rows)
 garbage head (what a draft reading FP8 bytes as BF16 sees). Prints cosine and top-1
 agreement on random states (near-ties) and on head-row states (one clear winner).
 
-    python scripts/fp8_selftest_sim.py
+    python lab/scripts/fp8_selftest_sim.py
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One poll of the background agenda on the GPU machine (tests/gpu/README.md):
+# One poll of the background agenda on the GPU machine (lab/gpu.md):
 #
-#   bash scripts/gpu_poll.sh SECONDS
+#   bash lab/scripts/gpu_poll.sh SECONDS
 #
 # Waits up to SECONDS, returning as soon as the agenda has printed its last line or when no
 # agenda runs (one that never started, after a failed install, costs no wait), prints the

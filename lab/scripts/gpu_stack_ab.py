@@ -8,7 +8,7 @@ machine drift hits both alike. Per configuration: median and spread of the time 
 generate N greedy tokens, accept length, and (with --profile) the GPU kernel time by
 kernel name over one profiled request, to show where the FP8 head costs time.
 
-    python scripts/gpu_stack_ab.py OUTDIR [--known-answer] [--layers 6] [--reps 12] [--profile]
+    python lab/scripts/gpu_stack_ab.py OUTDIR [--known-answer] [--layers 6] [--reps 12] [--profile]
                                           [--fp8-first] [--pin-engines 4,5]
 
 Rounds of this small model are host-bound, and two engine processes on one machine have
@@ -33,7 +33,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import psutil  # noqa: E402
 

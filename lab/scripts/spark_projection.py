@@ -4,7 +4,8 @@ Reads kernel-profile JSON files (one per profile and phase, at the real model's 
 format in app/bench/kernels.py), fits one sustained bandwidth and one fixed cost per kernel
 call to NVIDIA's published Spark TPOTs, writes the projection and prints a table.
 
-    python scripts/spark_projection.py PROFILE.json ... [--out bench/spark-projection.json]
+    python lab/scripts/spark_projection.py PROFILE.json ...
+        [--out lab/results/spark-projection.json]
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app.bench.kernels import KernelProfile  # noqa: E402
-from app.bench.projection import SparkProjection, spark_projection  # noqa: E402
+from lab.research.projection import SparkProjection, spark_projection  # noqa: E402
 
 
 def read_profile(path: Path) -> KernelProfile:
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the projection; 0 on success, 2 on bad input (one line on stderr)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("profiles", nargs="+", type=Path, help="kernel-profile JSON files")
-    parser.add_argument("--out", type=Path, default=Path("bench/spark-projection.json"))
+    parser.add_argument("--out", type=Path, default=Path("lab/results/spark-projection.json"))
     args = parser.parse_args(argv)
     try:
         result = spark_projection([read_profile(path) for path in args.profiles])

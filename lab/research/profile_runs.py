@@ -1,4 +1,4 @@
-"""The engines a kernel-profile run boots (scripts/gpu_kernel_profile.py), and their files."""
+"""The engines a kernel-profile run boots (lab/scripts/gpu_kernel_profile.py), and their files."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""The engines scripts/gpu_kernel_profile.py boots, their server arguments and their files."""
+"""The engines lab/scripts/gpu_kernel_profile.py boots, their server arguments and their files."""
 
 from __future__ import annotations
 
 import pytest
 
 from app.backend.engine_config import EngineConfig, GpuFacts, server_args
-from app.bench.profile_runs import ProfileRun, profile_runs
+from lab.research.profile_runs import ProfileRun, profile_runs
 
 H200 = GpuFacts(sm=90, has_fa3=True, has_flashinfer=True, has_xgrammar=True)
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Wheels the staging kit (../shared/device) lacks, cut into folders that each fit one
-# `device` transfer, for `scripts/gpu_agenda.sh` to install on the GPU machine.
+# `device` transfer, for `lab/scripts/gpu_agenda.sh` to install on the GPU machine.
 #
-#   bash scripts/gpu_extra_wheels.sh serve        # SGLang's HTTP server: jsonschema, soundfile
-#   bash scripts/gpu_extra_wheels.sh flashinfer   # FlashInfer: every NEXTN profile's sampled
+#   bash lab/scripts/gpu_extra_wheels.sh serve        # SGLang's HTTP server: jsonschema, soundfile
+#   bash lab/scripts/gpu_extra_wheels.sh flashinfer   # FlashInfer: every NEXTN profile's sampled
 #                                                 # verify, and the `baseline` profile's MoE
 #
 # It writes the git-ignored .gpu-extra/ (one folder per transfer) and prints the plan:
