@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from app.backend import gpu_probe, preflight_probes
+from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.cli import main
 from app.commands import prepare as prepare_cmd
-from app.telemetry.ling_config import LING_3_FLASH_CONFIG
 from tests.support.preflight import HEALTHY_SPARK
 
 ROOT = Path(__file__).resolve().parent.parent

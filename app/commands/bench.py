@@ -19,6 +19,7 @@ from app import __version__
 from app.backend.engine_config import PROFILES, draft_models
 from app.backend.engine_setup import check_model_path, engine_missing
 from app.bench.bandwidth import roofline_columns
+from app.bench.bytemodel.roofline import DGX_SPARK_GBPS
 from app.bench.compare import compare_runs, render_comparison
 from app.bench.gsm8k import load_gsm8k
 from app.bench.report import render_run, tables_json
@@ -37,7 +38,6 @@ from app.commands.download import fetch_model
 from app.commands.prepare import prepare_engines
 from app.errors import ConfigError
 from app.files import write_atomic
-from app.telemetry.roofline import DGX_SPARK_GBPS
 
 DEFAULT_PROFILES = ("baseline", "humming", "humming+fp8", "stack")
 APP_PACKAGE = Path(__file__).resolve().parents[1]

@@ -40,9 +40,9 @@ from gpu_stack_ab import boot  # noqa: E402
 
 from app.backend.engine import EngineBackend  # noqa: E402
 from app.backend.engine_config import PROFILES  # noqa: E402
+from app.bench.bytemodel.checkpoint import ModelShape  # noqa: E402
 from app.bench.engine_calls import call_tokenizer_manager, generate  # noqa: E402
 from app.bench.kernels import KernelRecord, target_forwards  # noqa: E402
-from app.telemetry.checkpoint import ModelShape  # noqa: E402
 from lab.research.profile_runs import ProfileRun, profile_runs  # noqa: E402
 from tests.gpu import dspark_models, known_answer, models  # noqa: E402
 

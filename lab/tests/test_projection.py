@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+from app.bench.bytemodel.checkpoint import LmHead, ModelShape, Precision
+from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
+from app.bench.bytemodel.mtp import mtp_cycle
 from app.bench.kernels import (
     KDA_UPDATE_KERNEL,
     Category,
@@ -24,9 +27,6 @@ from app.bench.kernels import (
     target_forwards,
 )
 from app.bench.unit_bytes import unit_bytes
-from app.telemetry.checkpoint import LmHead, ModelShape, Precision
-from app.telemetry.ling_config import LING_3_FLASH_CONFIG
-from app.telemetry.mtp import mtp_cycle
 from lab.research.projection import PUBLISHED_CONTEXT_TOKENS, spark_projection
 from lab.research.spark_fit import FitPoint, fit_spark
 

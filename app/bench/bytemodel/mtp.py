@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from app.telemetry.checkpoint import ModelShape, Precision
-from app.telemetry.roofline import (
+from app.bench.bytemodel.checkpoint import ModelShape, Precision
+from app.bench.bytemodel.roofline import (
     StepBytes,
     SummedParts,
     decode_step_bytes,

@@ -8,15 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.telemetry import (
-    LmHead,
-    ModelShape,
-    Precision,
-    Routing,
-    distinct_experts,
-    mtp_cycle,
-    mtp_speedup_ceiling,
-)
+from app.bench.bytemodel.checkpoint import LmHead, ModelShape, Precision
+from app.bench.bytemodel.mtp import Routing, distinct_experts, mtp_cycle, mtp_speedup_ceiling
 
 FAST = settings(max_examples=60, deadline=None)
 MB = 1e6

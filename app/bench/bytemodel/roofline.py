@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
-from app.telemetry.checkpoint import LmHead, ModelShape, Precision, WeightFormat
+from app.bench.bytemodel.checkpoint import LmHead, ModelShape, Precision, WeightFormat
 
 DGX_SPARK_GBPS: Final = 273.0
 """Peak LPDDR5X bandwidth of a DGX Spark (GB10), GB/s."""

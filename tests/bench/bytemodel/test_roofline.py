@@ -7,15 +7,11 @@ from typing import Any
 
 import pytest
 
-from app.telemetry import (
+from app.bench.bytemodel.checkpoint import LmHead, ModelShape, Precision, WeightFormat, matrix_bytes
+from app.bench.bytemodel.roofline import (
     DGX_SPARK_GBPS,
-    LmHead,
-    ModelShape,
-    Precision,
-    WeightFormat,
     achieved_gbps,
     decode_step_bytes,
-    matrix_bytes,
     roofline,
     share_of_peak,
 )

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.telemetry.ling_config import LING_3_FLASH_CONFIG
+from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 
 TINY_CONFIG: dict[str, Any] = {
     # Small enough to compute by hand: 4 layers, MLA at 1 and 3, KDA at 0 and 2, layer 0
