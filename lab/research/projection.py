@@ -26,8 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
-from app.bench.kernels import (
+from app.bench.bytemodel.kernels import (
     Category,
     KernelMap,
     KernelProfile,
@@ -35,7 +34,8 @@ from app.bench.kernels import (
     Phase,
     map_kernels,
 )
-from app.bench.unit_bytes import unit_bytes
+from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
+from app.bench.bytemodel.unit_bytes import unit_bytes
 from lab.research.spark_fit import Fit, FitPoint, fit_spark
 
 PUBLISHED_TPOT_MS: Final = {"baseline": 27.71, "humming": 25.35, "humming+fp8": 22.76}

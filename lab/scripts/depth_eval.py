@@ -24,8 +24,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from app.bench.bytemodel.kernels import KernelProfile  # noqa: E402
 from app.bench.bytemodel.mtp import Routing  # noqa: E402
-from app.bench.kernels import KernelProfile  # noqa: E402
 from lab.research.depth import (  # noqa: E402
     ACCEPT_MODEL,
     ACCEPT_PROFILES,

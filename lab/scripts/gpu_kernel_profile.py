@@ -4,7 +4,8 @@ Boots one engine per profile on a Ling-3.0-flash-shaped model (42 layers by defa
 profiles two greedy requests of different lengths in SGLang's scheduler (torch
 profiler), and writes the difference per step or round: every kernel with its calls and
 GPU time, without the prefill both requests share. The rounds are the target forwards the
-difference ran, counted from its KDA kernels (`app.bench.kernels.target_forwards`). The files feed
+difference ran, counted from its KDA kernels
+(`app.bench.bytemodel.kernels.target_forwards`). The files feed
 `lab/scripts/spark_projection.py` and `lab/scripts/depth_eval.py`.
 
 `--steps 2,4,3` boots each NEXTN profile once a depth (speculative_num_steps K, K + 1 draft
@@ -41,8 +42,8 @@ from gpu_stack_ab import boot  # noqa: E402
 from app.backend.engine import EngineBackend  # noqa: E402
 from app.backend.engine_config import PROFILES  # noqa: E402
 from app.bench.bytemodel.checkpoint import ModelShape  # noqa: E402
+from app.bench.bytemodel.kernels import KernelRecord, target_forwards  # noqa: E402
 from app.bench.engine_calls import call_tokenizer_manager, generate  # noqa: E402
-from app.bench.kernels import KernelRecord, target_forwards  # noqa: E402
 from lab.research.profile_runs import ProfileRun, profile_runs  # noqa: E402
 from tests.gpu import dspark_models, known_answer, models  # noqa: E402
 

@@ -1,8 +1,8 @@
 """Project each profile's DGX Spark speed from kernel profiles (a projection, not a measurement).
 
 Reads kernel-profile JSON files (one per profile and phase, at the real model's 42 layers;
-format in app/bench/kernels.py), fits one sustained bandwidth and one fixed cost per kernel
-call to NVIDIA's published Spark TPOTs, writes the projection and prints a table.
+format in app/bench/bytemodel/kernels.py), fits one sustained bandwidth and one fixed cost per
+kernel call to NVIDIA's published Spark TPOTs, writes the projection and prints a table.
 
     python lab/scripts/spark_projection.py PROFILE.json ...
         [--out lab/results/spark-projection.json]
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from app.bench.kernels import KernelProfile  # noqa: E402
+from app.bench.bytemodel.kernels import KernelProfile  # noqa: E402
 from lab.research.projection import SparkProjection, spark_projection  # noqa: E402
 
 

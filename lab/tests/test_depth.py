@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from app.bench.bytemodel.kernels import KernelProfile, KernelRecord, Phase
 from app.bench.bytemodel.mtp import Routing
-from app.bench.kernels import KernelProfile, KernelRecord, Phase
 from lab.research.depth import (
     ACCEPT_PROFILES,
     AcceptModel,

@@ -15,9 +15,7 @@ from typing import Any
 import pytest
 
 from app.bench.bytemodel.checkpoint import LmHead, ModelShape, Precision
-from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
-from app.bench.bytemodel.mtp import mtp_cycle
-from app.bench.kernels import (
+from app.bench.bytemodel.kernels import (
     KDA_UPDATE_KERNEL,
     Category,
     KernelProfile,
@@ -26,7 +24,9 @@ from app.bench.kernels import (
     map_kernels,
     target_forwards,
 )
-from app.bench.unit_bytes import unit_bytes
+from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
+from app.bench.bytemodel.mtp import mtp_cycle
+from app.bench.bytemodel.unit_bytes import unit_bytes
 from lab.research.projection import PUBLISHED_CONTEXT_TOKENS, spark_projection
 from lab.research.spark_fit import FitPoint, fit_spark
 

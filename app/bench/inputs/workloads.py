@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.bench.gsm8k import STOP, GsmItem, few_shot_prompt
+from app.bench.inputs.gsm8k import STOP, GsmItem, few_shot_prompt
 from app.errors import ConfigError
 
 LING_VOCAB_SIZE = 157_184

@@ -11,7 +11,7 @@ from pathlib import Path
 from huggingface_hub import hf_hub_download
 from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
-from app.bench.gsm8k import GsmItem, item_from_row
+from app.bench.inputs.gsm8k import GsmItem, item_from_row
 from app.errors import ConfigError
 
 GSM8K_REPO = "openai/gsm8k"

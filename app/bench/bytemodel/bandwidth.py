@@ -14,11 +14,11 @@ from typing import Any
 
 from app.backend.engine_config import NEXTN_STEPS, PROFILES
 from app.bench.bytemodel.checkpoint import ModelShape, Precision
+from app.bench.bytemodel.kernels import Phase
 from app.bench.bytemodel.mtp import mtp_cycle, mtp_speedup_ceiling
 from app.bench.bytemodel.roofline import achieved_gbps, roofline, share_of_peak
-from app.bench.kernels import Phase
+from app.bench.bytemodel.unit_bytes import lm_head, unit_bytes
 from app.bench.results import RooflineColumns, WorkloadSummary
-from app.bench.unit_bytes import lm_head, unit_bytes
 
 
 def roofline_columns(

@@ -17,8 +17,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from app.bench.gsm8k import GsmItem, few_shot_prompt
-from app.bench.workloads import (
+from app.bench.inputs.gsm8k import GsmItem, few_shot_prompt
+from app.bench.inputs.workloads import (
     LING_VOCAB_SIZE,
     SHOTS,
     BenchRequest,
