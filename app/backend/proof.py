@@ -32,6 +32,7 @@ MIN_TOP1 = 0.95
 winner each); random states are near-ties, so their agreement (87-89% on H200) is only shown."""
 GRAPH_PHASES_NEXTN = ("target_verify", "draft_decode", "draft_extend")
 GRAPH_PHASES_PLAIN = ("decode",)
+RECIPE_PREFILL = "cuda_graph_backend_prefill=disabled"
 FP8_HEAD_FACTS = (
     "kernel",
     "captured_by_kernel",
@@ -113,8 +114,9 @@ FIXES = {
     "which the draft misreads once the head is FP8",
     "nextn": "use a checkpoint with num_nextn_predict_layers=1 and let ling-chat set "
     "NEXTN 3/1/4 (draft path = model path)",
-    "cuda_graphs": "do not disable CUDA graphs; use an attention backend that supports "
-    "them (fa3 or triton, not torch_native or flex)",
+    "cuda_graphs": "do not disable CUDA graphs (disable_cuda_graph, "
+    "cuda_graph_backend_decode=disabled, SGLANG_DISABLE_DRAFT_EXTEND_CUDA_GRAPH); use an "
+    "attention backend that supports them (fa3 or triton, not torch_native or flex)",
     "no_faking": "unset the listed variables",
     "accept_length": "check the draft (MTP) weights and the shared head; a collapsed "
     "accept length makes NEXTN slower than no speculation",
@@ -345,13 +347,35 @@ def _replayssm(facts: Facts, levers: Levers) -> ProofLine:
 def _graphs(facts: Facts, levers: Levers) -> ProofLine:
     if err := _error(facts, "cuda_graphs"):
         return _line("cuda_graphs", False, err)
-    phases = set(facts["cuda_graphs"]["phases"])
+    phases = facts["cuda_graphs"]["phases"]
+    if not isinstance(phases, Mapping):  # a list of names, captured or not
+        evidence = "the cuda_graphs facts name phases without what their runners captured"
+        return ProofLine("cuda_graphs", TITLES["cuda_graphs"], Verdict.FAIL, evidence, LACKING_FIX)
     need = GRAPH_PHASES_NEXTN if levers.nextn else GRAPH_PHASES_PLAIN
-    missing = [p for p in need if p not in phases]
-    evidence = f"captured: {', '.join(sorted(phases)) or 'none'}" + (
-        f"; missing: {', '.join(missing)}" if missing else ""
+    missing = [p for p in need if not phases.get(p, {}).get("captured")]
+    return _line("cuda_graphs", not missing, graph_evidence(phases, need, missing))
+
+
+def graph_evidence(phases: Facts, need: tuple[str, ...], missing: list[str]) -> str:
+    """The needed phases' graphs, what is not captured, and the recipe's prefill graphs."""
+    held = [
+        f"{p} {phases[p]['graphs']} graph(s) at batch {phases[p]['capture_bs']}"
+        for p in need
+        if p not in missing
+    ]
+    parts = [f"captured: {', '.join(held) or 'none'}"]
+    if missing:
+        parts.append(
+            "not captured: "
+            + ", ".join(f"{p} (runner {phases.get(p, {}).get('runner')})" for p in missing)
+        )
+    prefill = phases.get("prefill", {})
+    parts.append(
+        "prefill: captured"
+        if prefill.get("captured")
+        else f"prefill: off ({RECIPE_PREFILL}, as the recipe sets)"
     )
-    return _line("cuda_graphs", not missing, evidence)
+    return "; ".join(parts)
 
 
 def _no_faking(facts: Facts, levers: Levers) -> ProofLine:
@@ -379,13 +403,13 @@ def _accept(levers: Levers, minimum: float, measured: float | None) -> ProofLine
 
 
 RULES: tuple[Rule, ...] = (
+    _graphs,  # first: the Humming and FP8 head lines count calls made in graph capture
     _humming,
     _fp8_head,
     _fp8_speed,
     _fp32_head,
     _shared_head,
     _nextn,
-    _graphs,
     _no_faking,
 )
 REPLAYSSM_RULES: tuple[Rule, ...] = (
@@ -395,11 +419,12 @@ REPLAYSSM_RULES: tuple[Rule, ...] = (
 )
 """The rules of a NEXTN profile with ReplaySSM verify: its ring's line after NEXTN's."""
 DSPARK_RULES: tuple[Rule, ...] = (
+    proof_dspark.graphs,  # first, as the graphs line of the NEXTN profiles
     _humming,
     _fp8_head,
     _fp8_speed,
     _fp32_head,
-    *proof_dspark.RULES,
+    *(rule for rule in proof_dspark.RULES if rule is not proof_dspark.graphs),
     _no_faking,
 )
 """The rules of a DSpark profile: its draft replaces the NEXTN lines."""

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.backend.patches import dspark, replayssm
+from app.backend.patches import dspark, graph_runners, replayssm
 
 FAKING_ENV = (
     "SGLANG_SIMULATE_ACC_LEN",
@@ -277,9 +277,16 @@ def _speculative(spec: Any, draft_worker: Any) -> dict[str, Any] | None:
 
 
 def _graphs(scheduler: Any) -> dict[str, Any]:
-    """Captured CUDA-graph memory by phase: a phase is present only if it was captured."""
-    phases = dict(scheduler.tp_worker.graph_memory_usage)
+    """Each phase's CUDA graphs as its runner holds them, and SGLang's memory figures
+    (which list every phase, captured or not)."""
     spec = scheduler.draft_worker
+    phases = graph_runners.target_phases(scheduler.tp_worker.model_runner, spec is not None)
+    draft = getattr(spec, "draft_worker", None)
+    if draft is not None and not dspark.is_dspark(spec):  # DSpark's are in its own fact
+        extend = draft.cuda_graph_runner_for_draft_extend
+        phases["draft_decode"] = graph_runners.graph_runner(draft.cuda_graph_runner)
+        phases["draft_extend"] = graph_runners.graph_runner(extend)
+    memory = dict(scheduler.tp_worker.graph_memory_usage)
     if spec is not None:
-        phases.update(spec.graph_memory_usage)
-    return {"phases": sorted(phases), "memory_gb": {k: round(v, 4) for k, v in phases.items()}}
+        memory.update(spec.graph_memory_usage)
+    return {"phases": phases, "memory_gb": {k: round(v, 4) for k, v in memory.items()}}
