@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from app.backend import proof_dspark, proof_replayssm
+from app.backend import proof_dspark, proof_graphs, proof_replayssm
 from app.backend.engine_config import (
     NEXTN_DRAFT_TOKENS,
     NEXTN_STEPS,
@@ -32,7 +32,6 @@ MIN_TOP1 = 0.95
 winner each); random states are near-ties, so their agreement (87-89% on H200) is only shown."""
 GRAPH_PHASES_NEXTN = ("target_verify", "draft_decode", "draft_extend")
 GRAPH_PHASES_PLAIN = ("decode",)
-RECIPE_PREFILL = "cuda_graph_backend_prefill=disabled"
 FP8_HEAD_FACTS = (
     "kernel",
     "captured_by_kernel",
@@ -347,35 +346,12 @@ def _replayssm(facts: Facts, levers: Levers) -> ProofLine:
 def _graphs(facts: Facts, levers: Levers) -> ProofLine:
     if err := _error(facts, "cuda_graphs"):
         return _line("cuda_graphs", False, err)
-    phases = facts["cuda_graphs"]["phases"]
-    if not isinstance(phases, Mapping):  # a list of names, captured or not
+    need = GRAPH_PHASES_NEXTN if levers.nextn else GRAPH_PHASES_PLAIN
+    judged = proof_graphs.judge(facts["cuda_graphs"]["phases"], need)
+    if judged is None:
         evidence = "the cuda_graphs facts name phases without what their runners captured"
         return ProofLine("cuda_graphs", TITLES["cuda_graphs"], Verdict.FAIL, evidence, LACKING_FIX)
-    need = GRAPH_PHASES_NEXTN if levers.nextn else GRAPH_PHASES_PLAIN
-    missing = [p for p in need if not phases.get(p, {}).get("captured")]
-    return _line("cuda_graphs", not missing, graph_evidence(phases, need, missing))
-
-
-def graph_evidence(phases: Facts, need: tuple[str, ...], missing: list[str]) -> str:
-    """The needed phases' graphs, what is not captured, and the recipe's prefill graphs."""
-    held = [
-        f"{p} {phases[p]['graphs']} graph(s) at batch {phases[p]['capture_bs']}"
-        for p in need
-        if p not in missing
-    ]
-    parts = [f"captured: {', '.join(held) or 'none'}"]
-    if missing:
-        parts.append(
-            "not captured: "
-            + ", ".join(f"{p} (runner {phases.get(p, {}).get('runner')})" for p in missing)
-        )
-    prefill = phases.get("prefill", {})
-    parts.append(
-        "prefill: captured"
-        if prefill.get("captured")
-        else f"prefill: off ({RECIPE_PREFILL}, as the recipe sets)"
-    )
-    return "; ".join(parts)
+    return _line("cuda_graphs", *judged)
 
 
 def _no_faking(facts: Facts, levers: Levers) -> ProofLine:
