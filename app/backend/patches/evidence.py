@@ -13,6 +13,7 @@ SGLang, Humming and the FP8 head; `LiveSources` is that state in the scheduler p
 
 from __future__ import annotations
 
+import json
 import os
 import traceback
 from collections import Counter
@@ -28,6 +29,22 @@ FAKING_ENV = (
     "SGLANG_FP8_IGNORED_LAYERS",
 )
 """Variables that fake accept lengths or silently change quantization or process handling."""
+
+RAN_WITH = (
+    "moe_runner_backend",
+    "quantization",
+    "enable_fp32_lm_head",
+    "speculative_algorithm",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "enable_linear_replayssm_spec",
+    "linear_replayssm_cache_len",
+    "attention_backend",
+    "disable_cuda_graph",
+    "cuda_graph_config",
+)
+"""The server arguments, as SGLang resolved them, that the levers depend on."""
 
 CAPTURE: Counter[str] = Counter()
 """Calls seen while a CUDA graph was being captured, by what was called."""
@@ -126,6 +143,7 @@ def collect(scheduler: Any, sources: Sources) -> dict[str, Any]:
         "speculative": lambda: _speculative(spec, draft_worker),
         "cuda_graphs": lambda: _graphs(scheduler),
         "env": lambda: {name: os.environ.get(name) for name in FAKING_ENV},
+        "ran_with": lambda: _ran_with(scheduler.server_args),
         "capture_calls": lambda: dict(sources.capture_calls()),
         "dspark": lambda: dspark.collect(scheduler) if dspark_spec else None,
         "replayssm": lambda: replayssm.collect(scheduler),
@@ -274,6 +292,12 @@ def _speculative(spec: Any, draft_worker: Any) -> dict[str, Any] | None:
         "topk": getattr(draft_worker, "topk", None),
         "num_draft_tokens": getattr(draft_worker, "speculative_num_draft_tokens", None),
     }
+
+
+def _ran_with(server_args: Any) -> dict[str, Any]:
+    """The lever settings SGLang resolved (after every override and outrank), JSON-ready."""
+    resolved = server_args.resolved_dict()
+    return {key: json.loads(json.dumps(resolved.get(key), default=str)) for key in RAN_WITH}
 
 
 def _graphs(scheduler: Any) -> dict[str, Any]:
