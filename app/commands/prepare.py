@@ -14,7 +14,7 @@ from pathlib import Path
 from app.backend import preflight_probes
 from app.backend.engine_config import EngineConfig, draft_models
 from app.backend.first_start import PreparedBackend
-from app.backend.preflight import Probes, is_unified, run_preflight
+from app.backend.preflight import Probes, is_unified, lever_packages, run_preflight
 from app.backend.prepare import PREPARE_MEM_FRACTION, PrepareSpec, build_env, build_jobs, prepare
 from app.backend.protocol import ChatBackend
 from app.commands.common import (
@@ -67,10 +67,13 @@ def preflight_gate(
     unproven = getattr(args, "allow_unproven", False)  # bench measures overridden levers
     check_engine_can_start(settings, configs, gpu=False, unproven=unproven)
     drafts = draft_models(configs)
+    packages = tuple(dict.fromkeys(m for c in configs for m in lever_packages(c.levers)))
     hub = preflight_probes.hub_cache_dir()
     local = Path(settings.model_path).expanduser()
-    probes = preflight_probes.probe(local if local.is_dir() else hub)
-    plan = preflight_probes.build_plan(settings.model_path, settings.mem_fraction, hub, drafts)
+    probes = preflight_probes.probe(local if local.is_dir() else hub, packages)
+    plan = preflight_probes.build_plan(
+        settings.model_path, settings.mem_fraction, hub, drafts, packages
+    )
     checks = run_preflight(probes, plan)
     for check in checks:
         if show is not None:

@@ -167,3 +167,18 @@ def test_the_cli_refuses_disabled_graphs_and_a_variable_the_same_way(tmp_path):
     done = ling_chat("doctor", tmp_path=tmp_path, SGLANG_DISABLE_DRAFT_EXTEND_CUDA_GRAPH="1")
     assert done.returncode == 2
     assert "SGLANG_DISABLE_DRAFT_EXTEND_CUDA_GRAPH=1 contradicts" in done.stderr
+
+
+def test_a_missing_lever_package_is_a_preflight_line_before_the_gpu_checks(tmp_path):
+    """Through the CLI with the engine double's sglang and torch, and no humming."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    double = ROOT / "tests" / "fixtures" / "engine_double"
+    done = ling_chat("doctor", "--model", str(model), tmp_path=tmp_path, PYTHONPATH=str(double))
+    assert done.returncode == 3, done.stdout + done.stderr
+    preflight = [line for line in done.stdout.splitlines() if line.startswith("preflight: ")]
+    assert preflight[0].startswith(
+        "preflight: FAIL lever package humming-kernels: `import humming` failed: "
+        "ModuleNotFoundError: No module named 'humming'; fix: pip install humming-kernels"
+    )
