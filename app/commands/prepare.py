@@ -15,7 +15,14 @@ from app.backend import preflight_probes
 from app.backend.engine_config import EngineConfig, draft_models
 from app.backend.first_start import PreparedBackend
 from app.backend.preflight import Probes, is_unified, lever_packages, run_preflight
-from app.backend.prepare import PREPARE_MEM_FRACTION, PrepareSpec, build_env, build_jobs, prepare
+from app.backend.prepare import (
+    PREPARE_MEM_FRACTION,
+    PrepareSpec,
+    build_env,
+    build_jobs,
+    heal_kernel_caches,
+    prepare,
+)
 from app.backend.protocol import ChatBackend
 from app.commands.common import (
     add_data_arguments,
@@ -153,6 +160,8 @@ async def prepare_printing(spec: PrepareSpec, out: Callable[[str], None] | None 
     from app.backend.engine import EngineBackend
 
     say = out or (lambda line: print(line, file=sys.stderr, flush=True))
+    for line in heal_kernel_caches():
+        say(line)
     if spec.marker().is_file():
         say(f"kernels already prepared ({spec.marker()})")
         return
