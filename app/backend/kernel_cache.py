@@ -131,3 +131,12 @@ def heal(found: list[Cache]) -> list[Removed]:
                 path.unlink(missing_ok=True)
             removed.append(Removed(cache, path, why))
     return removed
+
+
+def invalid_image_hint(text: str, env: Mapping[str, str]) -> str:
+    """For a start that failed with CUDA_ERROR_INVALID_IMAGE: `; ...` naming the caches to
+    clear (a kernel binary CUDA refuses though it is a whole ELF file); else ''."""
+    if "CUDA_ERROR_INVALID_IMAGE" not in text:
+        return ""
+    where = ", ".join(f"{c.name} {c.root}" for c in caches(env))
+    return f"; a cached kernel binary is invalid: clear the kernel caches ({where})"

@@ -155,3 +155,45 @@ def test_a_symlinked_binary_is_left_alone(tmp_path, name):
     (root / "entry" / name).symlink_to(target)
     assert heal([Cache("Humming", root)]) == []
     assert target.exists()
+
+
+def test_a_kernel_cuda_refuses_names_its_file_and_cache_as_the_humming_line(tmp_path):
+    """The scheduler's guard over Humming's load; the engine turns its refusal into the line."""
+    from app.backend.engine_config import PROFILES  # noqa: F401 - the refusal's profile exists
+    from app.backend.patches import REFUSAL
+    from app.backend.patches.kernel_load import guarded
+    from app.backend.proof import refusal_report
+
+    cubin = tmp_path / "cache" / "abcd" / "kernel.cubin"
+
+    def load(kernel: object) -> None:
+        raise AssertionError("<CUresult.CUDA_ERROR_INVALID_IMAGE: 200>")
+
+    kernel = type("HummingKernel", (), {"kernel_filename": str(cubin)})()
+    with pytest.raises(RuntimeError) as caught:
+        guarded(load, lambda: str(tmp_path / "cache"))(kernel)
+    match = REFUSAL.search(str(caught.value))
+    assert match is not None and match.group(1) == "humming"
+    line = refusal_report("stack", match.group(1), match.group(2)).lines[0]
+    assert line.evidence == (
+        f"CUDA cannot load the cached Humming kernel {cubin} (CUDA_ERROR_INVALID_IMAGE): "
+        f"delete {cubin.parent}, or clear {tmp_path / 'cache'}; the next start rebuilds it"
+    )
+
+
+def test_another_load_failure_passes_through_the_guard_unchanged():
+    from app.backend.patches.kernel_load import guarded
+
+    def load(kernel: object) -> None:
+        raise AssertionError("(file, name, [])")
+
+    with pytest.raises(AssertionError, match=r"\(file, name, \[\]\)"):
+        guarded(load, lambda: "/c")(object())
+
+
+def test_an_invalid_image_elsewhere_names_every_cache_to_clear(tmp_path):
+    env = {"SGLANG_CACHE_DIR": str(tmp_path / "s"), "HUMMING_CACHE_DIR": str(tmp_path / "h")}
+    hint = kernel_cache.invalid_image_hint("AssertionError: CUDA_ERROR_INVALID_IMAGE", env)
+    assert hint.startswith("; a cached kernel binary is invalid: clear the kernel caches (Humming ")
+    assert str(tmp_path / "s" / "triton") in hint
+    assert kernel_cache.invalid_image_hint("RuntimeError: out of memory", env) == ""
