@@ -46,16 +46,22 @@ class Removed:
 
 
 def caches(env: Mapping[str, str]) -> list[Cache]:
-    """The caches ling-chat's engine relies on, where `env` puts them (SGLang points
-    Triton's and FlashInfer's into its own cache folder unless they are set)."""
+    """The caches ling-chat's engine relies on, where `env` puts them: SGLang points
+    Triton's and FlashInfer's into its own cache folder unless they are set, and their own
+    defaults hold what they built where SGLang's redirect came too late."""
+    home = Path.home()
     sglang = Path(env.get("SGLANG_CACHE_DIR") or "~/.cache/sglang").expanduser()
     flashinfer = Path(env.get("FLASHINFER_WORKSPACE_BASE") or sglang).expanduser()
-    return [
+    found = [
         Cache("Humming", Path(env.get("HUMMING_CACHE_DIR") or "~/.humming/cache").expanduser()),
         Cache("FlashInfer JIT", flashinfer / ".cache" / "flashinfer"),
+        Cache("FlashInfer JIT", home / ".cache" / "flashinfer"),
         Cache("Triton", Path(env.get("TRITON_CACHE_DIR") or sglang / "triton").expanduser()),
+        Cache("Triton", home / ".triton" / "cache"),
         Cache("SGLang JIT", sglang),
     ]
+    unique = {cache.root: cache for cache in reversed(found)}  # the first of a root wins
+    return [cache for cache in found if unique[cache.root] is cache]
 
 
 def binary_problem(path: Path) -> str | None:

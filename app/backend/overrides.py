@@ -10,6 +10,7 @@ only stops a start that cannot pass it, naming the setting instead of a symptom.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,7 +48,8 @@ def lever_of(key: str, levers: Levers) -> str:
 
 
 def _shown(value: Any) -> str:
-    return "null" if value is None else repr(value)
+    """A value as `--sglang-arg` takes it: a string bare, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
 def refusal(config: EngineConfig, env: Mapping[str, str]) -> str | None:
@@ -83,7 +85,7 @@ def _graph_problem(key: str, value: Any) -> str | None:
     if key in GRAPH_OFF_FLAGS and value not in (None, False, "false", "False"):
         return (
             f"contradicts {GRAPHS}; SGLang 0.5.23 would also let ling-chat's "
-            "cuda_graph_backend_decode='full' outrank it, so it would silently do nothing"
+            "cuda_graph_backend_decode=full outrank it, so it would silently do nothing"
         )
     if key == "cuda_graph_backend_decode" and value == "disabled":
         return f"contradicts {GRAPHS}"

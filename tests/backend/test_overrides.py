@@ -84,7 +84,8 @@ def test_an_override_that_contradicts_a_lever_is_refused_naming_it_and_the_lever
 def test_disable_cuda_graph_says_sglang_would_let_ling_chat_s_setting_outrank_it():
     line = refused({"disable_cuda_graph": True}) or ""
     assert "outrank" in line and "silently do nothing" in line
-    assert "cuda_graph_backend_decode='full'" in line
+    assert line.startswith("--sglang-arg disable_cuda_graph=true contradicts")
+    assert "cuda_graph_backend_decode=full outrank" in line
 
 
 HARMLESS = {
@@ -155,15 +156,15 @@ def test_the_cli_refuses_the_override_with_exit_2_before_the_preflight(argv, tmp
     done = ling_chat(*argv, tmp_path=tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
-        "ling-chat: error: --sglang-arg moe_runner_backend='triton' contradicts the Humming MoE "
-        "lever of profile stack (ling-chat sets moe_runner_backend='humming')"
+        "ling-chat: error: --sglang-arg moe_runner_backend=triton contradicts the Humming MoE "
+        "lever of profile stack (ling-chat sets moe_runner_backend=humming)"
     )
     assert "preflight" not in done.stdout + done.stderr
 
 
 def test_the_cli_refuses_disabled_graphs_and_a_variable_the_same_way(tmp_path):
     done = ling_chat("--sglang-arg", "disable_cuda_graph=true", tmp_path=tmp_path)
-    assert done.returncode == 2 and "disable_cuda_graph=True contradicts" in done.stderr
+    assert done.returncode == 2 and "disable_cuda_graph=true contradicts" in done.stderr
     done = ling_chat("doctor", tmp_path=tmp_path, SGLANG_DISABLE_DRAFT_EXTEND_CUDA_GRAPH="1")
     assert done.returncode == 2
     assert "SGLANG_DISABLE_DRAFT_EXTEND_CUDA_GRAPH=1 contradicts" in done.stderr
