@@ -209,8 +209,8 @@ ENVIRONMENT: tuple[Setting, ...] = (
     Setting(
         "SGLANG_FP8_IGNORED_LAYERS",
         None,
-        f"{RECIPE} sets it empty, which in SGLang 0.5.23 is unset; the proof refuses "
-        "any other value",
+        f"{RECIPE} sets it empty, which in SGLang 0.5.23 is unset; any other value is "
+        "refused before the start, and by the proof",
     ),
 )
 """Variables for SGLang and its processes; one the user has set keeps its value."""
