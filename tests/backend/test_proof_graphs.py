@@ -106,3 +106,20 @@ def test_an_unreadable_graph_fact_fails_the_line():
     facts = {**stack_facts(), "cuda_graphs": {"error": "AttributeError: no runner"}}
     line = graphs_line(facts)
     assert line.verdict is Verdict.FAIL and "AttributeError" in line.evidence
+
+
+def test_a_prefill_runner_s_token_sizes_count_and_an_eager_runner_holds_no_graph():
+    from app.backend.patches.graph_runners import graph_runner
+    from tests.fixtures.sglang_objects import of_class
+
+    backend = of_class("FullCudaGraphBackend", _graphs={1: object(), 2: object()})
+    prefill = of_class("PrefillCudaGraphRunner", capture_num_tokens=[512, 256], backend=backend)
+    assert graph_runner(prefill) == {
+        "runner": "PrefillCudaGraphRunner",
+        "captured": True,
+        "graphs": 2,
+        "capture_bs": [256, 512],
+    }
+    eager = of_class("EagerRunner")
+    assert graph_runner(eager)["captured"] is False  # not in place of one: still no graph
+    assert graph_runner(prefill, eager=prefill)["captured"] is False

@@ -81,10 +81,12 @@ def collect(scheduler: Any) -> dict[str, Any]:
         "projections_captured": dict(PROJECTIONS),
         "fp8_calls_in_draft_capture": COUNTS["fp8_calls_in_draft_capture"],
         "graph_runners": {
-            "target_verify": graph_runner(runner.decode_cuda_graph_runner, runner.eager_runner),
+            "target_verify": graph_runner(
+                runner.decode_cuda_graph_runner, getattr(runner, "eager_runner", None)
+            ),
             "draft_decode": graph_runner(
                 spec.draft_model_runner.decode_cuda_graph_runner,
-                spec.draft_model_runner.eager_runner,
+                getattr(spec.draft_model_runner, "eager_runner", None),
             ),
         },
     }

@@ -307,8 +307,10 @@ def _graphs(scheduler: Any) -> dict[str, Any]:
     phases = graph_runners.target_phases(scheduler.tp_worker.model_runner, spec is not None)
     draft = getattr(spec, "draft_worker", None)
     if draft is not None and not dspark.is_dspark(spec):  # DSpark's are in its own fact
-        extend = draft.cuda_graph_runner_for_draft_extend
-        phases["draft_decode"] = graph_runners.graph_runner(draft.cuda_graph_runner)
+        extend = getattr(draft, "cuda_graph_runner_for_draft_extend", None)
+        phases["draft_decode"] = graph_runners.graph_runner(
+            getattr(draft, "cuda_graph_runner", None)
+        )
         phases["draft_extend"] = graph_runners.graph_runner(extend)
     memory = dict(scheduler.tp_worker.graph_memory_usage)
     if spec is not None:

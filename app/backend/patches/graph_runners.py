@@ -13,13 +13,15 @@ from typing import Any
 
 
 def graph_runner(runner: Any, eager: Any = None) -> dict[str, Any]:
-    """One phase's runner: its class, the batch sizes it captured and how many graphs it
-    holds (`eager`: the eager runner SGLang puts in place of a graph it did not capture)."""
-    if runner is None or runner is eager or not hasattr(runner, "capture_bs"):
+    """One phase's runner: its class, the sizes it captured (batch sizes; tokens for prefill)
+    and how many graphs it holds (`eager`: the eager runner SGLang puts in place of a graph
+    it did not capture)."""
+    table = getattr(getattr(runner, "backend", None), "_graphs", None)
+    sizes = getattr(runner, "capture_bs", None) or getattr(runner, "capture_num_tokens", None)
+    if runner is None or runner is eager or (table is None and not sizes):
         name = None if runner is None else type(runner).__name__
         return {"runner": name, "captured": False, "graphs": 0, "capture_bs": []}
-    sizes = sorted(int(bs) for bs in runner.capture_bs or ())
-    table = getattr(getattr(runner, "backend", None), "_graphs", None)
+    sizes = sorted(int(size) for size in sizes or ())
     graphs = len(table) if isinstance(table, Mapping) else len(sizes)
     return {
         "runner": type(runner).__name__,
