@@ -33,26 +33,12 @@ winner each); random states are near-ties, so their agreement (87-89% on H200) i
 GRAPH_PHASES_NEXTN = ("target_verify", "draft_decode", "draft_extend")
 GRAPH_PHASES_PLAIN = ("decode",)
 FP8_HEAD_FACTS = (
-    "kernel",
-    "captured_by_kernel",
-    "captured_calls",
-    "cosine_min",
-    "fallback_cosine_min",
-    "top1_agreement",
-    "selftest_rows",
-    "scale_shape",
-    "bytes_bf16",
-    "bytes_fp8",
+    *("kernel", "captured_by_kernel", "captured_calls", "cosine_min", "fallback_cosine_min"),
+    *("top1_agreement", "selftest_rows", "scale_shape", "bytes_bf16", "bytes_fp8"),
 )
 """What the FP8 head line reads from an installed head's facts."""
 FP8_SPEED_FACTS = (
-    "kernel",
-    "speedup",
-    "timing_us",
-    "min_speedup",
-    "floor_share",
-    "floor_us",
-    "copy_gbps",
+    *("kernel", "speedup", "timing_us", "min_speedup", "floor_share", "floor_us", "copy_gbps"),
     "candidates_us",
 )
 """What the FP8 head speed line reads from an installed head's facts."""
