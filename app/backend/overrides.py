@@ -28,6 +28,8 @@ REPLAYSSM_KEYS = ("enable_linear_replayssm_spec", "linear_replayssm_cache_len")
 FREE_KEYS = frozenset({"linear_replayssm_cache_len"})
 """Lever settings an override may change: the proof judges the ring (a power of two >= 2x
 the verify window), and `EngineConfig` refuses one SGLang would refuse."""
+SGLANG_DEFAULTS = {"enable_fp32_lm_head": False, "enable_linear_replayssm_spec": False}
+"""What SGLang 0.5.23 uses for a lever setting an override hands back to it (`null`)."""
 GRAPH_OFF_FLAGS = ("disable_cuda_graph", "disable_decode_cuda_graph")
 """SGLang 0.5.23's legacy switches, which the per-phase backend ling-chat sets outranks."""
 GRAPHS = "the CUDA graphs lever (decode, verify and draft graphs)"
@@ -59,7 +61,8 @@ def refusal(config: EngineConfig, env: Mapping[str, str]) -> str | None:
     own = lever_args(config)
     for key, value in config.overrides.items():
         flag = f"--sglang-arg {key}={_shown(value)}"
-        if key in own and key not in FREE_KEYS and value != own[key]:
+        effective = SGLANG_DEFAULTS.get(key) if value is None else value
+        if key in own and key not in FREE_KEYS and effective != own[key]:
             if key == "speculative_draft_model_path" and levers.dspark:
                 continue  # where the DSpark draft is: the --dspark-draft of an override
             return (

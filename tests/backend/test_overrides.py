@@ -35,6 +35,11 @@ CONTRADICTIONS = {
         "baseline",
         "the recipe's FP32 LM head",
     ),
+    "FP32 head handed back to SGLang's off in the recipe": (
+        {"enable_fp32_lm_head": None},
+        "baseline",
+        "the recipe's FP32 LM head",
+    ),
     "NEXTN off": ({"speculative_algorithm": None}, "stack", "the NEXTN 3/1/4 lever"),
     "NEXTN depth": ({"speculative_num_steps": 2}, "stack", "the NEXTN 3/1/4 lever"),
     "NEXTN top-k": ({"speculative_eagle_topk": 4}, "stack-recurrent", "the NEXTN 3/1/4 lever"),
@@ -99,6 +104,7 @@ HARMLESS = {
     "another graph backend": ({"cuda_graph_backend_decode": "breakable"}, "stack"),
     "a setting handed back to SGLang": ({"cuda_graph_bs_decode": None}, "stack"),
     "no speculation asked of a plain profile": ({"speculative_algorithm": None}, "baseline"),
+    "FP32 logits handed back to SGLang's off": ({"enable_fp32_lm_head": None}, "stack"),
 }
 
 
