@@ -22,6 +22,7 @@ Cheapest first:
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -83,16 +84,26 @@ def doctor(case: str, model: Path, data: Path) -> int:
     from app.cli import main
     from tests.gpu import known_answer, models
 
-    patches.run_scheduler_process = known_answer.run_scheduler_process  # type: ignore[assignment]
+    patches.run_scheduler_process = known_answer.run_scheduler_process
     os.environ[known_answer.KNOWN_ANSWER_ENV] = "1"
     if case == "graphs-off":
-        overrides.refusal = lambda config, env: None  # type: ignore[assignment]
+        overrides.refusal = lambda config, env: None
     if case == "caches-truncated":
         print(break_caches(), flush=True)
     flags, _, _ = CASES[case]
     argv = ["doctor", "--model", str(model), "--data-dir", str(data)]
     argv += ["--mem-fraction", str(models.mem_fraction()), "--sglang-arg", "load_format=dummy"]
     return main([*argv, *flags])
+
+
+def stop(proc: subprocess.Popen[str]) -> str:
+    """Stop a case's process group (Ctrl+C, which stops SGLang; then SIGKILL); its output."""
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        return proc.communicate(timeout=30)[0]
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        return proc.communicate()[0]
 
 
 def run_case(case: str, model: Path, data: Path, log_dir: Path) -> bool:
@@ -108,13 +119,24 @@ def run_case(case: str, model: Path, data: Path, log_dir: Path) -> bool:
         env["PYTHONPATH"] = f"{SHADOW}:{env.get('PYTHONPATH', '')}"
     t0 = time.perf_counter()
     argv = [sys.executable, __file__, "--case", case, str(model), str(data)]
+    # Its own process group: a case past its limit is stopped with SGLang's children.
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        done = subprocess.run(
-            argv, env=env, capture_output=True, text=True, timeout=limit, check=False, cwd=ROOT
-        )
-        status, output = done.returncode, done.stdout + done.stderr
-    except subprocess.TimeoutExpired as exc:
-        status, output = 124, f"{exc.stdout or ''}{exc.stderr or ''}"
+        output, _ = proc.communicate(timeout=limit)
+        status = proc.returncode
+    except subprocess.TimeoutExpired:
+        output, status = stop(proc), 124
+    except KeyboardInterrupt:  # the agenda's limit: the case's group goes too
+        print(stop(proc)[-3000:])
+        raise
     (log_dir / f"proof-{case}.log").write_text(str(output))
     lines = [line for line in str(output).splitlines() if any(m in line for m in CAUSE)]
     took = time.perf_counter() - t0
