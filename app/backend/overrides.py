@@ -44,9 +44,7 @@ def lever_of(key: str, levers: Levers) -> str:
         return "the FP8 LM head lever" if levers.fp8_head else "the recipe's FP32 LM head"
     if key in REPLAYSSM_KEYS:
         return "the KDA ReplaySSM lever" if levers.kda_replayssm else "the recurrent KDA verify"
-    if levers.dspark:
-        return "the DSpark draft lever"
-    return "the NEXTN 3/1/4 lever" if levers.nextn else "no speculation (this profile's draft)"
+    return "the DSpark draft lever" if levers.dspark else "the NEXTN 3/1/4 lever"
 
 
 def _shown(value: Any) -> str:
@@ -69,10 +67,15 @@ def refusal(config: EngineConfig, env: Mapping[str, str]) -> str | None:
                 f"{flag} contradicts {lever_of(key, levers)} of profile {config.profile} "
                 f"(ling-chat sets {key}={_shown(own[key])})"
             )
-        if key not in own and key in SPECULATIVE_KEYS + REPLAYSSM_KEYS and value is not None:
+        if key not in own and key in REPLAYSSM_KEYS and value is not None:
             return (
-                f"{flag} contradicts {lever_of(key, levers)} of profile {config.profile}: "
-                "it has no such setting, and SGLang would ignore or misapply it"
+                f"{flag} contradicts {lever_of(key, levers)} of profile {config.profile} "
+                "(the stack verifies with ReplaySSM)"
+            )
+        if key not in own and key in SPECULATIVE_KEYS and value is not None:
+            return (
+                f"{flag} does not apply to profile {config.profile}, which runs no draft "
+                "model: SGLang would ignore it or start one the proof refuses"
             )
         if key == "quantization" and value is not None:
             return (

@@ -51,7 +51,12 @@ CONTRADICTIONS = {
     "speculation on a plain profile": (
         {"speculative_num_steps": 2},
         "baseline",
-        "no speculation (this profile's draft)",
+        "does not apply to profile baseline, which runs no draft model",
+    ),
+    "NEXTN on a plain profile": (
+        {"speculative_algorithm": "NEXTN"},
+        "humming+fp8",
+        "does not apply to profile humming+fp8",
     ),
     "DSpark block": ({"speculative_dspark_block_size": 4}, "dspark", "the DSpark draft lever"),
     "ReplaySSM off": ({"enable_linear_replayssm_spec": False}, "stack", "the KDA ReplaySSM lever"),
@@ -188,4 +193,20 @@ def test_a_missing_lever_package_is_a_preflight_line_before_the_gpu_checks(tmp_p
     assert preflight[0].startswith(
         "preflight: FAIL lever package humming-kernels: `import humming` failed: "
         "ModuleNotFoundError: No module named 'humming'; fix: pip install humming-kernels"
+    )
+
+
+def test_bench_refuses_per_profile_unless_it_may_measure_unproven_engines(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    double = str(ROOT / "tests" / "fixtures" / "engine_double")
+    argv = ("bench", "--model", str(model), "--profiles", "baseline,stack")
+    done = ling_chat(
+        *argv, "--sglang-arg", "speculative_num_steps=2", tmp_path=tmp_path, PYTHONPATH=double
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        "ling-chat: error: --sglang-arg speculative_num_steps=2 does not apply to profile "
+        "baseline, which runs no draft model: SGLang would ignore it or start one the proof refuses"
     )
