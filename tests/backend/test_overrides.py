@@ -210,3 +210,13 @@ def test_bench_refuses_per_profile_unless_it_may_measure_unproven_engines(tmp_pa
         "ling-chat: error: --sglang-arg speculative_num_steps=2 does not apply to profile "
         "baseline, which runs no draft model: SGLang would ignore it or start one the proof refuses"
     )
+    done = ling_chat(
+        *argv,
+        "--allow-unproven",
+        "--sglang-arg",
+        "speculative_num_steps=2",
+        tmp_path=tmp_path,
+        PYTHONPATH=double,
+    )
+    assert "does not apply" not in done.stderr
+    assert "preflight refused the start" in done.stderr  # on to the preflight: no GPU here
