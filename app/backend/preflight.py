@@ -108,12 +108,10 @@ LEVER_PACKAGES = {
 
 
 def lever_packages(levers: Levers) -> tuple[str, ...]:
-    """The modules these levers run on: Humming's kernels, and FlashInfer for the recipe's
-    MXFP4 MoE and for NEXTN's sampled verify."""
-    needed = ["humming"] if levers.humming else ["flashinfer"]
-    if levers.nextn and "flashinfer" not in needed:
-        needed.append("flashinfer")
-    return tuple(needed)
+    """The modules these levers run on: Humming's kernels (every profile: ling-chat's
+    scheduler patches read Humming's state), and FlashInfer for the recipe's MXFP4 MoE and
+    for NEXTN's sampled verify."""
+    return ("humming", "flashinfer") if levers.nextn or not levers.humming else ("humming",)
 
 
 def run_preflight(probes: Probes, plan: Plan) -> list[Check]:

@@ -169,7 +169,7 @@ def test_each_profile_needs_the_packages_its_levers_run_on():
     from app.backend.preflight import lever_packages
 
     assert lever_packages(PROFILES["stack"]) == ("humming", "flashinfer")
-    assert lever_packages(PROFILES["baseline"]) == ("flashinfer",)
+    assert lever_packages(PROFILES["baseline"]) == ("humming", "flashinfer")
     assert lever_packages(PROFILES["humming+fp8"]) == ("humming",)
 
 
