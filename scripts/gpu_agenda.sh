@@ -72,7 +72,8 @@
 #              five Triton cubins truncated to 0 bytes: healed with a line each, prepared
 #              again, the stack passes (exit 0). Untried; about 10 (after `prepare`)
 #   breakages  random weights, no FP8 hook, BF16-view sharing with and without the guard,
-#              FP32 head, speculation off: each refused (7)
+#              FP32 head, speculation off, decode graphs off (the graphs line first): each
+#              refused (8)
 #   dspark     the dspark profile (DSpark draft of tests/gpu/dspark_models.py, ReplaySSM 32)
 #              passes every line and streams the known answer; a bad ring refused (1.5);
 #              dspark42 the same at 42 layers (2)
@@ -264,7 +265,7 @@ for step in "$@"; do
         run "proof-breakages-${cases##* }" 560 python3 scripts/gpu_proof_breakages.py \
           /root/m6ka /root/lcd-proof $cases
       done ;;
-    breakages) gpu_tests breakages 560 tests/gpu/test_engine_gpu.py -k "random or no_fp8_hook or bf16_view or fp32 or speculation" ;;
+    breakages) gpu_tests breakages 560 tests/gpu/test_engine_gpu.py -k "random or no_fp8_hook or bf16_view or fp32 or speculation or graphs_off" ;;
     dspark) gpu_tests dspark 520 tests/gpu/test_dspark_gpu.py -k "passes or ring" ;;
     dspark42) LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
         gpu_tests dspark42 560 tests/gpu/test_dspark_gpu.py -k passes ;;
