@@ -89,11 +89,11 @@ def binary_problem(path: Path) -> str | None:
     return None
 
 
-def _unfinished(folder: Path, names: set[str]) -> str | None:
-    """Why a folder is a build that did not finish, or None."""
+def _unfinished(cache: Cache, names: set[str]) -> str | None:
+    """Why a folder of `cache` holding `names` is a build that did not finish, or None."""
     if any(n.endswith(BINARY_SUFFIXES) for n in names):
         return None
-    if "kernel.cu" in names:
+    if cache.name == "Humming" and "kernel.cu" in names:
         return "a Humming kernel's source without its kernel.cubin"
     if "build.ninja" in names and any(n.endswith(".lock") for n in names):
         return "a build with a lock and no output"
@@ -105,7 +105,7 @@ def _invalid(cache: Cache, skip: list[Path]) -> Iterator[tuple[Path, str]]:
     for folder, dirs, files in os.walk(cache.root):
         here = Path(folder)
         dirs[:] = [d for d in dirs if here / d not in skip]
-        if here != cache.root and (why := _unfinished(here, set(files))):
+        if here != cache.root and (why := _unfinished(cache, set(files))):
             dirs[:] = []
             yield here, why
             continue

@@ -89,6 +89,8 @@ def test_flashinfer_triton_and_sglang_entries_are_each_named_by_their_cache(tmp_
     (ops / "sampling" / "sampling.lock").touch()
     elf(by_name["Triton"] / "h4sh" / "_kda_fwd.cubin", 64)
     elf(by_name["SGLang JIT"] / "jit" / "tree" / "tree.so", 0)
+    (by_name["SGLang JIT"] / "jit" / "src").mkdir()
+    (by_name["SGLang JIT"] / "jit" / "src" / "kernel.cu").write_text("// not Humming's: kept")
     outside = elf(tmp_path / "elsewhere" / "broken.cubin", 0)
     removed = {(r.cache.name, r.path.name, r.why) for r in heal(found)}
     assert removed == {
@@ -98,6 +100,7 @@ def test_flashinfer_triton_and_sglang_entries_are_each_named_by_their_cache(tmp_
         ("SGLang JIT", "tree", "empty tree.so"),
     }
     assert (ops / "gemm" / "gemm.so").is_file() and outside.is_file()
+    assert (by_name["SGLang JIT"] / "jit" / "src" / "kernel.cu").is_file()
 
 
 def test_a_binary_at_a_cache_s_root_goes_alone(tmp_path):
