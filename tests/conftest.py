@@ -51,11 +51,13 @@ def isolated_kernel_caches(
     tmp_path_factory: pytest.TempPathFactory,
     monkeypatch: pytest.MonkeyPatch,
 ):
-    """CPU tests keep away from the real kernel caches, which a start checks and heals; the
-    GPU tests use them (their kernels are built once)."""
+    """CPU tests keep away from the real kernel caches, which a start checks and heals (the
+    builders' own defaults are under HOME); the GPU tests use them (their kernels are built
+    once)."""
     if request.node.get_closest_marker("gpu"):
         return
     root = tmp_path_factory.mktemp("kernels")
     for name in ("SGLANG_CACHE_DIR", "HUMMING_CACHE_DIR", "TRITON_CACHE_DIR"):
         monkeypatch.setenv(name, str(root / name.lower()))
     monkeypatch.delenv("FLASHINFER_WORKSPACE_BASE", raising=False)
+    monkeypatch.setenv("HOME", str(root / "home"))

@@ -49,7 +49,7 @@ def caches(env: Mapping[str, str]) -> list[Cache]:
     """The caches ling-chat's engine relies on, where `env` puts them: SGLang points
     Triton's and FlashInfer's into its own cache folder unless they are set, and their own
     defaults hold what they built where SGLang's redirect came too late."""
-    home = Path.home()
+    home = Path(env.get("HOME") or Path.home())
     sglang = Path(env.get("SGLANG_CACHE_DIR") or "~/.cache/sglang").expanduser()
     flashinfer = Path(env.get("FLASHINFER_WORKSPACE_BASE") or sglang).expanduser()
     found = [

@@ -78,8 +78,9 @@ def test_every_invalid_humming_kernel_goes_and_the_valid_one_stays(tmp_path):
 
 def test_flashinfer_triton_and_sglang_entries_are_each_named_by_their_cache(tmp_path):
     env = {"SGLANG_CACHE_DIR": str(tmp_path / "sglang"), "HUMMING_CACHE_DIR": str(tmp_path / "h")}
-    found = caches(env)
-    by_name = {c.name: c.root for c in found}
+    found = caches({**env, "HOME": str(tmp_path / "home")})
+    assert all(tmp_path in c.root.parents for c in found)
+    by_name = {c.name: c.root for c in reversed(found)}  # each name's first: SGLang's own
     ops = by_name["FlashInfer JIT"] / "0.7.2" / "90" / "cached_ops"
     elf(ops / "norm" / "norm.so", 0)
     elf(ops / "gemm" / "gemm.so")
@@ -147,7 +148,15 @@ async def test_the_start_heals_first_then_prepares_again(spec, tmp_path, monkeyp
 
 def test_nothing_is_removed_from_a_cache_that_does_not_exist(tmp_path):
     assert heal([Cache("Humming", tmp_path / "none")]) == []
-    assert kernel_cache.caches({})[0].root == Path("~/.humming/cache").expanduser()
+    roots = {(c.name, c.root) for c in kernel_cache.caches({"HOME": "/h"})}
+    assert roots == {
+        ("Humming", Path("~/.humming/cache").expanduser()),
+        ("FlashInfer JIT", Path("~/.cache/sglang/.cache/flashinfer").expanduser()),
+        ("FlashInfer JIT", Path("/h/.cache/flashinfer")),
+        ("Triton", Path("~/.cache/sglang/triton").expanduser()),
+        ("Triton", Path("/h/.triton/cache")),
+        ("SGLang JIT", Path("~/.cache/sglang").expanduser()),
+    }
 
 
 @pytest.mark.parametrize("name", ["kernel.cubin", "mod.so"])
