@@ -59,7 +59,7 @@ def build_report(
 ) -> ProofReport:
     """Judge every lever of `profile` from the facts; see the module docstring."""
     levers = PROFILES[profile]
-    lines = [rule(facts, levers) for rule in rules_of(levers)]
+    lines = proof_graphs.follow_graphs([rule(facts, levers) for rule in rules_of(levers)])
     lines.append(_accept(levers, min_accept_length, warmup_accept_length))
     return ProofReport(
         profile=profile,

@@ -8,9 +8,19 @@ reads in SGLang's scheduler; app/backend/proof.py judges with it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
+from app.proof_report import ProofLine, Verdict
+
 RECIPE_PREFILL = "cuda_graph_backend_prefill=disabled"
+GRAPH_LINES = frozenset({"cuda_graphs", "dspark_graphs"})
+CAPTURE_LINES = frozenset({"humming", "fp8_head", "dspark_head"})
+"""Lines that count what ran while a graph was being captured."""
+NO_GRAPHS_FIX = (
+    "see the CUDA graphs line: without its graphs nothing runs in capture, which this line "
+    "counts; fix that first"
+)
 
 
 def judge(phases: Any, need: tuple[str, ...]) -> tuple[bool, str] | None:
@@ -35,3 +45,21 @@ def judge(phases: Any, need: tuple[str, ...]) -> tuple[bool, str] | None:
         else f"prefill: off ({RECIPE_PREFILL}, as the recipe sets)"
     )
     return not missing, "; ".join(parts)
+
+
+def follow_graphs(lines: list[ProofLine]) -> list[ProofLine]:
+    """With a graphs line failed on a phase not captured, the failed lines that count what
+    ran in capture point at it as their cause instead of their own fix."""
+    if not any(
+        line.key in GRAPH_LINES
+        and line.verdict is Verdict.FAIL
+        and "not captured:" in line.evidence
+        for line in lines
+    ):
+        return lines
+    return [
+        replace(line, fix=NO_GRAPHS_FIX)
+        if line.key in CAPTURE_LINES and line.verdict is Verdict.FAIL
+        else line
+        for line in lines
+    ]

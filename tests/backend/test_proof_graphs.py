@@ -80,6 +80,13 @@ def test_graphs_disabled_fail_the_graphs_line_first_though_sglang_lists_every_ph
     assert report.failed[0].key == "cuda_graphs"
     assert report.failed[0].evidence.startswith("captured: none; not captured: target_verify")
     assert [line.key for line in report.failed] == ["cuda_graphs", "humming", "fp8_head"]
+    assert all(line.fix.startswith("see the CUDA graphs line") for line in report.failed[1:])
+
+
+def test_with_graphs_captured_a_capture_line_keeps_its_own_fix():
+    facts = {**stack_facts(), "capture_calls": {}}
+    (failed,) = judge(facts).failed
+    assert failed.key == "humming" and failed.fix.startswith("install humming-kernels")
 
 
 def test_prefill_graphs_captured_are_stated_so():
@@ -123,3 +130,11 @@ def test_a_prefill_runner_s_token_sizes_count_and_an_eager_runner_holds_no_graph
     eager = of_class("EagerRunner")
     assert graph_runner(eager)["captured"] is False  # not in place of one: still no graph
     assert graph_runner(prefill, eager=prefill)["captured"] is False
+
+
+def test_without_the_dspark_fact_its_head_line_keeps_its_own_fix():
+    from tests.fixtures.sglang_objects import dspark_facts
+
+    facts = {**dspark_facts(), "dspark": None}
+    head = next(x for x in judge(facts, profile="dspark").lines if x.key == "dspark_head")
+    assert head.verdict is Verdict.FAIL and not head.fix.startswith("see the CUDA graphs line")
