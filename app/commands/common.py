@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from app.backend.engine_config import (
@@ -14,7 +15,7 @@ from app.backend.engine_config import (
     draft_models,
 )
 from app.backend.protocol import ChatBackend
-from app.errors import ConfigError
+from app.errors import ConfigError, LeverOverridden
 from app.settings import Settings, load_settings
 
 
@@ -105,20 +106,34 @@ def engine_config(settings: Settings, overrides: dict[str, Any] | None = None) -
     )
 
 
-def check_engine_can_start(settings: Settings, *, gpu: bool = True) -> None:
-    """The one-line refusals before SGLang is imported: model path, engine packages, GPU
-    (`gpu=False`: the caller reports a missing GPU itself, as the doctor's preflight does).
+def check_engine_can_start(
+    settings: Settings,
+    configs: Sequence[EngineConfig],
+    *,
+    gpu: bool = True,
+    unproven: bool = False,
+) -> None:
+    """The one-line refusals before SGLang is imported: overrides that contradict a lever
+    (unless `unproven`: `bench --allow-unproven` measures such engines), model path, engine
+    packages, GPU (`gpu=False`: the caller reports a missing GPU itself, as the doctor's
+    preflight does).
 
     Raises:
+        LeverOverridden: an --sglang-arg or variable contradicts a profile's lever.
         BackendError: the first thing missing.
     """
     import importlib.util
+    import os
 
     from app.backend.engine_setup import ENGINE_PACKAGES, check_model_path, engine_missing
     from app.backend.gpu_probe import require_gpu
+    from app.backend.overrides import refusal
 
-    check_model_path(settings.model_path, draft_models([engine_config(settings)]))
-    for package in ENGINE_PACKAGES[:2]:  # humming is checked by the proof
+    for config in configs:
+        if not unproven and (problem := refusal(config, os.environ)):
+            raise LeverOverridden(problem)
+    check_model_path(settings.model_path, draft_models(configs))
+    for package in ENGINE_PACKAGES[:2]:  # the levers' packages are the preflight's
         if importlib.util.find_spec(package) is None:
             raise engine_missing(ImportError(name=package))
     if gpu:

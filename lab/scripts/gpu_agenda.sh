@@ -62,8 +62,18 @@
 #   caches     Humming's, Triton's and FlashInfer's kernel caches as 15 MiB pieces in $OUT;
 #              kept in the git-ignored .gpu-cache/ and named in `carry`, a later machine
 #              restores them before its first step
+#   proof-breakages  through `ling-chat doctor` on the 6-layer known-answer model
+#              (lab/scripts/gpu_proof_breakages.py), cheapest first, each case's exit status and
+#              the line naming its cause: --sglang-arg moe_runner_backend=triton and
+#              disable_cuda_graph=true refused before loading (exit 2); humming hidden:
+#              the preflight's lever-package line (exit 3); the stack passes, prefill
+#              graphs stated off (exit 0); decode graphs off past the override check: the
+#              graphs line fails first (exit 2); every Humming cubin, a FlashInfer module and
+#              five Triton cubins truncated to 0 bytes: healed with a line each, prepared
+#              again, the stack passes (exit 0). Untried; about 10 (after `prepare`)
 #   breakages  random weights, no FP8 hook, BF16-view sharing with and without the guard,
-#              FP32 head, speculation off: each refused (7)
+#              FP32 head, speculation off, decode graphs off (the graphs line first): each
+#              refused (8)
 #   dspark     the dspark profile (DSpark draft of tests/gpu/dspark_models.py, ReplaySSM 32)
 #              passes every line and streams the known answer; a bad ring refused (1.5);
 #              dspark42 the same at 42 layers (2)
@@ -249,7 +259,13 @@ for step in "$@"; do
       tar czf /root/cache.tgz -C /root .humming .cache/sglang 2>/dev/null
       split -b 15m -d -a 2 /root/cache.tgz "$OUT/cache.tgz.part-"
       ls -la "$OUT"/cache.tgz.part-* ;;
-    breakages) gpu_tests breakages 560 tests/gpu/test_engine_gpu.py -k "random or no_fp8_hook or bf16_view or fp32 or speculation" ;;
+    proof-breakages)
+      for cases in "moe-triton no-graphs-flag humming-hidden stack" graphs-off caches-truncated; do
+        # shellcheck disable=SC2086  # the case names are words
+        run "proof-breakages-${cases##* }" 560 python3 lab/scripts/gpu_proof_breakages.py \
+          /root/m6ka /root/lcd-proof $cases
+      done ;;
+    breakages) gpu_tests breakages 560 tests/gpu/test_engine_gpu.py -k "random or no_fp8_hook or bf16_view or fp32 or speculation or graphs_off" ;;
     dspark) gpu_tests dspark 520 tests/gpu/test_dspark_gpu.py -k "passes or ring" ;;
     dspark42) LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
         gpu_tests dspark42 560 tests/gpu/test_dspark_gpu.py -k passes ;;
