@@ -84,7 +84,9 @@
 #   auto       `auto` MoE refused (1.5; with no FlashInfer, SGLang fails to load it; with the
 #              `flashinfer` extras it would start the baseline's long MoE build: EXTRA=/root/none)
 #   marlin     Marlin MoE refused (over 4: cut at 200 and 240 s while capturing graphs)
-#   ui         the app chats through the engine; records the trace and a screenshot for assets/ (2)
+#   ui         the app chats through the engine (the default profile, two known answers of about
+#              2,300 tokens each); records the demo trace and a screenshot: copy
+#              $OUT/h200-stack-known-answer.trace.json to assets/ as it is (2.5)
 #   serve      `ling-chat serve` proves itself over HTTP; a remote chat through the app; random
 #              weights refused (3; needs the `serve` extra wheels, see below)
 #   bench      `ling-chat bench` over humming, humming+fp8, humming+nextn, stack (4.5)
@@ -273,7 +275,7 @@ for step in "$@"; do
     dspark-breakages) gpu_tests dspark-breakages 560 tests/gpu/test_dspark_gpu.py -k breakage ;;
     auto) gpu_tests auto 200 tests/gpu/test_engine_gpu.py -k auto ;;
     marlin) gpu_tests marlin 500 tests/gpu/test_engine_gpu.py -k marlin ;;
-    ui) gpu_tests ui 240 tests/gpu/test_ui_gpu.py ;;
+    ui) gpu_tests ui 360 tests/gpu/test_ui_gpu.py ;;
     serve) gpu_tests serve 360 tests/gpu/test_serve_gpu.py ;;
     bench) bench bench 400 humming,humming+fp8,humming+nextn,stack ;;
     bench-boots) bench bench-boots 560 humming,stack --boots 2 ;;
