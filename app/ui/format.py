@@ -78,6 +78,16 @@ def stats_line(status: MessageStatus, stats: ReplyStats | None, error: str | Non
     return separator.join([mark, " · ".join(parts)]) if parts else mark
 
 
+def replay_speed_note(speed: float | None) -> str:
+    """`replay x0.25` for a replay played faster or slower than recorded, else nothing."""
+    return "" if speed is None or speed == 1.0 else f"replay x{speed:g}"
+
+
+def replay_label(speed: float | None) -> str:
+    """What a replay is, e.g. `replay x0.25 of a recorded session`."""
+    return f"{replay_speed_note(speed) or 'replay'} of a recorded session"
+
+
 def proof_text(report: ProofReport, *, fixes: bool = True) -> Text:
     """The proof report, a line per optimization with its evidence (and fix if it failed)."""
     title = "Proof: all optimizations engaged" if report.ok else "Proof FAILED"

@@ -202,7 +202,7 @@ async def test_the_app_runs_on_a_replayed_trace(
     app = make_app(ReplayBackend(path, speed=5))
     async with app.run_test(size=SIZE) as pilot:
         await chat_screen(pilot)
-        assert app.title == "ling-chat · replay of a recorded session"
+        assert app.title == "ling-chat · replay x5 of a recorded session"
         await send(pilot, "anything")
         await reply_done(pilot)
         assert app.engine_run_id is not None
