@@ -78,14 +78,15 @@ def stats_line(status: MessageStatus, stats: ReplyStats | None, error: str | Non
     return separator.join([mark, " · ".join(parts)]) if parts else mark
 
 
-def replay_speed_note(speed: float | None) -> str:
-    """`replay x0.25` for a replay played faster or slower than recorded, else nothing."""
-    return "" if speed is None or speed == 1.0 else f"replay x{speed:g}"
+def replay_factor(speed: float | None) -> str:
+    """`x0.25` for a replay played faster or slower than recorded; empty at x1 or live."""
+    return "" if speed is None or speed == 1.0 else f"x{speed:g}"
 
 
 def replay_label(speed: float | None) -> str:
     """What a replay is, e.g. `replay x0.25 of a recorded session`."""
-    return f"{replay_speed_note(speed) or 'replay'} of a recorded session"
+    factor = replay_factor(speed)
+    return f"replay {factor} of a recorded session" if factor else "replay of a recorded session"
 
 
 def proof_text(report: ProofReport, *, fixes: bool = True) -> Text:

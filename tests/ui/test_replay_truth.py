@@ -221,7 +221,7 @@ async def test_a_slowed_replay_says_so_and_streams_the_recorded_speed_until_stop
         await pilot.press("escape")
         await wait_until(pilot, lambda: screen.run is None)
         assert app.title == "ling-chat · replay x0.02 of a recorded session"
-        await wait_until(pilot, lambda: text_of(heading) == "Last reply ■ stopped · replay x0.02")
+        await wait_until(pilot, lambda: text_of(heading) == "Last reply ■ stopped · x0.02")
     for sample in samples:
         want = reply.live(int(sample["tokens"]))
         assert close(sample["average"], want["average"], rate_unit(want["average"])), sample

@@ -21,7 +21,7 @@ from app.ui.format import (
     millis,
     rate,
     ratio,
-    replay_speed_note,
+    replay_factor,
     seconds,
     visible_text,
 )
@@ -84,7 +84,8 @@ class SpeedPanel(VerticalScroll, can_focus=False):
 
     def show_live(self, live: LiveSnapshot, ttft_s: float | None) -> None:
         """The reply being streamed: speed now and so far, TPOT, TTFT, tokens per step."""
-        state = replay_speed_note(self.replay_speed) or "streaming"
+        factor = replay_factor(self.replay_speed)
+        state = f"replay {factor}" if factor else "streaming"
         self.query_one("#reply-heading", Label).update(f"Live ● {state}", layout=False)
         tpot = 1.0 / live.average_tps if live.average_tps else None
         steps = ratio(live.tokens_per_step)
@@ -109,8 +110,8 @@ class SpeedPanel(VerticalScroll, can_focus=False):
 
         With the model's `context_length`, also how much of it the conversation now fills.
         """
-        note = replay_speed_note(self.replay_speed)
-        heading = f"Last reply {STATUS_MARKS[status]}" + (f" · {note}" if note else "")
+        factor = replay_factor(self.replay_speed)  # `x0.5`: the heading stays one line
+        heading = f"Last reply {STATUS_MARKS[status]}" + (f" · {factor}" if factor else "")
         self.query_one("#reply-heading", Label).update(heading)
         if stats is None:
             self.query_one("#reply-numbers", Static).update(_rows(("decode", "–")))
