@@ -34,8 +34,8 @@ tilings. SGLang 0.5.23 has no switch for this: ling-chat installs it as a hook t
 after the weights are loaded and before the graphs are captured.
 
 What proves it: the head weight in the running model has the float8_e4m3fn type, its scales
-are in place, and the kernel that runs in the graph is the one chosen at load. The logits
-stay in BF16, and the greedy reply of the known-answer model is the same token for token.
+are in place, and the kernel that runs in the graph is the one chosen at load. A self-test
+at load compares its scores with those of the BF16 head, and refuses a kernel that drifts.
 
 ## 3. NEXTN speculative decoding
 
