@@ -99,6 +99,7 @@ def live_numbers(panel: str) -> dict[str, float]:
         "average": number(panel, r"^average\s+([\d,.]+) tok/s"),
         "decode": number(panel, r"^decode\s+([\d,.]+) tok/s"),
         "TPOT": number(panel, r"^TPOT\s+([\d.]+) ms"),
+        "TTFT": number(panel, r"^TTFT\s+([\d.]+) s"),
         "tok/step": number(panel, r"^tok/step\s+([\d.]+)"),
     }
 
@@ -181,11 +182,13 @@ async def test_a_replay_shows_and_stores_the_recorded_speed(
         assert close(number(panel, r"^TTFT\s+([\d.]+) s"), reply.ttft_s, 0.01), panel
         assert close(number(panel, r"^accept\s+([\d.]+)"), reply.accept, 0.01), panel
     for sample in samples:
-        want = recorded[int(sample["reply"])].live(int(sample["tokens"]))
+        streamed = recorded[int(sample["reply"])]
+        want = streamed.live(int(sample["tokens"]))
         for name in ("average", "decode"):
             assert close(sample[name], want[name], rate_unit(want[name])), (name, sample, want)
         assert close(sample["TPOT"], want["TPOT"], 0.01), (sample, want)
         assert close(sample["tok/step"], want["tok/step"], 0.01), (sample, want)
+        assert close(sample["TTFT"], streamed.ttft_s, 0.01), sample
 
     (conversation,) = store.list_conversations()
     stored = [m for m in store.messages(conversation.id) if m.role is Role.ASSISTANT]
@@ -226,6 +229,7 @@ async def test_a_slowed_replay_says_so_and_streams_the_recorded_speed_until_stop
         want = reply.live(int(sample["tokens"]))
         assert close(sample["average"], want["average"], rate_unit(want["average"])), sample
         assert close(sample["TPOT"], want["TPOT"], 0.01), (sample, want)
+        assert close(sample["TTFT"], reply.ttft_s, 0.01), sample
     (conversation,) = store.list_conversations()
     stopped = store.messages(conversation.id)[-1]
     assert stopped.status is MessageStatus.STOPPED and stopped.stats is not None
