@@ -301,3 +301,37 @@ async def test_a_recording_names_a_local_model_by_its_folder_only(tmp_path: Path
     async for _stage in recorder.start():
         pass
     assert read_trace(path)["info"]["model"] == "ling-flash"
+
+
+@pytest.mark.parametrize("speed", [0.25, 4.0])
+async def test_a_replay_at_any_speed_stamps_events_with_their_recorded_time(
+    tmp_path: Path, speed: float
+) -> None:
+    """Played at `speed`, the events come `speed` times sooner or later, stamped as recorded."""
+    path = tmp_path / "trace.json"
+    clock = FakeClock()
+    _, recorder = await record(path, step_s=0.1, clock=clock)
+    started = clock()
+    recorded_times = relative(await collect(recorder), started)
+    replay = ReplayBackend(path, speed=speed, clock=clock, sleep=clock.sleep)
+    assert replay.info.replay_speed == speed
+    started = clock()
+    played = await collect(replay)
+    assert relative(played, started) == pytest.approx(recorded_times)
+    assert clock() - started == pytest.approx(recorded_times[-1] / speed)
+
+
+async def test_a_stopped_replay_ends_at_the_recorded_time_reached(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    clock = FakeClock()
+    await collect((await record(path, step_s=0.1, clock=clock))[1])
+    replay = ReplayBackend(path, speed=0.5, clock=clock, sleep=clock.sleep)
+    started = clock()
+    stream = cast(AsyncGenerator[ReplyEvent, None], replay.stream_reply(HELLO, Sampling()))
+    first = await anext(stream)
+    await replay.stop_reply()
+    done = await anext(stream)
+    assert isinstance(done, ReplyDone) and done.finish_reason == "abort"
+    played_s = clock() - started  # x0.5: twice the recorded time
+    assert done.at - started == pytest.approx(played_s * 0.5)
+    assert done.at >= first.at
