@@ -76,6 +76,20 @@ def long_failing_report() -> ProofReport:
     return ProofReport(profile="stack", lines=lines)
 
 
+def long_passing_report() -> ProofReport:
+    """A passing proof as long as the stack's: ten lines with evidence over several lines."""
+    lines = tuple(
+        ProofLine(
+            f"lever{index}",
+            f"Optimization number {index}",
+            Verdict.PASS,
+            f"evidence for line {index}: " + "measured on the running model, " * 5 + "as shown",
+        )
+        for index in range(10)
+    )
+    return ProofReport(profile="stack", lines=lines)
+
+
 STAGES = (
     LoadStage("Loading weights", False, 0.0, "12 shards"),
     LoadStage("Loading weights", True, 41.5),
