@@ -116,9 +116,9 @@ class SettingsDialog(Dialog[ChatSettings]):
                     yield Input(str(getattr(self._current.sampling, name)), id=name)
             yield Label("", id="settings-error", classes="error")
             with Horizontal(classes="dialog-buttons"):
+                yield Label("Ctrl+S saves · Esc cancels", classes="dialog-hint")
                 yield Button("Save", variant="primary", id="save")
                 yield Button("Cancel", id="cancel")
-            yield Label("Ctrl+S saves · Esc cancels", classes="dialog-hint")
 
     @on(Button.Pressed, "#cancel")
     def _cancel(self) -> None:
@@ -153,7 +153,10 @@ class SettingsDialog(Dialog[ChatSettings]):
         self.dismiss(ChatSettings(prompt, sampling))
 
     def _error(self, message: str) -> None:
-        self.query_one("#settings-error", Label).update(message)
+        error = self.query_one("#settings-error", Label)
+        error.update(message)
+        error.display = True
+        error.scroll_visible(animate=False)
 
 
 class HelpScreen(Dialog[None]):
