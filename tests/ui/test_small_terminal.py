@@ -3,6 +3,8 @@ chat list stay usable (they fit, scroll or step aside)."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +43,12 @@ def on_screen(pilot: Pilot[Any], widget: Widget) -> bool:
 def inside(widget: Widget, box: Widget) -> bool:
     """True when all of `widget` is drawn inside the part of `box` that shows its content."""
     return widget.region.area > 0 and box.scrollable_content_region.contains_region(widget.region)
+
+
+def drawn(pilot: Pilot[Any], text: str) -> bool:
+    """True when `text` is on the terminal, on one line."""
+    screenshot = html.unescape(pilot.app.export_screenshot()).replace("\xa0", " ")
+    return any(text in line for line in re.findall(r"<text[^>]*>([^<]*)</text>", screenshot))
 
 
 SMALL = pytest.mark.parametrize("size", [(80, 24), (100, 30)], ids=["80x24", "100x30"])
@@ -207,6 +215,7 @@ async def test_help_and_the_proof_fit_the_width_and_scroll_to_their_end(
             await pilot.press("end")
             await pilot.pause()
             assert inside(last, box), key
+            assert drawn(pilot, "Esc closes"), key  # the last line, whole
             await pilot.press("escape")
             await wait_until(pilot, lambda: isinstance(app.screen, ChatScreen))
 
