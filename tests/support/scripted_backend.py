@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.backend.protocol import (
@@ -78,14 +78,10 @@ def long_failing_report() -> ProofReport:
 
 def long_passing_report() -> ProofReport:
     """A passing proof as long as the stack's: ten lines with evidence over several lines."""
+    measured = ", measured on the running model" * 4
     lines = tuple(
-        ProofLine(
-            f"lever{index}",
-            f"Optimization number {index}",
-            Verdict.PASS,
-            f"evidence for line {index}: " + "measured on the running model, " * 5 + "as shown",
-        )
-        for index in range(10)
+        replace(line, verdict=Verdict.PASS, evidence=f"{line.evidence}{measured}", fix="")
+        for line in long_failing_report().lines
     )
     return ProofReport(profile="stack", lines=lines)
 

@@ -71,6 +71,17 @@ BEFORE = [
     ("user", "cats"),
     ("assistant", "about cats"),
 ]
+SHOWN_BEFORE = [text for _, text in BEFORE]
+
+
+async def shown_after_a_restart(db_path: Path, clock: FakeClock) -> list[str]:
+    """What the app shows when it starts again on the same history file."""
+    with ChatStore.open(db_path) as store:
+        again = LingChatApp(
+            ScriptedBackendDouble(clock=clock), store, sampling=Sampling(), proof_hold_s=0
+        )
+        async with again.run_test(size=SIZE) as pilot:
+            return shown(await chat_screen(pilot))
 
 
 async def test_f4_then_esc_keeps_the_exchange_and_gives_the_prompt_back(
@@ -80,25 +91,15 @@ async def test_f4_then_esc_keeps_the_exchange_and_gives_the_prompt_back(
     async with app.run_test(size=SIZE) as pilot:
         screen = await cats_then_f4(pilot, draft="half a thought")
         assert stored(db_path) == BEFORE
-        assert shown(screen) == ["sheep", "about sheep", "cats", "about cats"]
+        assert shown(screen) == SHOWN_BEFORE
         marked = [w for w in screen.query(f".{EDITING}")]
         assert [getattr(w, "message_id", None) for w in marked] == [3, 4]
         await pilot.press("escape")
         await wait_until(pilot, lambda: prompt_of(screen).text == "half a thought")
         assert not screen.query(f".{EDITING}")
-        assert shown(screen) == ["sheep", "about sheep", "cats", "about cats"]
+        assert shown(screen) == SHOWN_BEFORE
     assert stored(db_path) == BEFORE
-    with ChatStore.open(db_path) as store:  # the app again, on the same history file
-        again = LingChatApp(
-            ScriptedBackendDouble(clock=clock),
-            store,
-            sampling=Sampling(),
-            clock=clock,
-            proof_hold_s=0,
-        )
-        async with again.run_test(size=SIZE) as pilot:
-            screen = await chat_screen(pilot)
-            assert shown(screen) == ["sheep", "about sheep", "cats", "about cats"]
+    assert await shown_after_a_restart(db_path, clock) == SHOWN_BEFORE
 
 
 async def test_f4_then_quit_loses_nothing(
@@ -112,17 +113,7 @@ async def test_f4_then_quit_loses_nothing(
         await wait_until(pilot, lambda: not app.is_running)
     assert app.return_code == 0
     assert stored(db_path) == BEFORE
-    with ChatStore.open(db_path) as store:
-        again = LingChatApp(
-            ScriptedBackendDouble(clock=clock),
-            store,
-            sampling=Sampling(),
-            clock=clock,
-            proof_hold_s=0,
-        )
-        async with again.run_test(size=SIZE) as pilot:
-            screen = await chat_screen(pilot)
-            assert shown(screen) == ["sheep", "about sheep", "cats", "about cats"]
+    assert await shown_after_a_restart(db_path, clock) == SHOWN_BEFORE
 
 
 async def test_f4_edit_send_replaces_the_exchange_only_when_sent(
@@ -156,7 +147,7 @@ async def test_a_send_that_cannot_be_stored_keeps_the_edited_exchange(
             await wait_until(pilot, lambda: notices.messages[1:])
         assert "is locked by another process" in notices.messages[-1]
         assert prompt_of(screen).text == "dogs"
-        assert shown(screen) == ["sheep", "about sheep", "cats", "about cats"]
+        assert shown(screen) == SHOWN_BEFORE
         assert stored(db_path) == BEFORE
         await pilot.press("ctrl+s")  # the lock is gone: the edit is still there to send
         await reply_done(pilot)

@@ -51,6 +51,15 @@ def drawn(pilot: Pilot[Any], text: str) -> bool:
     return any(text in line for line in re.findall(r"<text[^>]*>([^<]*)</text>", screenshot))
 
 
+async def one_exchange(pilot: Pilot[Any], backend: ScriptedBackendDouble) -> ChatScreen:
+    """The chat screen after a question and an answer long enough to need a wide column."""
+    backend.enqueue(answer_reply("An answer that is long enough to need a wide column."))
+    screen = await chat_screen(pilot)
+    await send(pilot, "a question")
+    await reply_done(pilot)
+    return screen
+
+
 SMALL = pytest.mark.parametrize("size", [(80, 24), (100, 30)], ids=["80x24", "100x30"])
 
 
@@ -66,12 +75,9 @@ async def test_messages_keep_a_wide_column_as_the_side_panels_step_aside(
     sidebar: bool,
     speed: bool,
 ) -> None:
-    backend.enqueue(answer_reply("An answer that is long enough to need a wide column."))
     app = make_app(backend)
     async with app.run_test(size=size) as pilot:
-        screen = await chat_screen(pilot)
-        await send(pilot, "a question")
-        await reply_done(pilot)
+        screen = await one_exchange(pilot, backend)
         assert (screen.query_one(Sidebar).display, screen.query_one(SpeedPanel).display) == (
             sidebar,
             speed,
@@ -224,12 +230,9 @@ async def test_help_and_the_proof_fit_the_width_and_scroll_to_their_end(
 async def test_the_chat_list_leaves_the_conversation_most_of_the_width(
     make_app: MakeApp, backend: ScriptedBackendDouble, size: tuple[int, int]
 ) -> None:
-    backend.enqueue(answer_reply("An answer that is long enough to need a wide column."))
     app = make_app(backend)
     async with app.run_test(size=size) as pilot:
-        screen = await chat_screen(pilot)
-        await send(pilot, "a question")
-        await reply_done(pilot)
+        screen = await one_exchange(pilot, backend)
         await pilot.press("ctrl+b")
         await pilot.pause()
         assert screen.query_one(Sidebar).display and not screen.query_one(SpeedPanel).display
