@@ -6,7 +6,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -257,8 +257,14 @@ class ChatStore:
             for message_id, status, run_id, stats in found
         ]
 
-    def add_user_message(self, conversation_id: int, content: str) -> StoredMessage:
-        """Store (and commit) the user's message; call it before generation starts."""
+    def add_user_message(
+        self, conversation_id: int, content: str, *, replacing: Sequence[int] = ()
+    ) -> StoredMessage:
+        """Store (and commit) the user's message; call it before generation starts.
+
+        `replacing`: messages of the conversation deleted in the same transaction (an edited
+        exchange): if the new message cannot be stored, they stay.
+        """
         now = utc_now()
         row = {
             "conversation_id": conversation_id,
@@ -273,6 +279,9 @@ class ChatStore:
         with self._connection.write() as db:
             if not rows.touch(db, conversation_id, now):
                 raise StorageError(f"no conversation {conversation_id}")
+            for old_id in replacing:
+                sql = "DELETE FROM messages WHERE id = ? AND conversation_id = ?"
+                db.execute(sql, [old_id, conversation_id])
             message_id = rows.insert(db, "messages", row)
             (message,) = rows.select_messages(db, "m.id = ?", [message_id])
         return message

@@ -66,7 +66,8 @@ class LingChatApp(App[None], inherit_bindings=False):
             clock: perf_counter-like clock (tests pass a fixed one).
             allow_unoptimized: chat even when the proof failed (`--server` to a plain
                 server); otherwise a failed proof shows its fixes and exits with 2.
-            proof_hold_s: how long a passing proof report stays up before chatting.
+            proof_hold_s: how long a passing proof report stays up before chatting, unless
+                the user scrolls it (then it stays until Enter).
             refresh_hz: how often streamed text and live numbers are drawn.
             log_dir: where an unexpected error's traceback is written.
         """
@@ -150,9 +151,9 @@ class LingChatApp(App[None], inherit_bindings=False):
         if not report.ok and not self._allow_unoptimized:
             self._quit_code, self._quit_message = EXIT_PROOF_FAILED, proof_text(report)
             await self.close_backend()
-            await screen.wait_for_key(
+            await screen.wait_for_enter(
                 "ling-chat refuses to start: the model does not run as promised. "
-                "Apply the fixes above, then try again. Press any key to exit."
+                "Apply the fixes above, then try again. Enter exits"
             )
             self.exit(return_code=self._quit_code, message=self._quit_message)
             return
@@ -167,10 +168,13 @@ class LingChatApp(App[None], inherit_bindings=False):
         except StorageError as error:
             await self._fail(error, EXIT_START_FAILED)
             return
-        hint = "Press any key to start chatting."
+        proof_keys = keys_for(action_by_id("show_proof"), self._user_keymap)
+        hint = "Enter starts chatting"
         if not report.ok:
             hint = f"Optimizations are NOT proven (--allow-unoptimized). {hint}"
-        await screen.wait_for_key(hint, timeout_s=self._proof_hold_s)
+        await screen.wait_for_enter(
+            hint, timeout_s=self._proof_hold_s, tail=f"{proof_keys} shows the proof again"
+        )
         context = ChatContext(
             backend=self.backend,
             store=self.store,

@@ -49,7 +49,7 @@ CHAT_ACTIONS: Final = (
     Action("stop_reply", "escape", "stop_reply", "Stop reply", show=True, priority=False),
     Action("new_chat", "ctrl+n", "new_chat", "New chat", show=True),
     Action("regenerate", "ctrl+r", "regenerate", "Regenerate last reply", show=True),
-    Action("edit_last", "f4", "edit_last", "Edit & resend last message"),
+    Action("edit_last", "f4", "edit_last", "Edit & resend last message (kept until sent)"),
     Action("copy_reply", "f5", "copy_reply", "Copy last reply"),
     Action("copy_code", "f6", "copy_code", "Copy a code block (again: the one before)"),
     Action("search", "ctrl+f", "search", "Search chats"),

@@ -104,3 +104,12 @@ def proof_text(report: ProofReport, *, fixes: bool = True) -> Text:
         if fixes and line.verdict is Verdict.FAIL and line.fix:
             text.append(f"\n        fix: {line.fix}", style="yellow")
     return visible_text(text)
+
+
+TITLE_CHARS: Final = 48
+
+
+def title_from(text: str) -> str:
+    """A conversation title from its first message."""
+    line = " ".join(next((part for part in text.splitlines() if part.strip()), text).split())
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"

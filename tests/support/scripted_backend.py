@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.backend.protocol import (
@@ -72,6 +72,16 @@ def long_failing_report() -> ProofReport:
             fix=f"the fix for line {index}",
         )
         for index in range(10)
+    )
+    return ProofReport(profile="stack", lines=lines)
+
+
+def long_passing_report() -> ProofReport:
+    """A passing proof as long as the stack's: ten lines with evidence over several lines."""
+    measured = ", measured on the running model" * 4
+    lines = tuple(
+        replace(line, verdict=Verdict.PASS, evidence=f"{line.evidence}{measured}", fix="")
+        for line in long_failing_report().lines
     )
     return ProofReport(profile="stack", lines=lines)
 

@@ -233,25 +233,6 @@ async def test_regenerate_replaces_the_last_reply(
     assert backend.requests[0][0] == backend.requests[1][0]
 
 
-async def test_edit_last_takes_the_message_back_and_resends_it(
-    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
-) -> None:
-    backend.enqueue(answer_reply("about cats"), answer_reply("about dogs"))
-    async with chat_app.run_test(size=SIZE) as pilot:
-        screen = await chat_screen(pilot)
-        await send(pilot, "cats")
-        await reply_done(pilot)
-        await pilot.press("f4")
-        await pilot.pause()
-        prompt = screen.query_one("#prompt")
-        assert prompt.text == "cats"  # type: ignore[attr-defined]
-        assert not screen.query(ReplyView) and not screen.query(UserMessage)
-        await pilot.press("backspace", "backspace", "backspace", "backspace", *"dogs", "ctrl+s")
-        await reply_done(pilot)
-    assert [m.content for m in only_chat(store)] == ["dogs", "about dogs"]
-    assert [m.content for m in backend.requests[1][0]] == ["dogs"]
-
-
 async def test_copy_reply_and_code_blocks_cycle_backwards(
     chat_app: LingChatApp, backend: ScriptedBackendDouble
 ) -> None:

@@ -85,7 +85,7 @@ async def test_stages_show_their_times_and_the_running_one_ticks(
         await chat_screen(pilot)
 
 
-async def test_failed_proof_shows_the_fixes_and_exits_2_after_a_key(
+async def test_failed_proof_shows_the_fixes_and_exits_2_after_enter(
     make_app: MakeApp, clock: FakeClock, capsys: pytest.CaptureFixture[str]
 ) -> None:
     backend = ScriptedBackendDouble(clock=clock, report=failing_report())
@@ -97,10 +97,12 @@ async def test_failed_proof_shows_the_fixes_and_exits_2_after_a_key(
         await wait_until(pilot, lambda: "fix:" in text_of(report))
         assert "✗ FAIL FP8 LM head" in text_of(report)
         assert "fix: install the FP8 head patch" in text_of(report)
-        assert "Press any key to exit" in text_of(screen.query_one("#startup-hint", Static))
+        assert "Enter exits" in text_of(screen.query_one("#startup-hint", Static))
         assert backend.shutdown_calls == 1
-        assert app.is_running
         await pilot.press("x")
+        await pilot.pause()
+        assert app.is_running
+        await pilot.press("enter")
         await wait_until(pilot, lambda: not app.is_running)
     assert app.return_code == 2
     printed = capsys.readouterr().err
@@ -116,7 +118,7 @@ async def test_proof_refused_by_start_still_shows_the_report(
     async with app.run_test(size=SIZE) as pilot:
         report = app.screen.query_one("#report", Static)
         await wait_until(pilot, lambda: "fix:" in text_of(report))
-        await pilot.press("q")
+        await pilot.press("enter")
         await wait_until(pilot, lambda: not app.is_running)
     assert app.return_code == 2
     assert backend.shutdown_calls == 1

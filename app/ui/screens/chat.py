@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import replace
 from functools import partial
-from typing import Final
 
 from rich.text import Text
 from textual import on
@@ -24,7 +23,7 @@ from app.telemetry.session import summarize_session
 from app.textsafe import visible
 from app.ui.bindings import CHAT_ACTIONS, action_by_id, keys_for
 from app.ui.chat_context import ChatContext
-from app.ui.format import proof_text
+from app.ui.format import proof_text, title_from
 from app.ui.reply import ReplyRequest, ReplyRun, request_messages
 from app.ui.reply_controller import ReplyController
 from app.ui.screens.dialogs import (
@@ -34,24 +33,13 @@ from app.ui.screens.dialogs import (
     ReportScreen,
     SettingsDialog,
 )
+from app.ui.screens.exchange_edit import ExchangeEdit
 from app.ui.screens.view_actions import ViewActionsScreen
 from app.ui.widgets.banner import Banner
 from app.ui.widgets.messages import UserMessage, message_widget
 from app.ui.widgets.sidebar import Sidebar
 from app.ui.widgets.speed_panel import SpeedPanel
 from app.ui.widgets.transcript import Transcript
-
-TITLE_CHARS: Final = 48
-SPEED_MIN_WIDTH: Final = 100
-"""Below this many columns the speed panel steps aside (F9 brings it back)."""
-SIDEBAR_MIN_WIDTH: Final = 120
-"""Below this many columns the chat list steps aside (Ctrl+B brings it back)."""
-
-
-def title_from(text: str) -> str:
-    """A conversation title from its first message."""
-    line = " ".join(next((part for part in text.splitlines() if part.strip()), text).split())
-    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
 
 
 class ChatScreen(ViewActionsScreen):
@@ -63,11 +51,6 @@ class ChatScreen(ViewActionsScreen):
         replace(action_by_id("help"), action="app.help", priority=False).binding(),
         *(action.binding() for action in CHAT_ACTIONS),
     ]
-    HORIZONTAL_BREAKPOINTS = [
-        (0, "-narrow"),
-        (SPEED_MIN_WIDTH, "-medium"),
-        (SIDEBAR_MIN_WIDTH, "-wide"),
-    ]
 
     def __init__(self, context: ChatContext) -> None:
         super().__init__()
@@ -78,6 +61,8 @@ class ChatScreen(ViewActionsScreen):
         self.session_stats: list[ReplyStats] = []
         """Measurements of this session's completed replies, oldest first."""
         self._replies = ReplyController(context.backend, self, refresh_s=1 / context.refresh_hz)
+        self._edit: ExchangeEdit | None = None
+        """The edit and resend in progress (F4)."""
 
     def validate_sub_title(self, sub_title: object) -> str | None:
         """The header shows a chat's title with its control characters made visible."""
@@ -128,6 +113,7 @@ class ChatScreen(ViewActionsScreen):
     # Conversations
 
     async def _open(self, conversation_id: int, message_id: int | None = None) -> None:
+        self._cancel_edit()
         store = self._ctx.store
         self.conversation = store.get_conversation(conversation_id)
         self.sub_title = self.conversation.title
@@ -138,6 +124,7 @@ class ChatScreen(ViewActionsScreen):
         self._refresh_sidebar()
 
     async def _new_draft(self) -> None:
+        self._cancel_edit()
         self.conversation = None
         self._draft = ChatSettings("", self._ctx.default_sampling)
         self.sub_title = "New chat"
@@ -174,7 +161,7 @@ class ChatScreen(ViewActionsScreen):
         text = prompt.text.strip()
         if not text or self._busy():
             return
-        store = self._ctx.store
+        store, edit = self._ctx.store, self._edit
         transcript = self.query_one(Transcript)
         with self._storage_errors_reported():
             conversation = self.conversation or store.create_conversation(
@@ -184,7 +171,8 @@ class ChatScreen(ViewActionsScreen):
                 sampling=self._draft.sampling,
             )
             try:
-                message = store.add_user_message(conversation.id, text)
+                replacing = edit.message_ids if edit is not None else ()
+                message = store.add_user_message(conversation.id, text, replacing=replacing)
             except StorageError:
                 if self.conversation is None:  # leave no empty chat behind, if it can go
                     with suppress(StorageError):
@@ -192,6 +180,9 @@ class ChatScreen(ViewActionsScreen):
                 raise
             self.conversation = conversation
             self.sub_title = conversation.title
+            if edit is not None:
+                self._edit = None
+                await transcript.remove_children(edit.widgets(transcript))
             await transcript.query(".note").remove()
             prompt.clear()
             await transcript.mount(UserMessage(message.content, message.id))
@@ -249,8 +240,10 @@ class ChatScreen(ViewActionsScreen):
         return True
 
     async def action_stop_reply(self) -> None:
-        """Stop the reply; what arrived is kept and marked stopped."""
+        """Stop the reply (what arrived is kept, marked stopped), else cancel an edit."""
         if not await self._replies.stop():
+            if self._cancel_edit():
+                self.notify("Edit cancelled: the exchange is kept as it was.")
             self.query_one("#prompt").focus()
 
     async def stop_for_quit(self) -> list[ReplyRun]:
@@ -268,6 +261,7 @@ class ChatScreen(ViewActionsScreen):
         conversation = self.conversation
         if conversation is None or self._busy():
             return
+        self._cancel_edit()
         with self._storage_errors_reported():
             messages = self._ctx.store.messages(conversation.id)
             if messages and messages[-1].role is Role.ASSISTANT:
@@ -277,24 +271,29 @@ class ChatScreen(ViewActionsScreen):
                 return
             await self._generate(conversation)
 
-    async def action_edit_last(self) -> None:
-        """Take the last message back into the prompt (its reply is removed)."""
+    def action_edit_last(self) -> None:
+        """Put the last message in the prompt to edit; its exchange stays until it is sent."""
         conversation = self.conversation
-        if conversation is None or self._busy():
+        if conversation is None or self._busy() or self._edit is not None:
             return
+        prompt = self.query_one("#prompt", TextArea)
         with self._storage_errors_reported():
             messages = self._ctx.store.messages(conversation.id)
-            users = [i for i, m in enumerate(messages) if m.role is Role.USER]
-            if not users:
+            self._edit = ExchangeEdit.begin(messages, prompt, self.query_one(Transcript))
+            if self._edit is None:
                 self.notify("There is no message to edit.")
                 return
-            last = messages[users[-1]]
-            await self._delete_messages([m.id for m in messages[users[-1] :]])
-            prompt = self.query_one("#prompt", TextArea)
-            prompt.load_text(visible(last.content))
-            prompt.move_cursor(prompt.document.end)
-            prompt.focus()
-            self.notify(f"Edit the message, then {self._keys('send')} sends it again.")
+            self.notify(
+                f"Edit the message: {self._keys('send')} sends it in place of the marked "
+                f"exchange; {self._keys('stop_reply')} keeps the exchange."
+            )
+
+    def _cancel_edit(self) -> bool:
+        """End the edit in progress unsent (the exchange stays); False when there was none."""
+        edit, self._edit = self._edit, None
+        if edit is not None:
+            edit.cancel(self.query_one("#prompt", TextArea), self.query_one(Transcript))
+        return edit is not None
 
     async def _delete_messages(self, message_ids: list[int]) -> None:
         for message_id in message_ids:
@@ -314,7 +313,7 @@ class ChatScreen(ViewActionsScreen):
     def action_search(self) -> None:
         """Search all chats."""
         sidebar = self.query_one(Sidebar)
-        sidebar.display = True
+        self.show_panel(sidebar, True)
         sidebar.focus_search()
 
     def action_rename_chat(self) -> None:

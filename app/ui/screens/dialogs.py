@@ -1,4 +1,8 @@
-"""Modal dialogs: confirm, rename, per-chat settings, help, and read-only reports."""
+"""Modal dialogs: confirm, rename, per-chat settings, help, and read-only reports.
+
+Each fits the terminal: at most its width and 90% of its height; a longer one scrolls in its
+box (the focused field is scrolled into view, the box itself takes the scroll keys).
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,13 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from rich.console import RenderableType
+from rich.table import Table
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
+from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Input, Label, Static, TextArea
+from textual.widgets import Button, Input, Label, Static, TextArea
 
 from app.chat import Sampling
 from app.textsafe import visible
@@ -41,7 +46,7 @@ class ConfirmDialog(Dialog[bool]):
         self._confirm = confirm
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog-box"):
+        with VerticalScroll(classes="dialog-box", can_focus=False):
             yield Static(visible(self._question), markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self._confirm, variant="error", id="yes")
@@ -63,7 +68,7 @@ class RenameDialog(Dialog[str]):
         self._title = title
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog-box"):
+        with VerticalScroll(classes="dialog-box", can_focus=False):
             yield Label("Rename chat")
             yield Input(visible(self._title), id="title")
             yield Label("Enter saves · Esc cancels", classes="dialog-hint")
@@ -101,7 +106,7 @@ class SettingsDialog(Dialog[ChatSettings]):
         self._current = current
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog-box"):
+        with VerticalScroll(classes="dialog-box settings", can_focus=False):
             yield Label("This chat's settings", classes="heading")
             yield Label("System prompt")
             yield TextArea(visible(self._current.system_prompt), id="system-prompt")
@@ -111,9 +116,9 @@ class SettingsDialog(Dialog[ChatSettings]):
                     yield Input(str(getattr(self._current.sampling, name)), id=name)
             yield Label("", id="settings-error", classes="error")
             with Horizontal(classes="dialog-buttons"):
+                yield Label("Ctrl+S saves · Esc cancels", classes="dialog-hint")
                 yield Button("Save", variant="primary", id="save")
                 yield Button("Cancel", id="cancel")
-            yield Label("Ctrl+S saves · Esc cancels", classes="dialog-hint")
 
     @on(Button.Pressed, "#cancel")
     def _cancel(self) -> None:
@@ -148,7 +153,10 @@ class SettingsDialog(Dialog[ChatSettings]):
         self.dismiss(ChatSettings(prompt, sampling))
 
     def _error(self, message: str) -> None:
-        self.query_one("#settings-error", Label).update(message)
+        error = self.query_one("#settings-error", Label)
+        error.update(message)
+        error.display = True
+        error.scroll_visible(animate=False)
 
 
 class HelpScreen(Dialog[None]):
@@ -161,24 +169,32 @@ class HelpScreen(Dialog[None]):
         self._keymap = keymap
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog-box help"):
+        with VerticalScroll(classes="dialog-box help"):
             palette = keys_for(action_by_id("command_palette"), self._keymap)
             yield Label(f"Keys and commands ({palette} searches them)", classes="heading")
-            yield DataTable(id="keys", cursor_type="row", zebra_stripes=True)
+            yield Static(key_table(self._keymap), id="keys")
+            edit, stop = (
+                keys_for(action_by_id(i), self._keymap) for i in ("edit_last", "stop_reply")
+            )
             yield Static(
+                f"{edit} marks your last exchange and puts its message in the prompt; the "
+                f"exchange is replaced only when the edit is sent ({stop} keeps it as it was).\n"
                 "In the prompt Enter starts a new line. Click a code block to copy it.\n"
                 "Remap a key by its binding id in config.toml, e.g.\n"
                 '  [keymap]\n  stop_reply = "ctrl+x"\n'
-                "Esc closes this help.",
+                "↑ ↓ PgUp PgDn scroll · Esc closes this help.",
                 classes="dialog-hint",
                 markup=False,
             )
 
-    def on_mount(self) -> None:
-        table = self.query_one("#keys", DataTable)
-        table.add_columns("Keys", "Action", "Binding id")
-        for action in ALL_ACTIONS:
-            table.add_row(keys_for(action, self._keymap), action.description, action.id)
+
+def key_table(keymap: Mapping[str, str]) -> Table:
+    """Every action: its keys (as remapped), what it does, its binding id."""
+    table = Table("Keys", "Action", "Binding id", box=None, expand=True, header_style="bold")
+    table.columns[0].no_wrap = table.columns[2].no_wrap = True
+    for action in ALL_ACTIONS:
+        table.add_row(keys_for(action, keymap), action.description, action.id)
+    return table
 
 
 class ReportScreen(Dialog[None]):

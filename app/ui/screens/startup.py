@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Final
 
@@ -21,6 +22,18 @@ from app.ui.format import proof_text, seconds, visible_text
 
 SPINNER: Final = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 TICK_S: Final = 0.25
+PROCEED_KEY: Final = "enter"
+"""The one key that leaves the start-up screen once it waits (for the chat, or to exit)."""
+SCROLL_KEYS: Final = {
+    "up": "scroll_up",
+    "down": "scroll_down",
+    "pageup": "scroll_page_up",
+    "pagedown": "scroll_page_down",
+    "home": "scroll_home",
+    "end": "scroll_end",
+}
+"""Keys that scroll the stages and the proof report, and the `Widget` method each calls."""
+SCROLL_HELP: Final = "↑ ↓ PgUp PgDn Home End scroll"
 
 
 @dataclass(slots=True)
@@ -35,7 +48,10 @@ class _Stage:
 
 
 class StartupScreen(Screen[None]):
-    """Shows what the model side is doing while it loads, then what the proof found."""
+    """Shows what the model side is doing while it loads, then what the proof found.
+
+    The scroll keys scroll it at any time; once it waits, only Enter goes on.
+    """
 
     def __init__(self, info: BackendInfo, clock: Callable[[], float]) -> None:
         super().__init__(id="startup")
@@ -46,8 +62,13 @@ class StartupScreen(Screen[None]):
         self._latest: tuple[float, float] | None = None
         """(start-up seconds, our clock) of the latest stage: elapsed time ticks from it."""
         self._finished_at: float | None = None
-        self._key_pressed = asyncio.Event()
+        self._entered = asyncio.Event()
         self._wait_for_key = False
+        """Enter is awaited."""
+        self._scrolled = False
+        """A scroll key was pressed while waiting: no timeout goes on by itself any more."""
+        self._hint: tuple[str, float | None, str] = ("", None, "")
+        """What `wait_for_enter` shows: its hint, timeout and tail."""
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="startup-body"):
@@ -121,24 +142,47 @@ class StartupScreen(Screen[None]):
             self._finished_at = self._clock()
         self._status(Text(f"✗ {message}", style="bold red"))
 
-    async def wait_for_key(self, hint: str, timeout_s: float | None = None) -> None:
-        """Show `hint` and return once a key is pressed (or after `timeout_s`)."""
-        shown = self.query_one("#startup-hint", Static)
-        shown.update(Text(hint, style="bold"))
-        shown.display = True
-        self._key_pressed.clear()
-        self._wait_for_key = True
+    async def wait_for_enter(
+        self, hint: str, *, timeout_s: float | None = None, tail: str = ""
+    ) -> None:
+        """Show `hint` (which names Enter), the scroll keys and `tail`; return once Enter is
+        pressed, or after `timeout_s` unless the user scrolled meanwhile (then only Enter)."""
+        self._entered.clear()
+        self._wait_for_key, self._scrolled = True, False
+        self._hint = (hint, timeout_s, tail)
+        self._show_hint()
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout_s is None else loop.time() + timeout_s
         try:
-            await asyncio.wait_for(self._key_pressed.wait(), timeout_s)
-        except TimeoutError:
-            pass
+            while not self._entered.is_set():
+                left = None if deadline is None or self._scrolled else deadline - loop.time()
+                if left is not None and left <= 0:
+                    return
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self._entered.wait(), left)
         finally:
             self._wait_for_key = False
 
+    def _show_hint(self) -> None:
+        hint, timeout_s, tail = self._hint
+        if timeout_s and not self._scrolled:
+            hint += f" (by itself in {timeout_s:g} s, unless you scroll)"
+        shown = self.query_one("#startup-hint", Static)
+        shown.update(Text(" · ".join(filter(None, (hint, SCROLL_HELP, tail))) + ".", style="bold"))
+        shown.display = True
+
     def on_key(self, event: events.Key) -> None:
-        if self._wait_for_key:
+        if event.key in SCROLL_KEYS:
             event.stop()
-            self._key_pressed.set()
+            if self._wait_for_key and not self._scrolled:
+                self._scrolled = True
+                self._show_hint()
+            body = self.query_one("#startup-body", VerticalScroll)
+            getattr(body, SCROLL_KEYS[event.key])(animate=False)
+        elif self._wait_for_key:
+            event.stop()
+            if event.key == PROCEED_KEY:
+                self._entered.set()
 
     def _status(self, status: str | Text) -> None:
         widget = self.query_one("#startup-status", Static)

@@ -1,19 +1,35 @@
 """`ViewActionsScreen`: the chat screen's actions on what it shows, needing no store or backend.
 
-Copying a reply or its code blocks, folding a reply's thinking, and hiding the side panels.
+Copying a reply or its code blocks, folding a reply's thinking, and the side panels: which
+show at which width, and that below `SIDEBAR_MIN_WIDTH` columns only one shows at a time.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 from textual.screen import Screen
+from textual.widget import Widget
 
 from app.ui.widgets.messages import ReplyView, code_blocks
 from app.ui.widgets.sidebar import Sidebar
 from app.ui.widgets.speed_panel import SpeedPanel
 
+SPEED_MIN_WIDTH: Final = 100
+"""Below this many columns the speed panel steps aside (F9 brings it back)."""
+SIDEBAR_MIN_WIDTH: Final = 120
+"""Below this many columns the chat list steps aside (Ctrl+B brings it back), and showing
+one side panel hides the other."""
+
 
 class ViewActionsScreen(Screen[None]):
     """The base of the chat screen: actions over its transcript and panels."""
+
+    HORIZONTAL_BREAKPOINTS = [
+        (0, "-narrow"),
+        (SPEED_MIN_WIDTH, "-medium"),
+        (SIDEBAR_MIN_WIDTH, "-wide"),
+    ]
 
     _code_cursor: tuple[ReplyView, int] | None = None
     """The reply and index of the code block copied last."""
@@ -63,9 +79,17 @@ class ViewActionsScreen(Screen[None]):
     def action_toggle_sidebar(self) -> None:
         """Show or hide the chat list."""
         sidebar = self.query_one(Sidebar)
-        sidebar.display = not sidebar.display
+        self.show_panel(sidebar, not sidebar.display)
 
     def action_toggle_speed(self) -> None:
         """Show or hide the speed panel."""
         panel = self.query_one(SpeedPanel)
-        panel.display = not panel.display
+        self.show_panel(panel, not panel.display)
+
+    def show_panel(self, panel: Widget, shown: bool) -> None:
+        """Show or hide a side panel; on a narrow screen the other one steps aside."""
+        panel.display = shown
+        if shown and self.size.width < SIDEBAR_MIN_WIDTH:
+            for other in (self.query_one(Sidebar), self.query_one(SpeedPanel)):
+                if other is not panel:
+                    other.display = False

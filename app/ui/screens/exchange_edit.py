@@ -1,0 +1,66 @@
+"""`ExchangeEdit`: an edit and resend in progress (F4).
+
+The exchange taken back into the prompt is not deleted: it stays in the history and on
+screen, marked, until the edited message is sent; then the store replaces it with the new
+message in one transaction. Cancelling (Esc, another chat, quitting) leaves it as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from textual.widget import Widget
+from textual.widgets import TextArea
+
+from app.chat import Role
+from app.storage import StoredMessage
+from app.textsafe import visible
+
+EDITING: Final = "editing"
+"""The CSS class of the messages of the exchange being edited."""
+EDIT_NOTE: Final = "being edited: kept until the edit is sent"
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeEdit:
+    """The last user message being edited, and the prompt's text from before."""
+
+    message_ids: tuple[int, ...]
+    """The user message and every message after it, oldest first."""
+    text: str
+    """The user message's stored text."""
+    draft: str
+    """What the prompt held before, given back when the edit is cancelled."""
+
+    @classmethod
+    def begin(
+        cls, messages: Sequence[StoredMessage], prompt: TextArea, transcript: Widget
+    ) -> ExchangeEdit | None:
+        """Mark the last exchange and put its message in the prompt; None when there is none."""
+        users = [index for index, message in enumerate(messages) if message.role is Role.USER]
+        if not users:
+            return None
+        taken = messages[users[-1] :]
+        edit = cls(tuple(message.id for message in taken), taken[0].content, prompt.text)
+        edit._mark(transcript, editing=True)
+        prompt.load_text(visible(edit.text))
+        prompt.move_cursor(prompt.document.end)
+        prompt.focus()
+        return edit
+
+    def cancel(self, prompt: TextArea, transcript: Widget) -> None:
+        """Leave the exchange as it was and give the prompt back what it held."""
+        self._mark(transcript, editing=False)
+        prompt.load_text(self.draft)
+
+    def widgets(self, transcript: Widget) -> list[Widget]:
+        """The transcript's widgets of the exchange."""
+        ids = self.message_ids
+        return [w for w in transcript.children if getattr(w, "message_id", None) in ids]
+
+    def _mark(self, transcript: Widget, editing: bool) -> None:
+        for widget in self.widgets(transcript):
+            widget.set_class(editing, EDITING)
+            widget.border_subtitle = EDIT_NOTE if editing else ""
