@@ -29,7 +29,7 @@ from app.commands import (
 )
 from app.crash import crash_line
 from app.errors import LingChatError, PreflightFailed
-from app.textsafe import for_terminal
+from app.textsafe import TerminalText
 
 COMMANDS: dict[str, ModuleType] = {
     "doctor": doctor,
@@ -64,15 +64,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     module = COMMANDS.get(args.command, chat)
     try:
-        if module is chat:  # the full-screen UI makes its own text safe
+        if module is chat or getattr(args, "raw", False):  # the UI makes its own text safe
             status = int(module.run(args))
         else:
-            with contextlib.redirect_stdout(for_terminal(sys.stdout)):
+            with contextlib.redirect_stdout(TerminalText(sys.stdout)):
                 status = int(module.run(args))
         sys.stdout.flush()  # a full disk or closed pipe shows here, not at interpreter exit
         return status
     except LingChatError as exc:
-        print(f"ling-chat: error: {exc}", file=for_terminal(sys.stderr))
+        print(f"ling-chat: error: {exc}", file=TerminalText(sys.stderr))
         return PREFLIGHT_STATUS if isinstance(exc, PreflightFailed) else 1
     except KeyboardInterrupt:
         return 130
@@ -97,7 +97,7 @@ def _crashed(error: Exception, args: argparse.Namespace) -> int:
         log_dir = load_settings(data_dir=getattr(args, "data_dir", None)).log_dir
     except LingChatError:
         log_dir = None
-    print(crash_line(error, log_dir), file=sys.stderr)
+    print(crash_line(error, log_dir), file=TerminalText(sys.stderr))
     return 1
 
 

@@ -61,6 +61,16 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_raw_argument(parser: argparse.ArgumentParser) -> None:
+    """--raw: print stored text exactly, control characters and all (`app.textsafe`)."""
+    parser.add_argument(
+        "--raw",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print stored text byte for byte: its terminal escapes act on a terminal",
+    )
+
+
 def settings_from(args: argparse.Namespace) -> Settings:
     """Settings with the CLI flags that were given on top of env and config file."""
     names = ("model_path", "profile", "dspark_draft", "mem_fraction", "data_dir")

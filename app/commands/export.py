@@ -8,7 +8,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from app.commands.common import add_data_arguments, settings_from
+from app.commands.common import add_data_arguments, add_raw_argument, settings_from
 from app.files import write_atomic
 from app.render.formats import FORMATS
 from app.storage import ChatStore
@@ -37,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="file to write, `-` for stdout (default: ling-chat-export-DATE.FORMAT here)",
     )
     add_data_arguments(parser)
+    add_raw_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from app.chat import Role
-from app.commands.common import add_data_arguments, settings_from
+from app.commands.common import add_data_arguments, add_raw_argument, settings_from
 from app.render.chats import SPEAKERS, local_time, settings_line, speed_line, status_note
 from app.render.speed import speed_by_context
 from app.storage import ChatStore, Conversation, StoredMessage
@@ -24,11 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true", help="include archived conversations")
     parser.add_argument("--limit", type=int, metavar="N", help="show at most N entries")
     add_data_arguments(parser)
+    add_raw_argument(parser)
     actions = parser.add_subparsers(dest="history_action", metavar="ACTION")
     show = actions.add_parser(
         "show", help="print one conversation", description="Print one conversation."
     )
     show.add_argument("id", type=int, metavar="ID", help="conversation id (see `history`)")
+    add_raw_argument(show)
     for action, summary in (
         ("archive", "hide a conversation from the lists (`--all` still shows it)"),
         ("unarchive", "show an archived conversation in the lists again"),
