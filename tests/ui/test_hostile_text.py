@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+from textual import events
 from textual.pilot import Pilot
 
 from app.proof_report import ProofLine, ProofReport, Verdict
@@ -114,3 +115,57 @@ async def test_a_chat_with_damaged_rows_opens_with_placeholders(
         await drawn_safely(pilot, f"ask {SHOWN[:20]}", "✗ error: E␛]0;PWNED")
         assert screen.conversation is not None
         assert "inf tok/s" not in screen_text(chat_app)
+
+
+BIDI = "\u202e\u2066\u2069\u200f\u061c\u200b"
+"""Right-to-left override, isolates, marks, a zero-width space: they reorder or hide text."""
+
+
+async def test_bidi_controls_in_a_chat_reach_the_screen_as_code_points(
+    chat_app: LingChatApp, store: ChatStore
+) -> None:
+    chat = store.create_conversation(f"evil{BIDI}txt.exe")
+    store.add_user_message(chat.id, f"ask{BIDI}end")
+    async with chat_app.run_test(size=(200, 50)) as pilot:
+        await chat_screen(pilot)
+        shown = "⟨U+202E⟩⟨U+2066⟩⟨U+2069⟩⟨U+200F⟩⟨U+061C⟩⟨U+200B⟩"
+        await wait_until(pilot, lambda: f"ask{shown}end" in screen_text(chat_app))
+        text = screen_text(chat_app)
+        assert f"evil{shown[:20]}" in text  # the chat list, cut to its width
+        assert not any(char in text for char in BIDI), repr(text)
+
+
+PASTED = "ls\x1b[31m red\x1b[0m\r\nrow\tcol \x1b]8;;http://x\x07link\x1b]8;;\x07 \x9b2J \u202eevil\x0cend"
+"""Coloured output, CRLF, a tab, an OSC 8 hyperlink, a C1 CSI, an RLO, a form feed."""
+
+
+async def test_a_paste_shows_its_controls_made_visible_and_sends_them_as_pasted(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
+) -> None:
+    backend.enqueue(answer_reply("ok"))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        screen.query_one("#prompt").focus()
+        chat_app.post_message(events.Paste(f"say {PASTED}"))
+        await drawn_safely(pilot, "say ls␛[31m red␛[0m", "row")
+        await pilot.press("ctrl+s")
+        await reply_done(pilot)
+        (chat,) = store.list_conversations()
+        sent = PASTED.replace("\r\n", "\n")
+        assert store.messages(chat.id)[0].content == f"say {sent}"
+        assert backend.requests[-1][0][-1].content == f"say {sent}"
+
+
+async def test_a_paste_edited_by_hand_is_sent_as_shown(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
+) -> None:
+    backend.enqueue(answer_reply("ok"))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        screen.query_one("#prompt").focus()
+        chat_app.post_message(events.Paste("a\x1b[2Jb"))
+        await pilot.pause()
+        await pilot.press("backspace", "c", "ctrl+s")
+        await reply_done(pilot)
+        (chat,) = store.list_conversations()
+        assert store.messages(chat.id)[0].content == "a␛[2Jc"
