@@ -29,7 +29,7 @@ from app.commands import (
 )
 from app.crash import crash_line
 from app.errors import LingChatError, PreflightFailed
-from app.textsafe import TerminalText
+from app.textsafe import made_visible
 
 COMMANDS: dict[str, ModuleType] = {
     "doctor": doctor,
@@ -67,12 +67,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if module is chat or getattr(args, "raw", False):  # the UI makes its own text safe
             status = int(module.run(args))
         else:
-            with contextlib.redirect_stdout(TerminalText(sys.stdout)):
+            with contextlib.redirect_stdout(made_visible(sys.stdout)):
                 status = int(module.run(args))
         sys.stdout.flush()  # a full disk or closed pipe shows here, not at interpreter exit
         return status
     except LingChatError as exc:
-        print(f"ling-chat: error: {exc}", file=TerminalText(sys.stderr))
+        print(f"ling-chat: error: {exc}", file=made_visible(sys.stderr))
         return PREFLIGHT_STATUS if isinstance(exc, PreflightFailed) else 1
     except KeyboardInterrupt:
         return 130
@@ -97,7 +97,7 @@ def _crashed(error: Exception, args: argparse.Namespace) -> int:
         log_dir = load_settings(data_dir=getattr(args, "data_dir", None)).log_dir
     except LingChatError:
         log_dir = None
-    print(crash_line(error, log_dir), file=TerminalText(sys.stderr))
+    print(crash_line(error, log_dir), file=made_visible(sys.stderr))
     return 1
 
 

@@ -105,3 +105,8 @@ class TerminalText:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._stream, name)
+
+
+def made_visible(stream: IO[str]) -> IO[str]:
+    """`stream` wrapped in a `TerminalText`, typed as the stream it stands in for."""
+    return TerminalText(stream)  # type: ignore[return-value]

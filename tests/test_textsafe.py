@@ -177,7 +177,8 @@ def test_stored_text_piped_to_a_pager_holds_no_control_character(
 
 
 @pytest.mark.parametrize(
-    "argv", [("history", "--raw"), ("history", "show", "1", "--raw"), ("export", "--raw", "-o", "-")]
+    "argv",
+    [("history", "--raw"), ("history", "show", "1", "--raw"), ("export", "--raw", "-o", "-")],
 )
 def test_raw_prints_the_exact_text(hostile_db: Path, argv: tuple[str, ...]) -> None:
     assert f"title {HOSTILE}{BIDI}" in _piped(*argv)

@@ -135,7 +135,10 @@ async def test_bidi_controls_in_a_chat_reach_the_screen_as_code_points(
         assert not any(char in text for char in BIDI), repr(text)
 
 
-PASTED = "ls\x1b[31m red\x1b[0m\r\nrow\tcol \x1b]8;;http://x\x07link\x1b]8;;\x07 \x9b2J \u202eevil\x0cend"
+PASTED = (
+    "ls\x1b[31m red\x1b[0m\r\nrow\tcol \x1b]8;;http://x\x07link\x1b]8;;\x07"
+    " \x9b2J \u202eevil\x0cend"
+)
 """Coloured output, CRLF, a tab, an OSC 8 hyperlink, a C1 CSI, an RLO, a form feed."""
 
 

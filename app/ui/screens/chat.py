@@ -35,8 +35,8 @@ from app.ui.screens.dialogs import (
     SettingsDialog,
 )
 from app.ui.screens.view_actions import ViewActionsScreen
-from app.ui.widgets.composer import Composer
 from app.ui.widgets.banner import Banner
+from app.ui.widgets.composer import Composer
 from app.ui.widgets.messages import UserMessage, message_widget
 from app.ui.widgets.sidebar import Sidebar
 from app.ui.widgets.speed_panel import SpeedPanel
