@@ -14,6 +14,11 @@ from app.render.chats import SPEAKERS, local_time, settings_line, speed_line, st
 from app.render.speed import speed_by_context
 from app.storage import ChatStore, Conversation, StoredMessage
 
+EMPTY = (
+    "No conversations yet: `ling-chat` starts one on this machine's GPU, `ling-chat --server "
+    "URL` on a running server (a `--replay demo` session is a demonstration, not kept here)."
+)
+"""The list of an empty history: where a chat that is kept can come from."""
 SEARCH_LIMIT = 50
 """Search hits shown when `--limit` is not given."""
 
@@ -83,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 def _print_list(store: ChatStore, include_archived: bool, limit: int | None) -> None:
     conversations = store.list_conversations(include_archived=include_archived, limit=limit)
     if not conversations:
-        print("No conversations yet: run `ling-chat` to start one.")
+        print(EMPTY)
         return
     counts = store.message_counts()
     width = max(2, len(str(max(c.id for c in conversations))))
