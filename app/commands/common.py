@@ -120,7 +120,8 @@ def check_engine_can_start(settings: Settings, *, gpu: bool = True) -> None:
     (`gpu=False`: the caller reports a missing GPU itself, as the doctor's preflight does).
 
     Raises:
-        BackendError: the first thing missing.
+        BackendError: the model or the engine's packages are missing.
+        PreflightFailed: no usable GPU.
     """
     import importlib.util
 
