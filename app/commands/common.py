@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.backend.engine_config import (
     DEFAULT_PROFILE,
@@ -13,9 +13,11 @@ from app.backend.engine_config import (
     EngineConfig,
     draft_models,
 )
-from app.backend.protocol import ChatBackend
 from app.errors import ConfigError
-from app.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from app.backend.protocol import ChatBackend
+    from app.settings import Settings
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,6 +75,8 @@ def add_raw_argument(parser: argparse.ArgumentParser) -> None:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """Settings with the CLI flags that were given on top of env and config file."""
+    from app.settings import load_settings
+
     names = ("model_path", "profile", "dspark_draft", "mem_fraction", "data_dir")
     return load_settings(**{name: getattr(args, name, None) for name in names})
 
