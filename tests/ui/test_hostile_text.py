@@ -8,6 +8,7 @@ from typing import Any
 
 from textual import events
 from textual.pilot import Pilot
+from textual.widgets import TextArea
 
 from app.proof_report import ProofLine, ProofReport, Verdict
 from app.storage import ChatStore, MessageStatus
@@ -15,7 +16,7 @@ from app.telemetry import ReplyStats
 from app.ui import LingChatApp
 from app.ui.screens.dialogs import ConfirmDialog, RenameDialog
 from tests.support.clock import FakeClock
-from tests.support.pilot import SIZE, chat_screen, reply_done, send, wait_until
+from tests.support.pilot import SIZE, Notices, chat_screen, reply_done, send, wait_until
 from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
 
 HOSTILE = "\x1b]0;PWNED\x07\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[31m\x9b2J\x7f"
@@ -172,3 +173,21 @@ async def test_a_paste_edited_by_hand_is_sent_as_shown(
         await reply_done(pilot)
         (chat,) = store.list_conversations()
         assert store.messages(chat.id)[0].content == "a␛[2Jc"
+
+
+async def test_a_paste_past_the_message_limit_stays_in_the_prompt_with_a_notice(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
+) -> None:
+    notices = Notices()
+    huge = "word " * ((1 << 20) // 5 + 1)
+    async with chat_app.run_test(size=SIZE, message_hook=notices) as pilot:
+        screen = await chat_screen(pilot)
+        prompt = screen.query_one("#prompt", TextArea)
+        prompt.focus()
+        chat_app.post_message(events.Paste(huge))
+        await wait_until(pilot, lambda: len(prompt.text) == len(huge), timeout=30)
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: any("over the limit" in n for n in notices.messages))
+        assert prompt.text == huge
+    assert store.list_conversations() == []
+    assert backend.requests == []
