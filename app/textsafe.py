@@ -74,6 +74,12 @@ def visible(text: str) -> str:
     return text.translate(_TABLE)
 
 
+def one_line(text: str) -> str:
+    """`visible(text)` on one line, for a name in a list: newline as `␤`, tab as `␉`, so a
+    title cannot draw rows of its own."""
+    return visible(text).replace("\n", "\u2424").replace("\t", "\u2409")
+
+
 def is_safe(text: str) -> bool:
     """True when `text` holds no character `visible` would replace."""
     return not any(ord(char) in _TABLE for char in text)
@@ -94,8 +100,8 @@ class TerminalText:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        """Write `text` made visible; returns the length of `text`."""
-        self._stream.write(visible(text))
+        """Write `text` made visible, CRLF line ends kept (a CSV's); returns its length."""
+        self._stream.write("\r\n".join(visible(part) for part in text.split("\r\n")))
         return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:

@@ -173,7 +173,9 @@ def test_stored_text_piped_to_a_pager_holds_no_control_character(
 ) -> None:
     shown = _piped(*argv)
     assert "PWNED" in shown
-    assert [char for char in shown if _controls(char)] == []
+    assert [char for char in shown.replace("\r\n", "\n") if _controls(char)] == []
+    if "csv" in argv:  # RFC 4180's line ends stay
+        assert shown.count("\r\n") == 2 and "\r" not in shown.replace("\r\n", "")
 
 
 @pytest.mark.parametrize(
@@ -182,6 +184,15 @@ def test_stored_text_piped_to_a_pager_holds_no_control_character(
 )
 def test_raw_prints_the_exact_text(hostile_db: Path, argv: tuple[str, ...]) -> None:
     assert f"title {HOSTILE}{BIDI}" in _piped(*argv)
+
+
+def test_a_title_with_line_breaks_cannot_draw_rows_of_its_own() -> None:
+    with ChatStore.open(load_settings().db_path) as store:
+        store.create_conversation("real\n 99  2026-01-01 00:00     1  fake row\tend")
+    listed = _piped("history").splitlines()
+    assert len(listed) == 2
+    assert listed[1].endswith("real␤ 99  2026-01-01 00:00     1  fake row␉end")
+    assert _piped("history", "--raw").count("\n") == 3
 
 
 def test_an_error_naming_stored_text_reaches_a_terminal_made_visible(tmp_path: Path) -> None:

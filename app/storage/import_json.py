@@ -9,6 +9,9 @@ in one line naming the file (and line) and where in the document it is.
 from __future__ import annotations
 
 import json
+import math
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -20,9 +23,34 @@ MAX_TEXT_CHARS: Final = 1 << 20
 (262,144 tokens) at about 4 characters a token. A message past it could not be sent back
 to the model in any conversation, while every reply ling-chat writes (131,072 tokens at
 most) still round-trips. The chat's time to open a message grows with its length."""
+MAX_FILE_BYTES: Final = 512 << 20
+"""The largest file an import reads: 512 MiB, hundreds of thousands of replies; parsing
+JSON takes several times a file's size in memory."""
 MAX_DEPTH: Final = 32
 """The deepest nesting an import takes, anywhere: an export nests 8 deep at most
 (document, conversations, conversation, messages, message, stats, extra, a value)."""
+
+
+def read_text(path: Path) -> str:
+    """The text of a regular file of at most `MAX_FILE_BYTES` (a FIFO or `/dev/zero` would
+    never end).
+
+    Raises:
+        ImportFailed: the file cannot be read, is no regular file, is too large or is not
+            UTF-8.
+    """
+    try:
+        # Non-blocking: opening a FIFO with no writer would wait forever.
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:
+            status = os.fstat(file.fileno())
+            if not stat.S_ISREG(status.st_mode):
+                raise ImportFailed(f"cannot read {path}: not a regular file")
+            data = b"" if status.st_size > MAX_FILE_BYTES else file.read(MAX_FILE_BYTES + 1)
+        if status.st_size > MAX_FILE_BYTES or len(data) > MAX_FILE_BYTES:
+            raise ImportFailed(f"cannot read {path}: larger than {MAX_FILE_BYTES >> 20} MiB")
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportFailed(f"cannot read {path}: {exc}") from exc
 
 
 def documents(path: Path, text: str) -> Iterator[tuple[str, Any]]:
@@ -85,7 +113,8 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _check_limits(where: str, document: Any) -> None:
-    """Refuse nesting past `MAX_DEPTH` and strings past `MAX_TEXT_CHARS`, keys included."""
+    """Refuse nesting past `MAX_DEPTH`, strings past `MAX_TEXT_CHARS` (keys included) and
+    numbers that are not finite (`NaN`, `Infinity`, `1e999`)."""
     pending: list[tuple[Any, int, str]] = [(document, 1, "")]
     while pending:
         value, depth, path = pending.pop()
@@ -96,6 +125,8 @@ def _check_limits(where: str, document: Any) -> None:
                     f"over the limit of {MAX_TEXT_CHARS:,}"
                 )
             continue
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ImportFailed(f"{where}: {path}: {value!r} is not a finite number")
         if not isinstance(value, dict | list):
             continue
         if depth > MAX_DEPTH:

@@ -25,7 +25,7 @@ from app.chat import Role, Sampling
 from app.errors import ImportFailed
 from app.storage import rows
 from app.storage.export import SCHEMA_VERSION
-from app.storage.import_json import documents
+from app.storage.import_json import documents, read_text
 from app.storage.models import MessageStatus
 from app.storage.store import ChatStore
 from app.telemetry import ReplyStats
@@ -67,10 +67,7 @@ def read_export(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     Raises:
         ImportFailed: the file cannot be read, or is no ling-chat export of this schema.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportFailed(f"cannot read {path}: {exc}") from exc
+    text = read_text(path)
     runs: dict[Any, dict[str, Any]] = {}
     conversations = []
     for where, document in documents(path, text):

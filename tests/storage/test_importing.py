@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from app.files import write_atomic
 from app.render.formats import FORMATS
 from app.storage import ChatStore, MessageStatus
 from app.storage.export import collect
-from app.storage.import_json import MAX_TEXT_CHARS
+from app.storage.import_json import MAX_FILE_BYTES, MAX_TEXT_CHARS
 from app.storage.importing import import_export
 from tests.support.storage import STATS
 
@@ -163,6 +164,22 @@ def test_a_key_given_twice_deep_inside_a_record_is_one_line(
     assert str(caught.value) == f"{path}:2: the key 'title' appears twice in one object"
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device", "huge"])
+def test_a_file_that_would_never_end_or_fill_memory_is_one_line(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "export.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "huge":
+        with path.open("wb") as sparse:
+            sparse.truncate(MAX_FILE_BYTES + 1)
+    else:
+        path = Path("/dev/zero")
+    why = "larger than 512 MiB" if kind == "huge" else "not a regular file"
+    with ChatStore.open(tmp_path / "target.db") as target, pytest.raises(ImportFailed) as caught:
+        import_export(target, path)
+    assert str(caught.value) == f"cannot read {path}: {why}"
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -204,11 +221,11 @@ OUT_OF_RANGE: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     ),
     "decode_tps infinite": (
         lambda d: _stats(d)["stats"].update(decode_tps=float("inf")),
-        r"messages\[1\]\.stats\.decode_tps: inf is not a number at least 0",
+        r"messages\[1\]\.stats\.decode_tps: inf is not a finite number$",
     ),
     "decode_tps NaN": (
         lambda d: _stats(d)["stats"].update(decode_tps=float("nan")),
-        r"stats\.decode_tps: nan is not a number at least 0",
+        r"stats\.decode_tps: nan is not a finite number$",
     ),
     "ttft negative": (
         lambda d: _stats(d)["stats"].update(ttft_s=-0.5),
@@ -243,6 +260,10 @@ OUT_OF_RANGE: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
         lambda d: _stats(d)["stats"]["extra"].update(deep=_nested(40)),
         r"conversations\[0\]\.messages\[1\]\.stats\.extra\.deep(\[0\])+: nested deeper than "
         r"32 levels$",
+    ),
+    "an infinite number in a proof": (
+        lambda d: d["engine_runs"][0]["proof"]["facts"].update(gpu=float("inf")),
+        r"engine_runs\[0\]\.proof\.facts\.gpu: inf is not a finite number$",
     ),
     "a deep value in a proof": (
         lambda d: d["engine_runs"][0]["proof"]["facts"].update(gpu=_nested(900)),
