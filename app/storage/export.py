@@ -137,7 +137,12 @@ def _blank_if_none(value: Any) -> Any:
 
 def _as_text(text: str) -> str:
     """`text` as a spreadsheet cell that is never run as a formula (a leading `'`)."""
-    return "'" + text if text.startswith(("=", "+", "-", "@", "\t", "\r")) else text
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+"""What a spreadsheet may read as a formula's start (OWASP's list, and the full-width = + - @
+that some spreadsheets convert)."""
 
 
 def _dumps(value: Any, indent: int | None = None) -> str:

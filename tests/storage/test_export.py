@@ -282,7 +282,8 @@ def test_an_atomic_write_refuses_a_target_that_is_no_regular_file(tmp_path: Path
 
 
 @pytest.mark.parametrize(
-    "title", ['=HYPERLINK("http://x")', "+1+cmd", "-2+3", "@SUM(A1)", "\t=1", "\r=1"]
+    "title",
+    ['=HYPERLINK("http://x")', "+1+cmd", "-2+3", "@SUM(A1)", "\t=1", "\r=1", "\uff1dSUM(A1)"],
 )
 def test_a_csv_title_is_never_a_spreadsheet_formula(store: ChatStore, title: str) -> None:
     chat = store.create_conversation(title)

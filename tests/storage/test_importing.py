@@ -153,6 +153,20 @@ def _nested(depth: int) -> list[Any]:
     return value
 
 
+def test_a_jsonl_line_holding_a_raw_line_separator_reads_back(
+    source: ChatStore, tmp_path: Path
+) -> None:
+    path = tmp_path / "old.jsonl"
+    lines = export_file(source, tmp_path / "export.jsonl").read_text().splitlines()
+    record = json.loads(lines[0])
+    record["conversation"]["messages"][0]["content"] = "one\u2028two\x85three"
+    path.write_text(json.dumps(record, ensure_ascii=False) + "\n")  # as older exports wrote
+    with ChatStore.open(tmp_path / "target.db") as target:
+        assert import_export(target, path).conversations == 1
+        (chat,) = target.list_conversations()
+        assert target.messages(chat.id)[0].content == "one\u2028two\x85three"
+
+
 def test_a_key_given_twice_deep_inside_a_record_is_one_line(
     source: ChatStore, tmp_path: Path
 ) -> None:
