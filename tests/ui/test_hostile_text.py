@@ -143,21 +143,29 @@ PASTED = (
 """Coloured output, CRLF, a tab, an OSC 8 hyperlink, a C1 CSI, an RLO, a form feed."""
 
 
+async def _paste_and_send(
+    pilot: Pilot[Any], store: ChatStore, text: str, shown: str, *keys: str
+) -> str:
+    """Paste `text` into the prompt, wait for `shown` on a screen with no control character,
+    press `keys` and send: the message stored."""
+    screen = await chat_screen(pilot)
+    screen.query_one("#prompt").focus()
+    pilot.app.post_message(events.Paste(text))
+    await drawn_safely(pilot, shown)
+    await pilot.press(*keys, "ctrl+s")
+    await reply_done(pilot)
+    (chat,) = store.list_conversations()
+    return store.messages(chat.id)[0].content
+
+
 async def test_a_paste_shows_its_controls_made_visible_and_sends_them_as_pasted(
     chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
 ) -> None:
     backend.enqueue(answer_reply("ok"))
     async with chat_app.run_test(size=SIZE) as pilot:
-        screen = await chat_screen(pilot)
-        screen.query_one("#prompt").focus()
-        chat_app.post_message(events.Paste(f"say {PASTED}"))
-        await drawn_safely(pilot, "say ls␛[31m red␛[0m", "row")
-        await pilot.press("ctrl+s")
-        await reply_done(pilot)
-        (chat,) = store.list_conversations()
-        sent = PASTED.replace("\r\n", "\n")
-        assert store.messages(chat.id)[0].content == f"say {sent}"
-        assert backend.requests[-1][0][-1].content == f"say {sent}"
+        sent = await _paste_and_send(pilot, store, f"say {PASTED}", "say ls␛[31m red␛[0m")
+    assert sent == f"say {PASTED}".replace("\r\n", "\n")
+    assert backend.requests[-1][0][-1].content == sent
 
 
 async def test_a_paste_edited_by_hand_is_sent_as_shown(
@@ -165,14 +173,8 @@ async def test_a_paste_edited_by_hand_is_sent_as_shown(
 ) -> None:
     backend.enqueue(answer_reply("ok"))
     async with chat_app.run_test(size=SIZE) as pilot:
-        screen = await chat_screen(pilot)
-        screen.query_one("#prompt").focus()
-        chat_app.post_message(events.Paste("a\x1b[2Jb"))
-        await pilot.pause()
-        await pilot.press("backspace", "c", "ctrl+s")
-        await reply_done(pilot)
-        (chat,) = store.list_conversations()
-        assert store.messages(chat.id)[0].content == "a␛[2Jc"
+        sent = await _paste_and_send(pilot, store, "a\x1b[2Jb", "a␛[2Jb", "backspace", "c")
+    assert sent == "a␛[2Jc"
 
 
 async def test_a_paste_past_the_message_limit_stays_in_the_prompt_with_a_notice(
