@@ -76,8 +76,8 @@ def visible(text: str) -> str:
 
 def one_line(text: str) -> str:
     """`visible(text)` on one line, for a name in a list: newline as `␤`, tab as `␉`, so a
-    title cannot draw rows of its own."""
-    return visible(text).replace("\n", "\u2424").replace("\t", "\u2409")
+    title cannot draw rows of its own (a damaged row's bytes as `str()` shows them)."""
+    return visible(str(text)).replace("\n", "\u2424").replace("\t", "\u2409")
 
 
 def is_safe(text: str) -> bool:
