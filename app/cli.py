@@ -24,7 +24,7 @@ from typing import Any
 from app import __version__
 from app.commands import chat
 from app.crash import crash_line
-from app.errors import LingChatError, PreflightFailed
+from app.errors import LeverOverridden, LingChatError, PreflightFailed
 from app.textsafe import made_visible
 
 COMMANDS: dict[str, str] = {
@@ -94,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     except LingChatError as exc:
         print(f"ling-chat: error: {exc}", file=made_visible(sys.stderr))
+        if isinstance(exc, LeverOverridden):
+            return PROOF_STATUS
         return PREFLIGHT_STATUS if isinstance(exc, PreflightFailed) else 1
     except KeyboardInterrupt:
         return 130
@@ -124,6 +126,8 @@ def _crashed(error: Exception, args: argparse.Namespace) -> int:
 
 PREFLIGHT_STATUS = 3
 """The exit status of a start the preflight refused (2: a proof refused it)."""
+PROOF_STATUS = 2
+"""The exit status of a start refused because a lever is not (or would not be) engaged."""
 _OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 """Errors writing standard output (a failed file write raises an error naming the file)."""
 

@@ -2,6 +2,7 @@
 
 LingChatError                 str(error) is the one line the user sees
 ├── ConfigError               a broken config file or a bad setting
+│   └── LeverOverridden       a setting contradicts a profile's lever (exit status 2)
 ├── StorageError              the history database cannot be used
 │   ├── DatabaseCorrupt       the file is not a usable SQLite database (left untouched)
 │   └── DatabaseLocked        another process holds the write lock past the busy timeout
@@ -24,6 +25,10 @@ class LingChatError(Exception):
 
 class ConfigError(LingChatError):
     """A config file or setting is invalid."""
+
+
+class LeverOverridden(ConfigError):
+    """An `--sglang-arg` or variable contradicts a profile's lever: refused before loading."""
 
 
 class StorageError(LingChatError):

@@ -43,3 +43,21 @@ def no_hub_network():
     from tests.fixtures.hub_double import refuse_network
 
     refuse_network()
+
+
+@pytest.fixture(autouse=True)
+def isolated_kernel_caches(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """CPU tests keep away from the real kernel caches, which a start checks and heals (the
+    builders' own defaults are under HOME); the GPU tests use them (their kernels are built
+    once)."""
+    if request.node.get_closest_marker("gpu"):
+        return
+    root = tmp_path_factory.mktemp("kernels")
+    for name in ("SGLANG_CACHE_DIR", "HUMMING_CACHE_DIR", "TRITON_CACHE_DIR"):
+        monkeypatch.setenv(name, str(root / name.lower()))
+    monkeypatch.delenv("FLASHINFER_WORKSPACE_BASE", raising=False)
+    monkeypatch.setenv("HOME", str(root / "home"))

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from app.backend import gpu_probe, preflight_probes
+from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.cli import main
 from app.commands import prepare as prepare_cmd
-from app.telemetry.ling_config import LING_3_FLASH_CONFIG
 from tests.support.preflight import HEALTHY_SPARK
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,7 +37,9 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """Probe results injected for the real ones; what ran after the preflight is recorded."""
     state: dict[str, Any] = {"probes": HEALTHY_SPARK, "loaded": []}
     monkeypatch.syspath_prepend(str(DOUBLE))  # SGLang "installed"
-    monkeypatch.setattr(preflight_probes, "probe", lambda download_dir: state["probes"])
+    monkeypatch.setattr(
+        preflight_probes, "probe", lambda download_dir, packages=(): state["probes"]
+    )
     monkeypatch.setattr(gpu_probe, "probe_gpu", lambda: gpu_probe.GpuProbe(True, name="GB10"))
 
     async def prepared(spec: Any, out: Any = None) -> None:
@@ -66,7 +68,7 @@ def test_a_refused_preflight_exits_3_with_one_line_per_failure_before_anything_l
     assert (
         captured.err.strip()
         .splitlines()[-1]
-        .startswith("ling-chat: error: the preflight refused the start (2 of 7 checks failed")
+        .startswith("ling-chat: error: the preflight refused the start (2 of 9 checks failed")
     )
     assert machine["loaded"] == []
 
@@ -119,6 +121,7 @@ def test_doctor_on_a_machine_without_a_gpu_prints_the_preflight_and_exits_3(mode
     )
     assert done.returncode == 3, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("preflight: ")]
-    assert len(lines) == 7
-    assert "preflight: FAIL GPU memory: no CUDA GPU found" in lines[3]
+    assert len(lines) == 9
+    assert lines[0].startswith("preflight: FAIL lever package humming-kernels: `import humming`")
+    assert "preflight: FAIL GPU memory: no CUDA GPU found" in lines[5]
     assert "Importing SGLang" not in done.stdout

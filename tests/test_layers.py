@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 APP = Path(__file__).resolve().parents[1] / "app"
+TESTS = Path(__file__).resolve().parent
 
 LAYERS = (
     ("app.cli",),
@@ -39,8 +40,8 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports(path: Path) -> set[str]:
-    """The `app` modules that `path` imports (absolute imports: `app` uses no others)."""
+def imported_names(path: Path) -> set[str]:
+    """Every module (or module.name) `path` imports (absolute imports: `app` uses no others)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -48,7 +49,12 @@ def imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return found & MODULES
+    return found
+
+
+def imports(path: Path) -> set[str]:
+    """The `app` modules that `path` imports."""
+    return imported_names(path) & MODULES
 
 
 MODULES = {module_name(path) for path in APP.rglob("*.py")}
@@ -94,3 +100,16 @@ def test_no_modules_import_each_other_in_a_circle():
 
     for module in GRAPH:
         visit(module, ())
+
+
+def test_neither_the_app_nor_its_tests_import_the_lab():
+    """`lab/` (research code, GPU-machine scripts) is not in the wheel: the product runs
+    without it."""
+    wrong = [
+        f"{path.relative_to(APP.parent)} -> {name}"
+        for root in (APP, TESTS)
+        for path in sorted(root.rglob("*.py"))
+        for name in sorted(imported_names(path))
+        if name == "lab" or name.startswith("lab.")
+    ]
+    assert wrong == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
@@ -31,6 +32,7 @@ from app.backend.engine_setup import (
     sglang_version,
 )
 from app.backend.engine_thread import EngineThread, until_crashed
+from app.backend.kernel_cache import invalid_image_hint
 from app.backend.patches import PLAN_ENV, REFUSAL, PatchPlan
 from app.backend.proof import build_report, refusal_report
 from app.backend.protocol import BackendInfo, LoadStage, ReplyDone, ReplyError, ReplyEvent
@@ -142,10 +144,10 @@ class EngineBackend:
                 self._report = refusal
                 yield stage(LOAD_STAGE, True, "refused")
                 return
-            cause = last_error(log_text)
+            cause = last_error(log_text) or f"{type(exc).__name__}: {exc}"
+            hint = invalid_image_hint(cause, os.environ)
             raise EngineCrashed(
-                f"SGLang failed to start ({cause or f'{type(exc).__name__}: {exc}'}); "
-                f"see {self.log_file}"
+                f"SGLang failed to start ({cause}){hint}; see {self.log_file}"
             ) from exc
         atexit.unregister(self._engine.shutdown)
         self._version = await self._thread.call(sglang_version)

@@ -209,8 +209,8 @@ ENVIRONMENT: tuple[Setting, ...] = (
     Setting(
         "SGLANG_FP8_IGNORED_LAYERS",
         None,
-        f"{RECIPE} sets it empty, which in SGLang 0.5.23 is unset; the proof refuses "
-        "any other value",
+        f"{RECIPE} sets it empty, which in SGLang 0.5.23 is unset; any other value is "
+        "refused before the start, and by the proof",
     ),
 )
 """Variables for SGLang and its processes; one the user has set keeps its value."""
@@ -287,22 +287,30 @@ def draft_models(configs: Iterable[EngineConfig]) -> list[str]:
 
 def server_args(config: EngineConfig, gpu: GpuFacts) -> dict[str, Any]:
     """SGLang `ServerArgs` keyword arguments for a profile at batch size 1."""
-    levers = config.levers
     args: dict[str, Any] = {s.name: s.on(gpu) for s in SERVER_ARGS}
     args.update(
         model_path=config.model_path,
         mem_fraction_static=config.mem_fraction,
         context_length=config.context_length,
-        # `auto` silently resolves to flashinfer_mxfp4 for this model; never leave it.
-        moe_runner_backend="humming" if levers.humming else "flashinfer_mxfp4",
-        # The FP8 head replaces the BF16 matmul that FP32 logits would upcast: exclusive.
-        enable_fp32_lm_head=levers.fp32_logits and not levers.fp8_head,
     )
+    args.update(lever_args(config))
+    args.update(config.overrides)
+    return {name: value for name, value in args.items() if value is not None}
+
+
+def lever_args(config: EngineConfig) -> dict[str, Any]:
+    """The server arguments that engage (or keep off) the profile's levers."""
+    levers = config.levers
+    args: dict[str, Any] = {
+        # `auto` silently resolves to flashinfer_mxfp4 for this model; never leave it.
+        "moe_runner_backend": "humming" if levers.humming else "flashinfer_mxfp4",
+        # The FP8 head replaces the BF16 matmul that FP32 logits would upcast: exclusive.
+        "enable_fp32_lm_head": levers.fp32_logits and not levers.fp8_head,
+    }
     if levers.nextn:  # the model is its own NEXTN draft
         args["speculative_draft_model_path"] = config.model_path
     args.update(speculative_args(levers, config.dspark_draft))
-    args.update(config.overrides)
-    return {name: value for name, value in args.items() if value is not None}
+    return args
 
 
 def speculative_args(levers: Levers, dspark_draft: str) -> dict[str, Any]:

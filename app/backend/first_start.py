@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable, Sequence
 
 from app.backend.engine_config import EngineConfig
-from app.backend.prepare import PrepareSpec, prepare
+from app.backend.prepare import CACHE_STAGE, PrepareSpec, heal_kernel_caches, prepare
 from app.backend.protocol import BackendInfo, ChatBackend, LoadStage, ReplyEvent
 from app.chat import ChatMessage, Sampling
 from app.proof_report import ProofReport
@@ -36,7 +36,13 @@ class PreparedBackend:
         return self._inner.info
 
     async def start(self) -> AsyncIterator[LoadStage]:
-        """The prepare's stage (skipped when its marker exists), then the real start."""
+        """Invalid kernel-cache entries removed (a stage line each), the prepare's stage
+        (skipped when its marker exists), then the real start."""
+        healed = await asyncio.to_thread(heal_kernel_caches)
+        for line in healed:
+            yield LoadStage(CACHE_STAGE, False, 0.0, line)
+        if healed:
+            yield LoadStage(CACHE_STAGE, True, 0.0, f"{len(healed)} invalid entries removed")
         offset = 0.0
         spec = await asyncio.to_thread(self._spec)  # it may fetch the config from the hub
         async for stage in prepare(spec, self._make_backend):

@@ -7,7 +7,10 @@ one line; a failed one carries its fix. Nothing here touches the machine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from app.backend.engine_config import Levers
 
 GIB = 1024**3
 MIN_CUDA = (12, 9)
@@ -65,6 +68,8 @@ class Probes:
     """Other SGLang engines or ling-chat processes, as `pid NNN: cmdline`."""
     disk_free: int
     """Free bytes where the checkpoint is downloaded to."""
+    import_errors: Mapping[str, str] = field(default_factory=dict)
+    """The lever packages (of Plan.packages) that failed to import: module -> the error."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +81,8 @@ class Plan:
     """The checkpoint's safetensors bytes (KNOWN_WEIGHTS_BYTES before it is downloaded)."""
     download_bytes_missing: int
     """Bytes of the checkpoint and of the draft model not yet on disk."""
+    packages: tuple[str, ...] = ()
+    """The modules the profiles' levers run on (LEVER_PACKAGES' keys)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +100,24 @@ class Check:
         return f"{'ok  ' if self.ok else 'FAIL'} {self.name}: {self.message}{fix}"
 
 
+LEVER_PACKAGES = {
+    "humming": ("humming-kernels", "pip install humming-kernels==0.1.12 cuda-python (NVRTC)"),
+    "flashinfer": ("flashinfer-python", "pip install flashinfer-python (SGLang 0.5.23's own)"),
+}
+"""Module -> (distribution, fix) of the packages a lever runs on."""
+
+
+def lever_packages(levers: Levers) -> tuple[str, ...]:
+    """The modules these levers run on: Humming's kernels (every profile: ling-chat's
+    scheduler patches read Humming's state), and FlashInfer for the recipe's MXFP4 MoE and
+    for NEXTN's sampled verify."""
+    return ("humming", "flashinfer") if levers.nextn or not levers.humming else ("humming",)
+
+
 def run_preflight(probes: Probes, plan: Plan) -> list[Check]:
     """Every check, in the order a user fixes them."""
     return [
+        *(_package(probes, module) for module in plan.packages),
         _nvcc(probes),
         _cxx(probes),
         _driver(probes),
@@ -114,6 +136,14 @@ def gib(n: float) -> str:
 def is_unified(gpu: GpuInfo | None) -> bool:
     """True for a GPU that shares the machine's memory (its OOM can wedge the machine)."""
     return gpu is not None and (gpu.sm in UNIFIED_SMS or "GB10" in gpu.name)
+
+
+def _package(p: Probes, module: str) -> Check:
+    dist, fix = LEVER_PACKAGES[module]
+    name = f"lever package {dist}"
+    if module in p.import_errors:
+        return Check(name, False, f"`import {module}` failed: {p.import_errors[module]}", fix)
+    return Check(name, True, f"`import {module}` works")
 
 
 def _nvcc(p: Probes) -> Check:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import os
 import re
 import shutil
@@ -36,8 +37,9 @@ children; another ling-chat command, a remote chat or an editor holds no GPU mem
 RESIDENT_ARGS = ("sglang.launch_server",)
 
 
-def probe(download_dir: Path) -> Probes:
-    """Everything the preflight judges, read from this machine."""
+def probe(download_dir: Path, packages: Sequence[str] = ()) -> Probes:
+    """Everything the preflight judges, read from this machine (`packages`: the lever
+    modules to import)."""
     nvcc = find_nvcc()
     meminfo = _read(Path("/proc/meminfo")) or ""
     smi = parse_smi(next(iter(_run(SMI_QUERY).splitlines()), ""))
@@ -53,7 +55,20 @@ def probe(download_dir: Path) -> Probes:
         modprobe_override=Path(MODPROBE_OVERRIDE).exists(),
         resident=resident_processes(Path("/proc"), exclude=_ancestry()),
         disk_free=shutil.disk_usage(_existing(download_dir)).free,
+        import_errors=import_errors(packages),
     )
+
+
+def import_errors(modules: Sequence[str]) -> dict[str, str]:
+    """Each module that cannot be imported here, with the error (an import, not a lookup:
+    a package found but broken fails as it would in SGLang's scheduler)."""
+    errors = {}
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001 - any failure is the line's evidence
+            errors[module] = f"{type(exc).__name__}: {exc}"
+    return errors
 
 
 def find_nvcc() -> str | None:
@@ -137,10 +152,14 @@ def resident_processes(proc: Path, exclude: set[int]) -> tuple[str, ...]:
 
 
 def build_plan(
-    checkpoint: str, mem_fraction: float, hub_cache: Path, drafts: Sequence[str] = ()
+    checkpoint: str,
+    mem_fraction: float,
+    hub_cache: Path,
+    drafts: Sequence[str] = (),
+    packages: Sequence[str] = (),
 ) -> Plan:
     """Weights and missing bytes of a local directory or a Hugging Face id's cache, plus the
-    missing bytes of the draft models."""
+    missing bytes of the draft models (`packages`: the lever modules the start needs)."""
     local = Path(checkpoint).expanduser()
     if local.is_dir():
         size = sum(f.stat().st_size for f in local.glob("*.safetensors"))
@@ -148,7 +167,7 @@ def build_plan(
     else:
         weights, missing = KNOWN_WEIGHTS_BYTES, _missing(checkpoint, KNOWN_WEIGHTS_BYTES, hub_cache)
     missing += sum(_missing(draft, KNOWN_DRAFT_BYTES, hub_cache) for draft in drafts)
-    return Plan(mem_fraction, weights, missing)
+    return Plan(mem_fraction, weights, missing, tuple(packages))
 
 
 def _missing(model: str, known_bytes: int, hub_cache: Path) -> int:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from app import __version__
+from app.backend import kernel_cache
 from app.backend.engine import WARMUP_STAGE
 from app.backend.engine_config import EngineConfig
 from app.backend.preflight import GIB
@@ -33,6 +34,7 @@ from app.backend.protocol import ChatBackend, LoadStage
 from app.errors import BackendError
 
 PREPARE_STAGE = "Compiling kernels (first start)"
+CACHE_STAGE = "Checking kernel caches"
 JOB_BYTES = 10 * GIB
 """Memory one nvcc job may take (the Spark recipe builds FlashInfer's MoE at ~10 GB a job)."""
 HOST_RESERVE = 8 * GIB
@@ -155,6 +157,17 @@ def marker_dir() -> Path:
     """Under SGLang's cache dir, where FlashInfer's and Triton's builds go too."""
     cache = os.environ.get("SGLANG_CACHE_DIR") or "~/.cache/sglang"
     return Path(cache).expanduser() / "ling-chat-prepared"
+
+
+def heal_kernel_caches(env: Mapping[str, str] = os.environ) -> list[str]:
+    """Remove the kernel-cache entries that cannot be valid (app/backend/kernel_cache.py),
+    and with any removed forget every prepare's marker, so that the prepare builds them
+    again; a line per removal."""
+    removed = kernel_cache.heal(kernel_cache.caches(env))
+    if removed:
+        for marker in marker_dir().glob("*.json"):
+            marker.unlink(missing_ok=True)
+    return [entry.line() for entry in removed]
 
 
 def build_jobs(mem_available: int, cpus: int, gpu_pool_bytes: int) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from app.backend import proof_dspark, proof_replayssm
+from app.backend import proof_dspark, proof_graphs, proof_replayssm
 from app.backend.engine_config import (
     NEXTN_DRAFT_TOKENS,
     NEXTN_STEPS,
@@ -33,26 +33,12 @@ winner each); random states are near-ties, so their agreement (87-89% on H200) i
 GRAPH_PHASES_NEXTN = ("target_verify", "draft_decode", "draft_extend")
 GRAPH_PHASES_PLAIN = ("decode",)
 FP8_HEAD_FACTS = (
-    "kernel",
-    "captured_by_kernel",
-    "captured_calls",
-    "cosine_min",
-    "fallback_cosine_min",
-    "top1_agreement",
-    "selftest_rows",
-    "scale_shape",
-    "bytes_bf16",
-    "bytes_fp8",
+    *("kernel", "captured_by_kernel", "captured_calls", "cosine_min", "fallback_cosine_min"),
+    *("top1_agreement", "selftest_rows", "scale_shape", "bytes_bf16", "bytes_fp8"),
 )
 """What the FP8 head line reads from an installed head's facts."""
 FP8_SPEED_FACTS = (
-    "kernel",
-    "speedup",
-    "timing_us",
-    "min_speedup",
-    "floor_share",
-    "floor_us",
-    "copy_gbps",
+    *("kernel", "speedup", "timing_us", "min_speedup", "floor_share", "floor_us", "copy_gbps"),
     "candidates_us",
 )
 """What the FP8 head speed line reads from an installed head's facts."""
@@ -73,7 +59,7 @@ def build_report(
 ) -> ProofReport:
     """Judge every lever of `profile` from the facts; see the module docstring."""
     levers = PROFILES[profile]
-    lines = [rule(facts, levers) for rule in rules_of(levers)]
+    lines = proof_graphs.follow_graphs([rule(facts, levers) for rule in rules_of(levers)])
     lines.append(_accept(levers, min_accept_length, warmup_accept_length))
     return ProofReport(
         profile=profile,
@@ -113,8 +99,9 @@ FIXES = {
     "which the draft misreads once the head is FP8",
     "nextn": "use a checkpoint with num_nextn_predict_layers=1 and let ling-chat set "
     "NEXTN 3/1/4 (draft path = model path)",
-    "cuda_graphs": "do not disable CUDA graphs; use an attention backend that supports "
-    "them (fa3 or triton, not torch_native or flex)",
+    "cuda_graphs": "do not disable CUDA graphs (disable_cuda_graph, "
+    "cuda_graph_backend_decode=disabled, SGLANG_DISABLE_DRAFT_EXTEND_CUDA_GRAPH); use an "
+    "attention backend that supports them (fa3 or triton, not torch_native or flex)",
     "no_faking": "unset the listed variables",
     "accept_length": "check the draft (MTP) weights and the shared head; a collapsed "
     "accept length makes NEXTN slower than no speculation",
@@ -345,13 +332,12 @@ def _replayssm(facts: Facts, levers: Levers) -> ProofLine:
 def _graphs(facts: Facts, levers: Levers) -> ProofLine:
     if err := _error(facts, "cuda_graphs"):
         return _line("cuda_graphs", False, err)
-    phases = set(facts["cuda_graphs"]["phases"])
     need = GRAPH_PHASES_NEXTN if levers.nextn else GRAPH_PHASES_PLAIN
-    missing = [p for p in need if p not in phases]
-    evidence = f"captured: {', '.join(sorted(phases)) or 'none'}" + (
-        f"; missing: {', '.join(missing)}" if missing else ""
-    )
-    return _line("cuda_graphs", not missing, evidence)
+    judged = proof_graphs.judge(facts["cuda_graphs"]["phases"], need)
+    if judged is None:
+        evidence = "the cuda_graphs facts name phases without what their runners captured"
+        return ProofLine("cuda_graphs", TITLES["cuda_graphs"], Verdict.FAIL, evidence, LACKING_FIX)
+    return _line("cuda_graphs", *judged)
 
 
 def _no_faking(facts: Facts, levers: Levers) -> ProofLine:
@@ -379,13 +365,13 @@ def _accept(levers: Levers, minimum: float, measured: float | None) -> ProofLine
 
 
 RULES: tuple[Rule, ...] = (
+    _graphs,  # first: the Humming and FP8 head lines count calls made in graph capture
     _humming,
     _fp8_head,
     _fp8_speed,
     _fp32_head,
     _shared_head,
     _nextn,
-    _graphs,
     _no_faking,
 )
 REPLAYSSM_RULES: tuple[Rule, ...] = (
@@ -395,11 +381,12 @@ REPLAYSSM_RULES: tuple[Rule, ...] = (
 )
 """The rules of a NEXTN profile with ReplaySSM verify: its ring's line after NEXTN's."""
 DSPARK_RULES: tuple[Rule, ...] = (
+    proof_dspark.graphs,  # first, as the graphs line of the NEXTN profiles
     _humming,
     _fp8_head,
     _fp8_speed,
     _fp32_head,
-    *proof_dspark.RULES,
+    *(rule for rule in proof_dspark.RULES if rule is not proof_dspark.graphs),
     _no_faking,
 )
 """The rules of a DSpark profile: its draft replaces the NEXTN lines."""

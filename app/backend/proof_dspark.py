@@ -134,13 +134,23 @@ def graphs(facts: Mapping[str, Any], levers: Levers) -> ProofLine:
     if isinstance(d, str):
         return _line("dspark_graphs", False, d)
     runners = d["graph_runners"]
-    missing = [name for name in GRAPH_RUNNERS if not runners.get(name)]
-    evidence = f"captured: {', '.join(n for n in GRAPH_RUNNERS if runners.get(n)) or 'none'}"
-    return _line(
-        "dspark_graphs",
-        not missing,
-        evidence + (f"; missing: {', '.join(missing)}" if missing else ""),
+    if not all(isinstance(runners.get(name), Mapping) for name in GRAPH_RUNNERS):
+        return ProofLine(
+            "dspark_graphs",
+            TITLES["dspark_graphs"],
+            Verdict.FAIL,
+            "the dspark facts name graph runners without what they captured",
+            "these facts were recorded by an older ling-chat engine: start the engine again",
+        )
+    missing = [name for name in GRAPH_RUNNERS if not runners[name]["captured"]]
+    held = ", ".join(
+        f"{n} {runners[n]['graphs']} graph(s) at batch {runners[n]['capture_bs']}"
+        for n in GRAPH_RUNNERS
+        if n not in missing
     )
+    absent = ", ".join(f"{n} (runner {runners[n]['runner']})" for n in missing)
+    evidence = f"captured: {held or 'none'}" + (f"; not captured: {absent}" if missing else "")
+    return _line("dspark_graphs", not missing, evidence)
 
 
 RULES = (engaged, head, block, replayssm, graphs)

@@ -2,7 +2,10 @@
 
 The UI holds a `ChatBackend` and nothing else: the in-process SGLang engine, a remote
 SGLang server and a recorded trace all implement it. Events are plain frozen
-dataclasses; timestamps are `time.perf_counter()` values taken when the event arrived.
+dataclasses; timestamps are `time.perf_counter()` values taken when the event arrived. A
+replay stamps each event with the time it arrived in the recording (seconds after the
+request, added to the replayed request's send time), whatever speed it plays at: the
+metrics measure every reply from these stamps, so a replay measures as recorded.
 """
 
 from __future__ import annotations
@@ -106,6 +109,9 @@ class BackendInfo:
     """The model's context in tokens, once the backend knows it (after start or a request)."""
     draft: DraftShape | None = None
     """The draft depth in use, once the backend knows it; None without speculation."""
+    replay_speed: float | None = None
+    """How many times faster than recorded a replay plays (1.0: as recorded); None when the
+    backend is not a replay."""
 
 
 class ChatBackend(Protocol):

@@ -163,7 +163,10 @@ class ReplayBackend:
     """A `ChatBackend` that plays a recorded trace in real time (or `speed` times faster).
 
     Successive requests play successive recorded replies, starting over after the last.
-    Time is read from `clock` and waited for with `sleep` (the real ones by default).
+    Time is read from `clock` and waited for with `sleep` (the real ones by default). Each
+    event is stamped with its recorded time (`at` = the request's start + its `t`), not the
+    moment it is played, so a reply measures at its recorded speed at any `speed` and however
+    late the event loop hands an event over.
     """
 
     def __init__(
@@ -187,7 +190,7 @@ class ReplayBackend:
         proof = self._trace["proof"]
         if info.draft is None and proof is not None:  # recorded before the draft was kept
             info = replace(info, draft=from_facts(proof.get("facts")))
-        self._info = replace(info, kind="replay")
+        self._info = replace(info, kind="replay", replay_speed=speed)
 
     @property
     def info(self) -> BackendInfo:
@@ -220,7 +223,8 @@ class ReplayBackend:
     async def stream_reply(
         self, messages: Sequence[ChatMessage], sampling: Sampling
     ) -> AsyncIterator[ReplyEvent]:
-        """Play the next recorded reply with its recorded timing; ignores the request."""
+        """Play the next recorded reply with its recorded timing and time stamps; ignores
+        the request. A stop ends it at the recorded time reached."""
         started = self._clock()
         if not self._trace["replies"]:
             yield ReplyError(f"{self._path}: the trace holds no replies", at=started)
@@ -237,9 +241,10 @@ class ReplayBackend:
                 await self._wait_or_abort(delay)
             if self._abort.is_set():
                 usage = ReplyUsage(completion_tokens=completion_tokens, prompt_tokens=prompt_tokens)
-                yield ReplyDone("abort", usage, at=self._clock())
+                recorded = started + (self._clock() - started) * self._speed
+                yield ReplyDone("abort", usage, at=recorded)
                 return
-            event = event_from_dict(data, self._clock())
+            event = event_from_dict(data, started + float(data["t"]))
             if isinstance(event, TextChunk):
                 completion_tokens = event.completion_tokens
             yield event
@@ -272,7 +277,9 @@ def recorded_info(info: BackendInfo) -> dict[str, Any]:
     """
     model = Path(info.model)
     local = model.is_absolute() or info.model.startswith((".", "~"))
-    return asdict(replace(info, model=model.name if local else info.model))
+    recorded = asdict(replace(info, model=model.name if local else info.model))
+    recorded.pop("replay_speed")  # how a replay plays, not what was recorded
+    return recorded
 
 
 class RecordingBackend:

@@ -110,7 +110,7 @@ def lever_gains(speeds: Mapping[str, float]) -> list[LeverGain]:
     A lever can be fast alone and still slow the stack down (an FP8 head whose draft
     misreads it, say): the two numbers side by side show it. FP32 logits are not counted
     as a lever, though `baseline` and `humming` have them on and `humming+nextn` off: they
-    cost under 1 us per head call on the H200 (`bench/2026-11-29-h200-lm-head.json`).
+    cost under 1 us per head call on the H200 (`lab/results/2026-11-29-h200-lm-head.json`).
     """
 
     def on(profile: str) -> set[str]:

@@ -105,7 +105,7 @@ class WorkloadSummary:
 
 @dataclass(frozen=True, slots=True)
 class RooflineColumns:
-    """A workload's measured speed against the bandwidth model (see app.bench.bandwidth)."""
+    """A workload's measured speed against the byte model (app.bench.bytemodel.bandwidth)."""
 
     context_tokens: int
     """The context length the bytes were computed at."""

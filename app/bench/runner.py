@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from app.bench.gsm8k import answers_match, extract_answer
+from app.bench.inputs.gsm8k import answers_match, extract_answer
+from app.bench.inputs.workloads import BenchRequest, Workload
 from app.bench.protocol import BenchEngine, EngineFactory
 from app.bench.results import (
     ProfileResult,
@@ -21,7 +22,6 @@ from app.bench.results import (
     WorkloadSummary,
 )
 from app.bench.stats import summarize
-from app.bench.workloads import BenchRequest, Workload
 from app.errors import BackendError, LingChatError
 from app.telemetry.metrics import reply_stats, speed_parts
 

@@ -18,15 +18,16 @@ from typing import Any
 from app import __version__
 from app.backend.engine_config import PROFILES, draft_models
 from app.backend.engine_setup import check_model_path, engine_missing
-from app.bench.bandwidth import roofline_columns
+from app.bench.bytemodel.bandwidth import roofline_columns
+from app.bench.bytemodel.roofline import DGX_SPARK_GBPS
 from app.bench.compare import compare_runs, render_comparison
-from app.bench.gsm8k import load_gsm8k
+from app.bench.inputs.gsm8k import load_gsm8k
+from app.bench.inputs.suites import SUITES, nvidia_suite, recipes_suite
+from app.bench.inputs.workloads import Workload, reasoning_workload, synthetic_workload
 from app.bench.report import render_run, tables_json
 from app.bench.results import BenchRun, ProfileResult
 from app.bench.runner import run_bench
-from app.bench.suites import SUITES, nvidia_suite, recipes_suite
 from app.bench.summary import published_json, render_published
-from app.bench.workloads import Workload, reasoning_workload, synthetic_workload
 from app.commands.common import (
     add_model_arguments,
     engine_config,
@@ -37,7 +38,6 @@ from app.commands.download import fetch_model
 from app.commands.prepare import prepare_engines
 from app.errors import ConfigError
 from app.files import write_atomic
-from app.telemetry.roofline import DGX_SPARK_GBPS
 
 DEFAULT_PROFILES = ("baseline", "humming", "humming+fp8", "stack")
 APP_PACKAGE = Path(__file__).resolve().parents[1]
@@ -164,7 +164,7 @@ def _suite(args: argparse.Namespace) -> list[Workload]:
         if args.questions is not None:
             raise ConfigError("--questions is for --suite nvidia")
         return recipes_suite(seed=args.seed, **counts)
-    from app.bench.datasets import load_gsm8k_split  # huggingface_hub: only when needed
+    from app.bench.inputs.datasets import load_gsm8k_split  # huggingface_hub: only when needed
 
     test, train = load_gsm8k_split("test"), load_gsm8k_split("train")
     return nvidia_suite(test, train, questions=args.questions, seed=args.seed, **counts)

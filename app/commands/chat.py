@@ -144,10 +144,10 @@ def _backend(args: argparse.Namespace, settings: Settings) -> ChatBackend:
             profile=settings.profile,
         )
     else:
-        from app.commands.common import check_engine_can_start
+        from app.commands.common import check_engine_can_start, engine_config, sglang_overrides
         from app.commands.prepare import engine_backend
 
-        check_engine_can_start(settings)
+        check_engine_can_start(settings, [engine_config(settings, sglang_overrides(args))])
         backend = engine_backend(settings, args)
     if args.record:
         backend = RecordingBackend(backend, args.record)

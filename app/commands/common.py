@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from app.backend.engine_config import (
@@ -13,7 +14,7 @@ from app.backend.engine_config import (
     EngineConfig,
     draft_models,
 )
-from app.errors import ConfigError
+from app.errors import ConfigError, LeverOverridden
 
 if TYPE_CHECKING:
     from app.backend.protocol import ChatBackend
@@ -119,21 +120,35 @@ def engine_config(settings: Settings, overrides: dict[str, Any] | None = None) -
     )
 
 
-def check_engine_can_start(settings: Settings, *, gpu: bool = True) -> None:
-    """The one-line refusals before SGLang is imported: model path, engine packages, GPU
-    (`gpu=False`: the caller reports a missing GPU itself, as the doctor's preflight does).
+def check_engine_can_start(
+    settings: Settings,
+    configs: Sequence[EngineConfig],
+    *,
+    gpu: bool = True,
+    unproven: bool = False,
+) -> None:
+    """The one-line refusals before SGLang is imported: overrides that contradict a lever
+    (unless `unproven`: `bench --allow-unproven` measures such engines), model path, engine
+    packages, GPU (`gpu=False`: the caller reports a missing GPU itself, as the doctor's
+    preflight does).
 
     Raises:
+        LeverOverridden: an --sglang-arg or variable contradicts a profile's lever.
         BackendError: the model or the engine's packages are missing.
         PreflightFailed: no usable GPU.
     """
     import importlib.util
+    import os
 
     from app.backend.engine_setup import ENGINE_PACKAGES, check_model_path, engine_missing
     from app.backend.gpu_probe import require_gpu
+    from app.backend.overrides import refusal
 
-    check_model_path(settings.model_path, draft_models([engine_config(settings)]))
-    for package in ENGINE_PACKAGES[:2]:  # humming is checked by the proof
+    for config in configs:
+        if not unproven and (problem := refusal(config, os.environ)):
+            raise LeverOverridden(problem)
+    check_model_path(settings.model_path, draft_models(configs))
+    for package in ENGINE_PACKAGES[:2]:  # the levers' packages are the preflight's
         if importlib.util.find_spec(package) is None:
             raise engine_missing(ImportError(name=package))
     if gpu:

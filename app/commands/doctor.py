@@ -89,6 +89,9 @@ async def run_doctor(backend: ChatBackend, out: Callable[[str], None] = print) -
 def format_report(report: ProofReport) -> str:
     """The report as plain text: a line per lever, evidence and fix indented below."""
     lines = [f"ling-chat proof ({report.summary()})"]
+    ran = report.facts.get("ran_with")
+    if isinstance(ran, dict) and "error" not in ran:  # what SGLang resolved, every override in
+        lines.append("  engine ran with: " + ", ".join(f"{k}={v!r}" for k, v in ran.items()))
     for line in report.lines:
         lines.append(f"  {MARKS[line.verdict]}  {line.title}")
         lines.append(f"        {line.evidence}")

@@ -14,8 +14,15 @@ from pathlib import Path
 from app.backend import preflight_probes
 from app.backend.engine_config import EngineConfig, draft_models
 from app.backend.first_start import PreparedBackend
-from app.backend.preflight import Probes, is_unified, run_preflight
-from app.backend.prepare import PREPARE_MEM_FRACTION, PrepareSpec, build_env, build_jobs, prepare
+from app.backend.preflight import Probes, is_unified, lever_packages, run_preflight
+from app.backend.prepare import (
+    PREPARE_MEM_FRACTION,
+    PrepareSpec,
+    build_env,
+    build_jobs,
+    heal_kernel_caches,
+    prepare,
+)
 from app.backend.protocol import ChatBackend
 from app.commands.common import (
     add_data_arguments,
@@ -49,24 +56,31 @@ def run(args: argparse.Namespace) -> int:
 def preflight_gate(
     settings: Settings,
     args: argparse.Namespace,
+    configs: Sequence[EngineConfig],
     *,
-    drafts: Sequence[str] = (),
     show: Callable[[str], None] | None = None,
 ) -> Probes:
-    """Probe the machine and refuse a start that would fail or wedge it (`drafts`: the draft
-    models the start loads, whose missing bytes the disk check counts).
+    """Refuse overrides that contradict a lever, then probe the machine and refuse a start
+    that would fail or wedge it (`configs`: the engines the start boots, whose draft models'
+    missing bytes the disk check counts).
 
     `show` receives every check's line (the doctor prints them all); failed lines always go
     to stderr. Returns the probes, which also size the prepare's compile jobs.
 
     Raises:
+        LeverOverridden: an override contradicts a lever (before any probe).
         PreflightFailed: a check failed and --skip-preflight was not given.
     """
-    check_engine_can_start(settings, gpu=False)  # the install; the preflight checks the GPU
+    unproven = getattr(args, "allow_unproven", False)  # bench measures overridden levers
+    check_engine_can_start(settings, configs, gpu=False, unproven=unproven)
+    drafts = draft_models(configs)
+    packages = tuple(dict.fromkeys(m for c in configs for m in lever_packages(c.levers)))
     hub = preflight_probes.hub_cache_dir()
     local = Path(settings.model_path).expanduser()
-    probes = preflight_probes.probe(local if local.is_dir() else hub)
-    plan = preflight_probes.build_plan(settings.model_path, settings.mem_fraction, hub, drafts)
+    probes = preflight_probes.probe(local if local.is_dir() else hub, packages)
+    plan = preflight_probes.build_plan(
+        settings.model_path, settings.mem_fraction, hub, drafts, packages
+    )
     checks = run_preflight(probes, plan)
     for check in checks:
         if show is not None:
@@ -136,7 +150,7 @@ def engine_backend(
     from app.commands.common import make_engine_backend
 
     config = engine_config(settings, sglang_overrides(args))
-    probes = preflight_gate(settings, args, drafts=draft_models([config]), show=show)
+    probes = preflight_gate(settings, args, [config], show=show)
     inner = make_engine_backend(settings, args)
     return PreparedBackend(inner, lambda: prepare_spec(config, probes), EngineBackend)
 
@@ -146,6 +160,8 @@ async def prepare_printing(spec: PrepareSpec, out: Callable[[str], None] | None 
     from app.backend.engine import EngineBackend
 
     say = out or (lambda line: print(line, file=sys.stderr, flush=True))
+    for line in heal_kernel_caches():
+        say(line)
     if spec.marker().is_file():
         say(f"kernels already prepared ({spec.marker()})")
         return
@@ -164,6 +180,6 @@ def prepare_engines(
     Raises:
         PreflightFailed: the preflight refused the start.
     """
-    probes = preflight_gate(settings, args, drafts=draft_models(configs))
+    probes = preflight_gate(settings, args, configs)
     for config in configs:
         asyncio.run(prepare_printing(prepare_spec(config, probes)))

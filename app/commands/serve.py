@@ -33,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     overrides = serve_overrides(args)
     settings = settings_from(args)
-    check_engine_can_start(settings)
     config = engine_config(settings, overrides)
+    check_engine_can_start(settings, [config])
     prepare_engines(settings, args, [config])  # the preflight first: its disk check too
     for model in [settings.model_path, *draft_models([config])]:
         fetch_model(model)

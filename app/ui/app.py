@@ -26,7 +26,7 @@ from app.storage import ChatStore
 from app.textsafe import visible
 from app.ui.bindings import APP_ACTIONS, CHAT_ACTIONS, action_by_id, keys_for
 from app.ui.chat_context import ChatContext
-from app.ui.format import proof_text, visible_text
+from app.ui.format import proof_text, replay_label, visible_text
 from app.ui.reply import ReplyRun, recovery_markdown
 from app.ui.screens.chat import ChatScreen
 from app.ui.screens.dialogs import HelpScreen
@@ -122,7 +122,7 @@ class LingChatApp(App[None], inherit_bindings=False):
             listed = ", ".join(unknown)
             self.notify(f"Unknown binding ids in keymap: {listed} ({help_keys} lists them).")
         if self.backend.info.kind == "replay":
-            self.title = "ling-chat · replay of a recorded session"
+            self.title = f"ling-chat · {replay_label(self.backend.info.replay_speed)}"
         await self.push_screen(self._startup)
         self._start_backend()
 

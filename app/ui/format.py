@@ -78,6 +78,17 @@ def stats_line(status: MessageStatus, stats: ReplyStats | None, error: str | Non
     return separator.join([mark, " · ".join(parts)]) if parts else mark
 
 
+def replay_factor(speed: float | None) -> str:
+    """`x0.25` for a replay played faster or slower than recorded; empty at x1 or live."""
+    return "" if speed is None or speed == 1.0 else f"x{speed:g}"
+
+
+def replay_label(speed: float | None) -> str:
+    """What a replay is, e.g. `replay x0.25 of a recorded session`."""
+    factor = replay_factor(speed)
+    return f"replay {factor} of a recorded session" if factor else "replay of a recorded session"
+
+
 def proof_text(report: ProofReport, *, fixes: bool = True) -> Text:
     """The proof report, a line per optimization with its evidence (and fix if it failed)."""
     title = "Proof: all optimizations engaged" if report.ok else "Proof FAILED"

@@ -51,7 +51,7 @@ RECIPE_ENV = {
     "SGLANG_ENABLE_JIT_DEEPGEMM": "0",
     "SGLANG_JIT_DEEPGEMM_PRECOMPILE": "0",
     "HUMMING_COMPILER": "nvrtc",
-    "HUMMING_CACHE_DIR": os.path.expanduser("~/.humming/cache"),
+    "HUMMING_CACHE_DIR": "~/.humming/cache",
 }
 
 
@@ -162,10 +162,11 @@ def test_the_engine_environment_is_the_recipe_s_and_the_user_s_values_win(monkey
     for name in RECIPE_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HUMMING_COMPILER", "nvcc")
-    assert engine_environment() == RECIPE_ENV
+    recipe = {name: os.path.expanduser(value) for name, value in RECIPE_ENV.items()}
+    assert engine_environment() == recipe
     set_engine_environment()
     assert {name: os.environ.get(name) for name in RECIPE_ENV} == {
-        **RECIPE_ENV,
+        **recipe,
         "HUMMING_COMPILER": "nvcc",
     }
     # The recipe's empty SGLANG_FP8_IGNORED_LAYERS is SGLang 0.5.23's unset: not set.

@@ -51,7 +51,7 @@ def test_a_healthy_stack_reports_json_ready_facts_on_which_every_line_passes():
 def test_without_speculation_the_draft_facts_are_absent_and_the_plain_profile_passes():
     facts = collect(plain_scheduler(), SourcesDouble())
     assert [facts[k] for k in ("moe_draft", "head_draft", "sharing", "speculative")] == [None] * 4
-    assert facts["cuda_graphs"]["phases"] == ["decode"]
+    assert sorted(facts["cuda_graphs"]["phases"]) == ["decode", "prefill"]
     judged = lines(facts, profile="humming+fp8")
     assert judged["nextn"].verdict is Verdict.OFF
     assert {line.verdict for line in judged.values()} <= {Verdict.PASS, Verdict.OFF}
@@ -148,3 +148,15 @@ def test_a_head_never_quantized_is_reported_without_reading_the_method():
     )
     assert facts["fp8_head"] == {"installed": False}
     assert lines(facts)["fp8_head_speed"].evidence == "no FP8 head was timed"
+
+
+def test_the_doctor_prints_what_sglang_resolved_every_override_in():
+    from app.commands.doctor import format_report
+
+    facts = collect(stack_scheduler(), SourcesDouble())
+    assert facts["ran_with"]["cuda_graph_config"] == {"decode": {"backend": "full", "bs": [1]}}
+    assert "model_path" not in facts["ran_with"]
+    report = build_report(facts, profile="stack", min_accept_length=1.5, warmup_accept_length=3.2)
+    line = format_report(report).splitlines()[1]
+    assert line.startswith("  engine ran with: moe_runner_backend='humming', quantization=None")
+    assert "cuda_graph_config={'decode': {'backend': 'full', 'bs': [1]}}" in line

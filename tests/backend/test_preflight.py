@@ -162,3 +162,37 @@ def test_the_plan_counts_what_the_cache_lacks_of_a_hub_draft(tmp_path: Path):
     assert plan.download_bytes_missing == KNOWN_DRAFT_BYTES - 700
     plan = probes_mod.build_plan(str(model), 0.65, tmp_path / "hub", [str(model)])
     assert plan.download_bytes_missing == 0  # a local draft folder
+
+
+def test_each_profile_needs_the_packages_its_levers_run_on():
+    from app.backend.engine_config import PROFILES
+    from app.backend.preflight import lever_packages
+
+    assert lever_packages(PROFILES["stack"]) == ("humming", "flashinfer")
+    assert lever_packages(PROFILES["baseline"]) == ("humming", "flashinfer")
+    assert lever_packages(PROFILES["humming+fp8"]) == ("humming",)
+
+
+def test_a_lever_package_that_cannot_be_imported_is_the_first_line_with_its_fix():
+    plan = dataclasses.replace(PLAN, packages=("humming", "flashinfer"))
+    broken = spark(import_errors={"humming": "ModuleNotFoundError: No module named 'humming'"})
+    checks = run_preflight(broken, plan)
+    assert [c.ok for c in checks[:2]] == [False, True]
+    assert checks[0].line() == (
+        "FAIL lever package humming-kernels: `import humming` failed: ModuleNotFoundError: "
+        "No module named 'humming'; fix: pip install humming-kernels==0.1.12 cuda-python (NVRTC)"
+    )
+    assert checks[1].line() == "ok   lever package flashinfer-python: `import flashinfer` works"
+    assert all(c.ok for c in run_preflight(HEALTHY_SPARK, plan))
+
+
+def test_a_package_found_but_broken_fails_its_import_as_in_the_scheduler(tmp_path, monkeypatch):
+    shadow = tmp_path / "humming_shadow"
+    (shadow / "fakelever").mkdir(parents=True)
+    (shadow / "fakelever" / "__init__.py").write_text("raise ImportError('libcuda.so: nope')\n")
+    monkeypatch.syspath_prepend(str(shadow))
+    errors = probes_mod.import_errors(["fakelever", "json", "no_such_lever_module"])
+    assert errors == {
+        "fakelever": "ImportError: libcuda.so: nope",
+        "no_such_lever_module": "ModuleNotFoundError: No module named 'no_such_lever_module'",
+    }

@@ -26,10 +26,10 @@ from app.backend.prepare import (
     write_dummy_model,
 )
 from app.backend.protocol import BackendInfo, LoadStage, ReplyEvent
+from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.chat import ChatMessage, Sampling
 from app.errors import BackendError
 from app.proof_report import ProofLine, ProofReport, Verdict
-from app.telemetry.ling_config import LING_3_FLASH_CONFIG
 
 
 def layer_plan(config: dict[str, Any]) -> list[tuple[str, str]]:

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from app.backend.patches.graph_runners import graph_runner
 from app.proof_report import Verdict
-from tests.fixtures.sglang_objects import dspark_facts, stack_facts
+from tests.fixtures.sglang_objects import dspark_facts, graph_runner_double, of_class, stack_facts
 from tests.support.proof import judge, verdict
 
 DSPARK_KEYS = ("dspark", "dspark_head", "dspark_block", "replayssm", "dspark_graphs")
@@ -68,8 +69,21 @@ BREAKS = {
     "a ring of 16": (("replayssm", "ring_len"), 16, "replayssm"),
     "a ring of 24": (("replayssm", "ring_len"), 24, "replayssm"),
     "no ring allocated": (("replayssm", "ring_allocated"), False, "replayssm"),
-    "no draft graph": (("dspark", "graph_runners", "draft_decode"), False, "dspark_graphs"),
-    "no verify graph": (("dspark", "graph_runners"), {"draft_decode": True}, "dspark_graphs"),
+    "draft graph left eager": (
+        ("dspark", "graph_runners", "draft_decode"),
+        graph_runner(of_class("EagerRunner")),
+        "dspark_graphs",
+    ),
+    "verify runner holds no graph": (
+        ("dspark", "graph_runners", "target_verify"),
+        graph_runner(graph_runner_double(sizes=())),
+        "dspark_graphs",
+    ),
+    "runners recorded as flags only": (
+        ("dspark", "graph_runners"),
+        {"target_verify": True, "draft_decode": True},
+        "dspark_graphs",
+    ),
 }
 
 

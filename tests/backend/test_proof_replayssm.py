@@ -18,13 +18,13 @@ H200 = GpuFacts(sm=90, has_fa3=True, has_flashinfer=True, has_xgrammar=True)
 PROFILE = "stack"
 RECURRENT = "stack-recurrent"
 RECURRENT_LINES = [
+    "cuda_graphs",
     "humming",
     "fp8_head",
     "fp8_head_speed",
     "fp32_head",
     "shared_head",
     "nextn",
-    "cuda_graphs",
     "no_faking",
     "accept_length",
 ]
@@ -56,7 +56,7 @@ def test_the_healthy_stack_passes_with_the_ring_s_line_after_nextn_s():
     report = judge(stack_facts(), accept=3.9, profile=PROFILE)
     assert report.ok, [line for line in report.lines if line.verdict is not Verdict.PASS]
     keys = [line.key for line in report.lines]
-    assert keys == [*RECURRENT_LINES[:6], "replayssm", *RECURRENT_LINES[6:]]
+    assert keys == [*RECURRENT_LINES[:7], "replayssm", *RECURRENT_LINES[7:]]
     ring = next(line for line in report.lines if line.key == "replayssm")
     assert "ring 8 allocated: True (needs a power of two >= 8)" in ring.evidence
 

@@ -1,4 +1,4 @@
-"""Two in-process engines in one process, as `scripts/gpu_stack_ab.py` runs them.
+"""Two in-process engines in one process, as `lab/scripts/gpu_stack_ab.py` runs them.
 
 SGLang is the engine double (`tests/fixtures/engine_double`), with its spawned scheduler
 process; the engines, their boots, their processes and the process's signals are real.

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from app.bench.bandwidth import roofline_columns
-from app.bench.unit_bytes import lm_head
-from app.telemetry.checkpoint import LmHead, ModelShape, Precision
-from app.telemetry.ling_config import LING_3_FLASH_CONFIG
-from app.telemetry.mtp import mtp_cycle
+from app.bench.bytemodel.bandwidth import roofline_columns
+from app.bench.bytemodel.checkpoint import LmHead, ModelShape, Precision
+from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
+from app.bench.bytemodel.mtp import mtp_cycle
+from app.bench.bytemodel.unit_bytes import lm_head
 from tests.support.bench_builders import summary
 
 FACTS = {"model_config": LING_3_FLASH_CONFIG, "config": {}}

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from app.bench import datasets
-from app.bench.gsm8k import load_gsm8k
+from app.bench.inputs import datasets
+from app.bench.inputs.gsm8k import load_gsm8k
 from app.errors import ConfigError
 from tests.support.gsm8k_hub import HubDouble
 

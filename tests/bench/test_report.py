@@ -147,7 +147,7 @@ def test_boots_get_their_own_column_only_when_a_profile_was_booted_again() -> No
 
 
 def test_a_run_saved_before_boots_existed_reads_and_renders() -> None:
-    saved = Path(__file__).parents[2] / "bench" / "2026-11-29-h200-bench.json"
+    saved = Path(__file__).parents[1] / "fixtures" / "bench-run-before-boots.json"
     text = render_run(read_json(saved))
     assert _cells(text, "stack")[3:5] == ["196.72", "187.5-199.2"]
     assert "boots" not in text.splitlines()[2]

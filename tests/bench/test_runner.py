@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from app.bench.gsm8k import load_gsm8k
+from app.bench.inputs.gsm8k import load_gsm8k
+from app.bench.inputs.workloads import reasoning_workload, synthetic_workload
 from app.bench.results import RooflineColumns, WorkloadSummary
 from app.bench.runner import run_bench
-from app.bench.workloads import reasoning_workload, synthetic_workload
 from app.errors import BackendError, ProofFailed
 from tests.support.bench_doubles import EngineFactoryDouble, ScriptedEngineDouble, sample
 

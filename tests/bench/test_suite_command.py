@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from app.bench import datasets
+from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
+from app.bench.inputs import datasets
 from app.commands import bench
 from app.errors import ConfigError
-from app.telemetry.ling_config import LING_3_FLASH_CONFIG
 from tests.support.bench_cli import bench_main
 from tests.support.bench_doubles import ScriptedEngineDouble, sample
 from tests.support.gsm8k_hub import HubDouble

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.bench.gsm8k import load_gsm8k
-from app.bench.suites import nvidia_suite, recipes_suite
+from app.bench.inputs.gsm8k import load_gsm8k
+from app.bench.inputs.suites import nvidia_suite, recipes_suite
 from app.errors import ConfigError
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

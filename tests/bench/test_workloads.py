@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.bench.gsm8k import load_gsm8k
-from app.bench.workloads import reasoning_workload, synthetic_workload
+from app.bench.inputs.gsm8k import load_gsm8k
+from app.bench.inputs.workloads import reasoning_workload, synthetic_workload
 from app.errors import ConfigError
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "gsm8k_small.jsonl"

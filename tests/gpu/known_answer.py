@@ -48,14 +48,14 @@ def engine(
     overrides: dict[str, Any] | None = None,
 ) -> EngineBackend:
     """The GPU tests' engine on `model` through this entry: dummy weights (which the
-    environment above may overwrite), a 4K context, the memory fraction of models.py."""
+    environment above may overwrite), the context and memory fraction of models.py."""
     config = EngineConfig(
         model_path=str(model),
         profile=profile,
         mem_fraction=models.mem_fraction(),
         log_dir=log_dir,
         min_accept_length=min_accept_length,
-        context_length=4096,
+        context_length=models.CONTEXT,
         overrides={"load_format": "dummy", **(overrides or {})},
     )
     return EngineBackend(config, scheduler_entry=run_scheduler_process)

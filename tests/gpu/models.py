@@ -6,7 +6,9 @@ known-answer entry (known_answer.py) overwrites them inside the scheduler.
 
 The known-answer model's greedy continuation of token x is P(x), a permutation that
 walks the chat prompt's last token (`<think>`) through REASONING, `</think>`, ANSWER and
-end-of-text; its NEXTN layer predicts the same, so every draft is accepted.
+end-of-text; its NEXTN layer predicts the same, so every draft is accepted. ANSWER is a
+long text (known_answer_text.py) cut into about 2,300 distinct tokens, so that a recorded
+reply streams for seconds.
 """
 
 from __future__ import annotations
@@ -16,10 +18,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tests.gpu.known_answer_text import ANSWER_TEXT
+
 MEM_FRACTION_ENV = "LING_CHAT_TEST_MEM_FRACTION"
 LAYERS_ENV = "LING_CHAT_TEST_LAYERS"
 VOCAB = 157184
 HIDDEN = 2560
+CONTEXT = 8192
+"""The test engines' context: a chat of two known answers fits (each about 2,300 tokens, the
+first one's text back in the second prompt)."""
 UNK, EOS, ROLE, END_ROLE, THINK, END_THINK = range(6)
 SPECIALS = ["[UNK]", "<|endoftext|>", "<role>", "</role>", "<think>", "</think>"]
 CHAT_TEMPLATE = (
@@ -34,30 +41,26 @@ REASONING = [
     " then show the formula",
     " for accept length.",
 ]
-ANSWER = [
-    "Here is what ran for this reply:\n\n",
-    "1. **Humming** MXFP4 kernels",
-    " served every MoE layer,",
-    " JIT-compiled and captured in CUDA graphs.\n",
-    "2. The **FP8 LM head**",
-    " read 402 MB per token",
-    " instead of 805 MB.\n",
-    "3. **NEXTN** drafted three tokens",
-    " and the target verified four",
-    " in one pass.\n\n",
-    "| lever | evidence |\n",
-    "|---|---|\n",
-    "| Humming | runner core in capture |\n",
-    "| FP8 head | float8_e4m3fn weight |\n",
-    "| NEXTN | draft head *is* target head |\n\n",
-    "Accept length is measured, not assumed:\n\n",
-    "```python\n",
-    "accept_length = completion_tokens / spec_verify_ct\n",
-    "```\n\n",
-    "Every draft token of this model is right,",
-    " so each verify round",
-    " commits four tokens.",
-]
+
+
+def pieces(text: str) -> list[str]:
+    """`text` cut into distinct pieces, each the longest piece before it plus one character
+    (LZ78's parse): a long text becomes thousands of tokens, none of them repeated."""
+    seen: set[str] = set()
+    cut: list[str] = []
+    piece = ""
+    for char in text:
+        piece += char
+        if piece not in seen:
+            seen.add(piece)
+            cut.append(piece)
+            piece = ""
+    if piece:  # the text ended inside a piece seen before: the last piece takes it
+        cut[-1] += piece
+    return cut
+
+
+ANSWER = pieces(ANSWER_TEXT)
 
 
 def ling_config(layers: int = 6, *, known_answer: bool = False) -> dict[str, Any]:
@@ -124,10 +127,11 @@ def ling_config(layers: int = 6, *, known_answer: bool = False) -> dict[str, Any
 
 def vocabulary() -> list[str]:
     """Token strings by id: specials, the known-answer pieces, then fillers."""
-    pieces = SPECIALS + REASONING + ANSWER
-    if len(set(pieces)) != len(pieces):
-        raise ValueError("known-answer pieces must be distinct tokens")
-    return pieces + [f"w{i}" for i in range(len(pieces), VOCAB)]
+    known = SPECIALS + REASONING + ANSWER
+    vocab = known + [f"w{i}" for i in range(len(known), VOCAB)]
+    if len(set(vocab)) != len(vocab):
+        raise ValueError("the vocabulary's tokens must be distinct")
+    return vocab
 
 
 def cycle() -> list[int]:
@@ -162,23 +166,33 @@ def layers() -> int:
     return int(os.environ.get(LAYERS_ENV, "6"))
 
 
-def write_model_dir(directory: Path, layers: int = 6, *, known_answer: bool = False) -> Path:
-    """Write config.json, the tokenizer and its chat template into `directory`."""
+def tokenizer_core() -> Any:
+    """The test tokenizer (a `tokenizers.Tokenizer`): one word-level token per vocabulary
+    entry, decoded by joining the tokens' strings."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
 
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "config.json").write_text(
-        json.dumps(ling_config(layers, known_answer=known_answer))
-    )
     vocab = {token: i for i, token in enumerate(vocabulary())}
     core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     core.decoder = decoders.Fuse()
     core.add_special_tokens([AddedToken("<|endoftext|>", special=True, normalized=False)])
     core.add_tokens([AddedToken(t, special=False, normalized=False) for t in SPECIALS[2:]])
+    return core
+
+
+def write_model_dir(directory: Path, layers: int = 6, *, known_answer: bool = False) -> Path:
+    """Write config.json, the tokenizer and its chat template into `directory`."""
+    from transformers import PreTrainedTokenizerFast
+
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text(
+        json.dumps(ling_config(layers, known_answer=known_answer))
+    )
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, unk_token="[UNK]", eos_token="<|endoftext|>", pad_token="[UNK]"
+        tokenizer_object=tokenizer_core(),
+        unk_token="[UNK]",
+        eos_token="<|endoftext|>",
+        pad_token="[UNK]",
     )
     tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.save_pretrained(directory)

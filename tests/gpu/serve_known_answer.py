@@ -21,7 +21,7 @@ def main() -> int:
     config = EngineConfig(
         model_path=model,
         mem_fraction=models.mem_fraction(),
-        context_length=4096,
+        context_length=models.CONTEXT,
         overrides={"load_format": "dummy", "host": "127.0.0.1", "port": port},
     )
     ok = serve(

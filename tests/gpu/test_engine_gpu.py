@@ -72,6 +72,8 @@ async def test_stack_passes_every_line_and_streams_a_reply(tmp_path, monkeypatch
         assert report.ok, format_report(report)
         assert all(line.verdict is Verdict.PASS for line in report.lines)
         assert ("replayssm" in verdicts(report)) == PROFILES[profile].replayssm
+        graphs = next(line.evidence for line in report.lines if line.key == "cuda_graphs")
+        assert "prefill: off" in graphs and "draft_extend 1 graph(s)" in graphs, graphs
         messages = [ChatMessage(Role.USER, "What did each lever do?")]
         reasoning, answer, chunks, done = "", "", [], None
         async for event in backend.stream_reply(messages, Sampling(temperature=0.0)):
@@ -149,6 +151,15 @@ async def test_breakage_is_refused(name, tmp_path, monkeypatch):
     report = await proof_of(make_backend(tmp_path, monkeypatch, **kwargs))
     assert not report.ok
     assert verdicts(report)[key] is Verdict.FAIL, format_report(report)
+
+
+async def test_decode_graphs_off_fail_the_graphs_line_first(tmp_path, monkeypatch):
+    """Past the CLI's override check (as a Python caller could): the running model's graph
+    runners hold nothing, and the graphs line names that before the lines it causes."""
+    overrides = {"cuda_graph_backend_decode": "disabled"}
+    report = await proof_of(make_backend(tmp_path, monkeypatch, overrides=overrides))
+    assert report.failed[0].key == "cuda_graphs", format_report(report)
+    assert report.failed[0].evidence.startswith("captured: none; not captured: target_verify")
 
 
 async def test_humming_left_on_auto_does_not_start_as_proven(tmp_path, monkeypatch):

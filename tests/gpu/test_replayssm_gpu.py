@@ -46,8 +46,8 @@ pytestmark = pytest.mark.gpu
 TOKENS = 1 + 4 * 6
 """The reply's length: the prefill's token, then six rounds of 4 accepted tokens."""
 PROMPT = [*random.Random(7).sample(range(1000, 150000), 199), models.cycle()[0]]
-"""Filler tokens, then the cycle's first (`<think>`): the reply walks the cycle's 31 distinct
-tokens."""
+"""Filler tokens, then the cycle's first (`<think>`): the reply walks the cycle's distinct
+tokens (thousands, far more than TOKENS + 1)."""
 SAME_VERIFY = 1e-2
 """Relative state difference allowed between two verifies of the same 4 tokens (their KDA
 kernels differ, the projections feeding them do not)."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from app.bench import datasets
+from app.bench.inputs import datasets
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

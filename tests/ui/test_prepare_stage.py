@@ -13,7 +13,7 @@ from app.backend.engine_config import EngineConfig
 from app.backend.first_start import PreparedBackend
 from app.backend.prepare import PREPARE_STAGE, PrepareSpec, build_env
 from app.backend.protocol import LoadStage
-from app.telemetry.ling_config import LING_3_FLASH_CONFIG
+from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.ui import LingChatApp
 from tests.support.clock import FakeClock
 from tests.support.pilot import SIZE, text_of, wait_until

@@ -8,7 +8,8 @@ ling-chat's model changes in the child, then call SGLang's stock entry:
 - fp8_head: quantize the target's BF16 LM head to FP8 after loading, before capture;
 - sharing: the NEXTN draft takes the target's whole LM-head module;
 - evidence: record what the running model really is, sent back with the init info
-  (dspark: the DSpark draft's part of it; replayssm: the KDA verify's).
+  (dspark: the DSpark draft's part of it; replayssm: the KDA verify's);
+- kernel_load: a cached Humming kernel CUDA cannot load names its file and cache.
 
 The plan (which changes to make) travels in the `LING_CHAT_PATCH_PLAN` environment
 variable, which spawned children inherit.
@@ -74,9 +75,10 @@ class PatchPlan:
 
 def install(plan: PatchPlan) -> None:
     """Install every model change of the plan into this (child) process."""
-    from app.backend.patches import dspark, evidence, fp8_head, replayssm, sharing
+    from app.backend.patches import dspark, evidence, fp8_head, kernel_load, replayssm, sharing
 
     evidence.install()
+    kernel_load.install()
     sharing.install()
     if plan.dspark:
         dspark.install()

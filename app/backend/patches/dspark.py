@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from app.backend.patches.graph_runners import graph_runner
+
 PROJECTIONS: Counter[str] = Counter()
 """Draft head projections during graph capture, by the head's quant method."""
 COUNTS: Counter[str] = Counter()
@@ -79,7 +81,12 @@ def collect(scheduler: Any) -> dict[str, Any]:
         "projections_captured": dict(PROJECTIONS),
         "fp8_calls_in_draft_capture": COUNTS["fp8_calls_in_draft_capture"],
         "graph_runners": {
-            "target_verify": runner.decode_cuda_graph_runner is not None,
-            "draft_decode": spec.draft_model_runner.decode_cuda_graph_runner is not None,
+            "target_verify": graph_runner(
+                runner.decode_cuda_graph_runner, getattr(runner, "eager_runner", None)
+            ),
+            "draft_decode": graph_runner(
+                spec.draft_model_runner.decode_cuda_graph_runner,
+                getattr(spec.draft_model_runner, "eager_runner", None),
+            ),
         },
     }

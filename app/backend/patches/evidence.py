@@ -13,6 +13,7 @@ SGLang, Humming and the FP8 head; `LiveSources` is that state in the scheduler p
 
 from __future__ import annotations
 
+import json
 import os
 import traceback
 from collections import Counter
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.backend.patches import dspark, replayssm
+from app.backend.patches import dspark, graph_runners, replayssm
 
 FAKING_ENV = (
     "SGLANG_SIMULATE_ACC_LEN",
@@ -28,6 +29,22 @@ FAKING_ENV = (
     "SGLANG_FP8_IGNORED_LAYERS",
 )
 """Variables that fake accept lengths or silently change quantization or process handling."""
+
+RAN_WITH = (
+    "moe_runner_backend",
+    "quantization",
+    "enable_fp32_lm_head",
+    "speculative_algorithm",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "enable_linear_replayssm_spec",
+    "linear_replayssm_cache_len",
+    "attention_backend",
+    "disable_cuda_graph",
+    "cuda_graph_config",
+)
+"""The server arguments, as SGLang resolved them, that the levers depend on."""
 
 CAPTURE: Counter[str] = Counter()
 """Calls seen while a CUDA graph was being captured, by what was called."""
@@ -126,6 +143,7 @@ def collect(scheduler: Any, sources: Sources) -> dict[str, Any]:
         "speculative": lambda: _speculative(spec, draft_worker),
         "cuda_graphs": lambda: _graphs(scheduler),
         "env": lambda: {name: os.environ.get(name) for name in FAKING_ENV},
+        "ran_with": lambda: _ran_with(scheduler.server_args),
         "capture_calls": lambda: dict(sources.capture_calls()),
         "dspark": lambda: dspark.collect(scheduler) if dspark_spec else None,
         "replayssm": lambda: replayssm.collect(scheduler),
@@ -276,10 +294,25 @@ def _speculative(spec: Any, draft_worker: Any) -> dict[str, Any] | None:
     }
 
 
+def _ran_with(server_args: Any) -> dict[str, Any]:
+    """The lever settings SGLang resolved (after every override and outrank), JSON-ready."""
+    resolved = server_args.resolved_dict()
+    return {key: json.loads(json.dumps(resolved.get(key), default=str)) for key in RAN_WITH}
+
+
 def _graphs(scheduler: Any) -> dict[str, Any]:
-    """Captured CUDA-graph memory by phase: a phase is present only if it was captured."""
-    phases = dict(scheduler.tp_worker.graph_memory_usage)
+    """Each phase's CUDA graphs as its runner holds them, and SGLang's memory figures
+    (which list every phase, captured or not)."""
     spec = scheduler.draft_worker
+    phases = graph_runners.target_phases(scheduler.tp_worker.model_runner, spec is not None)
+    draft = getattr(spec, "draft_worker", None)
+    if draft is not None and not dspark.is_dspark(spec):  # DSpark's are in its own fact
+        extend = getattr(draft, "cuda_graph_runner_for_draft_extend", None)
+        phases["draft_decode"] = graph_runners.graph_runner(
+            getattr(draft, "cuda_graph_runner", None)
+        )
+        phases["draft_extend"] = graph_runners.graph_runner(extend)
+    memory = dict(scheduler.tp_worker.graph_memory_usage)
     if spec is not None:
-        phases.update(spec.graph_memory_usage)
-    return {"phases": sorted(phases), "memory_gb": {k: round(v, 4) for k, v in phases.items()}}
+        memory.update(spec.graph_memory_usage)
+    return {"phases": phases, "memory_gb": {k: round(v, 4) for k, v in memory.items()}}

@@ -58,7 +58,7 @@ SWEEP = tuple(
     for stages in stage_counts
     for warps in (4, 8)
 )
-"""Tilings `scripts/gpu_head_bench.py --sweep` times beside CONFIGS, to find the next ones."""
+"""Tilings `lab/scripts/gpu_head_bench.py --sweep` times beside CONFIGS, to find the next ones."""
 
 CONFIGS = (
     GemvConfig("qdot", 128, 256, 8, 3, pdl=True),
@@ -70,7 +70,7 @@ CONFIGS = (
     GemvConfig("qtma", 128, 128, 4, 4),
 )
 """The tilings worth timing at load, from every candidate timed on the H200 at M = 1 and 4
-(bench/2026-12-01-h200-lm-head-session{9,10,11}*.json): qdot 128 x 256 in 3 stages with
+(lab/results/2026-12-01-h200-lm-head-session{9,10,11}*.json): qdot 128 x 256 in 3 stages with
 `pdl` ran 92.7-93.5 / 94.6-95.3 us (a pass that only reads the weight: 88.1-88.5 us;
 CUTLASS 100), its 4-warp form as fast at M = 4; 128 x 128 and 64 x 256 ran 1-2 us slower,
 the TMA copies 2 us; `pdl` gained 0.3-1.0 us on every tiling. Stream-K and split-K, one

@@ -117,6 +117,7 @@ class ChatScreen(ViewActionsScreen):
         speed.show_proof(self._ctx.proof)
         speed.show_session(summarize_session([]))
         speed.show_draft(self._ctx.backend.info.draft)
+        speed.replay_speed = self._ctx.backend.info.replay_speed
         with self._storage_errors_reported():
             conversations = self._ctx.store.list_conversations(limit=1)
             if conversations:

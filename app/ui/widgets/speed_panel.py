@@ -21,6 +21,7 @@ from app.ui.format import (
     millis,
     rate,
     ratio,
+    replay_factor,
     seconds,
     visible_text,
 )
@@ -65,6 +66,9 @@ def _count(n: int, noun: str) -> str:
 class SpeedPanel(VerticalScroll, can_focus=False):
     """Numbers about decoding speed; the screen feeds it at a throttled rate."""
 
+    replay_speed: float | None = None
+    """A replay's speed (its headings say `replay x0.25` when it is not 1); None live."""
+
     def compose(self) -> ComposeResult:
         yield Label("Live", id="reply-heading", classes="heading")
         yield Static(_rows(("decode", "waiting for a reply")), id="reply-numbers")
@@ -80,7 +84,9 @@ class SpeedPanel(VerticalScroll, can_focus=False):
 
     def show_live(self, live: LiveSnapshot, ttft_s: float | None) -> None:
         """The reply being streamed: speed now and so far, TPOT, TTFT, tokens per step."""
-        self.query_one("#reply-heading", Label).update("Live ● streaming", layout=False)
+        factor = replay_factor(self.replay_speed)
+        state = f"replay {factor}" if factor else "streaming"
+        self.query_one("#reply-heading", Label).update(f"Live ● {state}", layout=False)
         tpot = 1.0 / live.average_tps if live.average_tps else None
         steps = ratio(live.tokens_per_step)
         if live.recent_tokens_per_step is not None:
@@ -104,7 +110,9 @@ class SpeedPanel(VerticalScroll, can_focus=False):
 
         With the model's `context_length`, also how much of it the conversation now fills.
         """
-        self.query_one("#reply-heading", Label).update(f"Last reply {STATUS_MARKS[status]}")
+        factor = replay_factor(self.replay_speed)  # `x0.5`: the heading stays one line
+        heading = f"Last reply {STATUS_MARKS[status]}" + (f" · {factor}" if factor else "")
+        self.query_one("#reply-heading", Label).update(heading)
         if stats is None:
             self.query_one("#reply-numbers", Static).update(_rows(("decode", "–")))
             return

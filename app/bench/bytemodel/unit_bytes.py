@@ -1,0 +1,131 @@
+"""The byte model's bytes of one decode step or NEXTN round, split by kernel category."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from app.backend.engine_config import DSPARK_BLOCK, DSPARK_WINDOW, NEXTN_STEPS, PROFILES
+from app.bench.bytemodel.checkpoint import LmHead, ModelShape, Precision, WeightFormat
+from app.bench.bytemodel.kernels import Category, Phase
+from app.bench.bytemodel.ling_config import DSPARK_DRAFT_PARAMS
+from app.bench.bytemodel.mtp import DraftBytes, Routing, mtp_cycle
+from app.bench.bytemodel.roofline import StepBytes, decode_step_bytes
+
+
+def lm_head(profile: str) -> LmHead:
+    """How a profile serves the LM head (unknown profiles: BF16)."""
+    levers = PROFILES.get(profile)
+    if levers is None:
+        return LmHead.BF16
+    if levers.fp8_head:
+        return LmHead.FP8
+    return LmHead.FP32_LOGITS if levers.fp32_logits else LmHead.BF16
+
+
+def _small_gemm_bytes(shape: ModelShape, precision: Precision, kda: int, mla: int) -> float:
+    """The BF16 GEMMs: KDA beta, and the MLA output gate and w_kc/w_vc, of these layers."""
+    h, p = shape.hidden_size, precision
+    kv_b = p.matrix(
+        shape.num_heads * (shape.qk_nope_head_dim + shape.v_head_dim),
+        shape.kv_lora_rank,
+        p.mla_absorbed,
+    )
+    gate = p.matrix(shape.mla_gate_width, h, WeightFormat.BF16)
+    return kda * p.matrix(shape.num_heads, h, WeightFormat.BF16) + mla * (gate + kv_b)
+
+
+def _step_parts(shape: ModelShape, precision: Precision, step: StepBytes) -> dict[Category, float]:
+    small = _small_gemm_bytes(shape, precision, len(shape.kda_layers), len(shape.mla_layers))
+    linears = step.kda_projections + step.mla_projections + step.dense_mlp + step.shared_experts
+    return {
+        Category.ROUTED_EXPERTS: step.routed_experts,
+        Category.FP8_LINEAR: linears - small,
+        Category.BF16_LINEAR: small,
+        Category.LM_HEAD: step.lm_head,
+        Category.KDA_STATE: step.kda_state,
+        Category.MLA_KV: step.mla_kv,
+        Category.ROUTER: step.router,
+        Category.FIXED: step.norms + step.embedding,
+    }
+
+
+def _draft_parts(shape: ModelShape, precision: Precision, d: DraftBytes) -> dict[Category, float]:
+    small = _small_gemm_bytes(shape, precision, 0, 1)
+    return {
+        Category.ROUTED_EXPERTS: d.routed_experts,
+        Category.FP8_LINEAR: d.mla_projections - small + d.eh_proj + d.shared_experts,
+        Category.BF16_LINEAR: small,
+        Category.LM_HEAD: d.lm_head,
+        Category.MLA_KV: d.mla_kv,
+        Category.ROUTER: d.router,
+        Category.FIXED: d.norms + d.embedding,
+    }
+
+
+def unit_bytes(
+    profile: str,
+    phase: Phase,
+    *,
+    context_tokens: int,
+    config: Mapping[str, Any],
+    draft_steps: int = NEXTN_STEPS,
+    routing: Routing = Routing.INDEPENDENT,
+) -> dict[Category, float]:
+    """The byte model's bytes of one step or round of `profile`, by category.
+
+    The head's category also holds the logits it writes: FP32 for the FP32-logits head,
+    BF16 otherwise, one row a token. `draft_steps` and `routing` shape a round (see
+    `mtp_cycle`); a ReplaySSM verify writes no KDA state snapshots.
+
+    A DSpark profile's round is `_dspark_round`'s.
+    """
+    head = lm_head(profile)
+    shape, precision = ModelShape.from_config(config), Precision.from_config(config, head)
+    row = shape.vocab_size * (4 if head is LmHead.FP32_LOGITS else 2)
+    if phase is Phase.DECODE:
+        parts = _step_parts(
+            shape, precision, decode_step_bytes(shape, precision, context_tokens=context_tokens)
+        )
+        parts[Category.LM_HEAD] += row
+        return parts
+    levers = PROFILES.get(profile)
+    if levers is not None and levers.dspark:
+        return _dspark_round(shape, precision, context_tokens, routing, row)
+    cycle = mtp_cycle(
+        shape,
+        precision,
+        context_tokens=context_tokens,
+        draft_steps=draft_steps,
+        routing=routing,
+        state_snapshots=not (levers is not None and levers.kda_replayssm),
+    )
+    parts = defaultdict(float, _step_parts(shape, precision, cycle.verify))
+    draft = [cycle.draft_extend] + [cycle.draft_step] * (draft_steps - 1)
+    for forward in draft:
+        for category, nbytes in _draft_parts(shape, precision, forward).items():
+            parts[category] += nbytes
+    parts[Category.LM_HEAD] += row * (2 * draft_steps + 1)  # verify k + 1 rows, k drafts
+    return dict(parts)
+
+
+def _dspark_round(
+    shape: ModelShape, precision: Precision, context_tokens: int, routing: Routing, row: float
+) -> dict[Category, float]:
+    """One DSpark round: the target's ReplaySSM verify of the block and its anchor (9 tokens),
+    then the draft's one forward over the block, whose BF16 weights are read once and whose
+    hidden states go through the target's FP8 head (a second read of it). The draft's own
+    KV cache is not counted: its attention shapes are not published (2026-12-01)."""
+    cycle = mtp_cycle(
+        shape,
+        precision,
+        context_tokens=context_tokens,
+        draft_steps=DSPARK_WINDOW - 1,
+        routing=routing,
+        state_snapshots=False,
+    )
+    parts = _step_parts(shape, precision, cycle.verify)
+    parts[Category.BF16_LINEAR] += DSPARK_DRAFT_PARAMS * 2
+    parts[Category.LM_HEAD] += cycle.verify.lm_head + row * (DSPARK_WINDOW + DSPARK_BLOCK)
+    return parts

@@ -1,0 +1,1 @@
+"""What a bench run sends: synthetic workloads, GSM8K, and the published Spark suites."""

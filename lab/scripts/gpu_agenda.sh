@@ -1,0 +1,297 @@
+#!/usr/bin/env bash
+# The GPU machine's work in named steps, each under its own time limit, logs and artefacts in $OUT.
+#
+#   . /root/gpu/env.sh && bash lab/scripts/gpu_agenda.sh STEP [STEP ...]
+#
+# Run the steps as one background job with OUT=/root/results, and poll it with
+# lab/scripts/gpu_poll.sh, each poll sent as soon as the last returns (lab/gpu.md): the
+# machine goes back 30 s after a call ends, background job or not. A bare machine ran `head
+# prepare engine ui serve engine42 graphs bench-exit dspark dspark-breakages` in 24 minutes,
+# `head prepare dspark42 bench-dspark kernels42-replayssm` in 18, and `head head-sweep
+# prepare depths42 dspark-ui kernels42-dspark replayssm` in 16.5 (then depths42 with
+# DEPTHS=1,5,7 in 5 more), and `head head-sweep prepare replayssm-state replayssm dspark
+# caches` in 18.5; `prepare` before the engines, so that no later step compiles.
+#
+# Steps (minutes on a warm machine):
+#   flashinfer FlashInfer's import, and the JIT build and one call of the sampling kernels the
+#              NEXTN verify samples with (first, once the `flashinfer` extra wheels are in:
+#              every NEXTN engine needs them); flashinfer-moe also builds the `baseline`
+#              profile's SM90 CUTLASS MoE (minutes unknown)
+#   head       the LM head alone at M = 1..8: BF16, FP32 logits and every FP8 kernel candidate
+#              (CUTLASS, torch._scaled_mm, the Triton GEMV tilings) against the byte floor and
+#              the weight's read ceiling; then the Triton kernels against their exact products
+#              (tests/gpu/test_fp8_gemv.py) (1.5); head-sweep adds the 22 tilings of
+#              fp8_gemv.SWEEP at M = 1 and 4, fastest first, each GEMV also alone (99 took 1.5)
+#   prepare    `ling-chat prepare` on the 6-layer model's config: the preflight, then every JIT
+#              kernel built on the cut dummy model (7.5 on a bare machine); run again, it finds
+#              its marker and returns at once
+#   graphs     the stack booted with the recipe's batch-1 decode graphs and with SGLang's
+#              default graph list: start stages, each capture's batch sizes, seconds and GB (2)
+#   bench-exit `ling-chat bench` of the stack, one short request: the time from its table to
+#              its exit (2)
+#   engine     the stack passes every line (its ReplaySSM ring's too) and streams the known
+#              answer at accept >= 3.5; weight-only sharing refused (2)
+#   engine42   the same proof and reply on the full 42-layer model (2 dense + 40 MoE layers,
+#              67.8 GB of dummy weights) at memory fraction 0.65, with start time by stage (1.5)
+#   replayssm-state  with the KDA layers live, the request's KDA state after the same reply
+#              from plain decoding, stack-recurrent's recurrent verify and the stack's
+#              ReplaySSM (all drafts accepted, and none), four 6-layer engines one after
+#              another (7.5); it prints where each state was found first
+#   kernels42  every GPU kernel of one decode step (humming+fp8) and one verify round (stack)
+#              at 42 layers, 2K context, for lab/scripts/spark_projection.py (KERNEL_PROFILES=...;
+#              its FP8-head verdict takes stack-recurrent's round, as NVIDIA's stack verified)
+#   kernels42-replayssm  one verify round at 42 layers of stack-recurrent (SGLang's recurrent
+#              verify) and of the stack (KDA ReplaySSM, ring 8), known-answer weights, booted
+#              one after the other (2.8)
+#   depths42   stack-recurrent's verify round at 42 layers, 2K context, known-answer weights, at
+#              each NEXTN depth of DEPTHS (default 2,4,3: the default last, so that a cut run
+#              keeps the others), one engine each, files kernels-stack-recurrent-42-kK.json; then
+#              lab/scripts/depth_eval.py over every depth profiled on this machine so far, with the
+#              committed humming+fp8 step: its table, and $OUT/depth-eval.json. The proof's
+#              NEXTN line fails off 3 steps (printed; the profile goes on). Known-answer weights
+#              route every token to the same experts, the shared-routing bound; depths42-random
+#              has random weights, tokens routed apart (files random-*). DEPTHS=1,5,7 adds
+#              adaptive's other candidates. (about 1.5 a depth; 4.5 for three)
+#              Without 3 in DEPTHS, depths42 takes depth 3 from kernels42-replayssm's
+#              stack-recurrent run.
+#   kernels42-dspark  one verify round of the dspark profile at 42 layers (a DSpark draft of
+#              the real draft's shapes, dummy weights: accept about 1) (1.5)
+#   bench-dspark  `ling-chat bench` over stack and dspark, synthetic and GSM8K-format, both at
+#              the accept length SIM_ACCEPT (default 2.68) that SGLang simulates; the table
+#              labels the rows simulated (3.5)
+#   caches     Humming's, Triton's and FlashInfer's kernel caches as 15 MiB pieces in $OUT;
+#              kept in the git-ignored .gpu-cache/ and named in `carry`, a later machine
+#              restores them before its first step
+#   proof-breakages  through `ling-chat doctor` on the 6-layer known-answer model
+#              (lab/scripts/gpu_proof_breakages.py), cheapest first, each case's exit status and
+#              the line naming its cause: --sglang-arg moe_runner_backend=triton and
+#              disable_cuda_graph=true refused before loading (exit 2); humming hidden:
+#              the preflight's lever-package line (exit 3); the stack passes, prefill
+#              graphs stated off (exit 0); decode graphs off past the override check: the
+#              graphs line fails first (exit 2); every Humming cubin, a FlashInfer module and
+#              five Triton cubins truncated to 0 bytes: healed with a line each, prepared
+#              again, the stack passes (exit 0). Untried; about 10 (after `prepare`)
+#   breakages  random weights, no FP8 hook, BF16-view sharing with and without the guard,
+#              FP32 head, speculation off, decode graphs off (the graphs line first): each
+#              refused (8)
+#   dspark     the dspark profile (DSpark draft of tests/gpu/dspark_models.py, ReplaySSM 32)
+#              passes every line and streams the known answer; a bad ring refused (1.5);
+#              dspark42 the same at 42 layers (2)
+#   dspark-ui  the app chats through the dspark profile and raises its collapse banner on the
+#              random draft's accept length (1.7)
+#   dspark-breakages  a BF16 view of the head given to the DSpark draft, ReplaySSM off: each
+#              refused (2)
+#   auto       `auto` MoE refused (1.5; with no FlashInfer, SGLang fails to load it; with the
+#              `flashinfer` extras it would start the baseline's long MoE build: EXTRA=/root/none)
+#   marlin     Marlin MoE refused (over 4: cut at 200 and 240 s while capturing graphs)
+#   ui         the app chats through the engine (the default profile, two known answers of about
+#              2,300 tokens each); records the demo trace and a screenshot: copy
+#              $OUT/h200-stack-known-answer.trace.json to assets/ as it is (2.5)
+#   serve      `ling-chat serve` proves itself over HTTP; a remote chat through the app; random
+#              weights refused (3; needs the `serve` extra wheels, see below)
+#   bench      `ling-chat bench` over humming, humming+fp8, humming+nextn, stack (4.5)
+#   bench-boots  `ling-chat bench --boots 2` over humming and stack: the spread from one engine
+#              boot to the next next to the levers' deltas (untried; 4 boots, 5 to 9)
+#   baseline   `ling-chat bench` of the baseline (FlashInfer's MXFP4 MoE; needs the
+#              `flashinfer` extra wheels). On sm_90 its first use JIT-compiles FlashInfer's
+#              SM90 CUTLASS fused MoE: about 245 CUDA files, 13 core-hours of nvcc or more,
+#              beyond what a session here can give; see lab/results/README.md
+#   reasoning  `ling-chat bench` of humming and stack, synthetic and the GSM8K fixture (5-shot
+#              CoT, 3 questions; random weights, so the accuracy is only exercised) (4)
+#   ab         the NEXTN stack with the BF16 and the FP8 head side by side (humming+nextn and
+#              stack-recurrent: both with the recurrent verify), 30 interleaved reps,
+#              profiled (GPU kernels, Python, and CPU time, involuntary switches and cores of
+#              each engine), both engines' SGLang processes on cores 4-5, known-answer weights
+#              (accept 4); ab-fp8-first boots the engines in the other order (3 each);
+#              ab-random has random weights (accept 1, profiled too; 5: 255 rounds a request);
+#              ab-18 has 18 layers (3 groups of 5 KDA + 1 MLA; about 32 GB each: its timings
+#              came after 5 minutes, then 4 silent ones until the cut, in shutdown as far as
+#              the output tells; now timed); ab-30 has 30 (about 51 GB each; untried). Each
+#              prints the FP8 speed-up by medians and per rep, with a 95% interval.
+# Give the `device` call timeout_s 600: a step's limit (560 at most) leaves the time its logs
+# and stack dumps need to come back (an ab-18 cut by a 560 s call returned nothing of them).
+# Pytest runs unbuffered and is stopped with SIGINT at its limit, so a cut run still prints
+# what it saw and its summary.
+#
+# Packages the staging kit lacks travel as extra wheels: `bash lab/scripts/gpu_extra_wheels.sh
+# serve` (SGLang's HTTP server needs jsonschema and soundfile) or `... flashinfer` prints the
+# transfers that put them in /root/extra; this script joins split wheels there and installs
+# them all. FlashInfer is SGLang 0.5.23's own dependency: without it the NEXTN verify cannot
+# sample (top-k/top-p renormalisation), so every engine with NEXTN now fails its sampled
+# warm-up, and the `baseline` profile has no MoE. Each step also keeps the end of every SGLang
+# log it wrote, as NAME.sglang-N.log.
+set -u
+echo $$ 2>/dev/null >/root/agenda.pid || true  # lab/scripts/gpu_poll.sh: is an agenda running
+OUT="${OUT:-/tmp/gpu-out}"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+# Triton's autotuning lands in SGLang's logs. FLASHINFER_JIT_VERBOSE stays unset: FlashInfer
+# 0.7.2 then builds its JIT modules with -g -O0 --device-debug, and its sampling module did not
+# finish in 300 s.
+export TRITON_PRINT_AUTOTUNING=1
+unset FLASHINFER_JIT_VERBOSE
+# Bounded compile parallelism for every JIT builder (ninja's -j for FlashInfer and torch's
+# extensions): each nvcc job of a CUTLASS module can take 5-10 GB.
+export MAX_JOBS="${MAX_JOBS:-8}"
+ulimit -c 0  # the stack dumps of a stuck step (SIGABRT, below) need no core files
+EXTRA="${EXTRA:-/root/extra}"
+for first in "$EXTRA"/*.part-00; do
+  [ -e "$first" ] || break
+  whl="${first%.part-00}"
+  cat "$whl".part-* >"$whl" && rm "$whl".part-*
+done
+# The extra wheels install once per machine: reinstalling them on every call changed their
+# files' times, and ninja then rebuilt JIT modules that were already built.
+if compgen -G "$EXTRA/*.whl" >/dev/null; then
+  stamp="/tmp/site/.ling-extra-$(ls "$EXTRA"/*.whl | md5sum | cut -c1-12)"
+  if [[ ! -e "$stamp" ]]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site "$EXTRA"/*.whl && touch "$stamp"
+  fi
+  export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+fi
+# Kernel caches of an earlier session (`caches` below), carried as .gpu-cache/: restored once.
+if compgen -G ".gpu-cache/cache.tgz.part-*" >/dev/null && [[ ! -e /root/.ling-cache-restored ]]; then
+  cat .gpu-cache/cache.tgz.part-* | tar xzf - -C /root && touch /root/.ling-cache-restored
+  echo "kernel caches restored from .gpu-cache ($(du -sh /root/.humming /root/.cache/sglang 2>/dev/null | tr '\n' ' '))"
+fi
+
+run() {  # run NAME LIMIT_S COMMAND...: its output, and the end of each SGLang log it wrote
+  local name="$1" limit="$2" marker n=0 watcher
+  shift 2
+  marker=$(mktemp)
+  echo "== $name (limit ${limit}s) $(date +%T)"
+  # GPU memory in use every 500 ms: the step's peak is the largest line. Written outside $OUT
+  # and copied in at the end: a call that fetches $OUT mid-step takes its files away.
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 >"/tmp/$name.mem" 2>/dev/null &
+  local smi=$!
+  # A step still running 15 s before its limit is stuck somewhere: SIGABRT makes every
+  # SGLang child print where each of its threads is (PYTHONFAULTHANDLER) into its log.
+  (sleep $((limit - 15)) && pkill -ABRT -f spawn_main) >/dev/null 2>&1 &
+  watcher=$!
+  PYTHONFAULTHANDLER=1 timeout -s INT "$limit" "$@" 2>&1 | tee "/tmp/$name.log" \
+    | grep -v "tokenizer you are loading" | tail -60
+  echo "== $name exit ${PIPESTATUS[0]} $(date +%T); peak GPU memory $(sort -n "/tmp/$name.mem" | tail -1) MiB"
+  kill "$smi" 2>/dev/null
+  cp "/tmp/$name.mem" "/tmp/$name.log" "$OUT/"
+  pkill -P "$watcher" 2>/dev/null  # its sleep, which would outlive it
+  kill "$watcher" 2>/dev/null
+  while IFS= read -r log; do
+    n=$((n + 1))
+    { echo "# $log"; tail -c 300000 "$log" | grep -v "server_args=\|ServerArgs("; } >"$OUT/$name.sglang-$n.log"
+  done < <(find /root /tmp -maxdepth 6 \( -name site-packages -o -name .git \) -prune \
+    -o -name sglang.log -newer "$marker" -print 2>/dev/null)
+  rm -f "$marker"
+}
+
+gpu_tests() {  # gpu_tests NAME LIMIT_S FILE [PYTEST ARGS...]
+  local name="$1" limit="$2"
+  shift 2
+  run "$name" "$limit" python3 -m pytest --run-gpu -s -p no:cacheprovider -rA "$@"
+}
+
+bench() {  # bench NAME LIMIT_S PROFILES [ARGS...]: `ling-chat bench`, 6-layer model, random weights
+  local name="$1" limit="$2" profiles="$3"
+  shift 3
+  python3 -c "from pathlib import Path; from tests.gpu import models; models.write_model_dir(Path('/root/m6'))"
+  run "$name" "$limit" python3 -m app bench --model /root/m6 --sglang-arg load_format=dummy \
+    --allow-unproven --profiles "$profiles" --input-len 2048 --output-len 256 --num-prompts 2 \
+    --reps 2 --peak-gbps 4800 --json "$OUT/$name.json" "$@"
+}
+
+for step in "$@"; do
+  case "$step" in
+    flashinfer) run flashinfer 300 python3 lab/scripts/gpu_flashinfer_check.py ;;
+    flashinfer-moe) run flashinfer-moe 560 python3 lab/scripts/gpu_flashinfer_check.py --moe ;;
+    prepare)
+      python3 -c "from pathlib import Path; from tests.gpu import models; models.write_model_dir(Path('/root/m6'))"
+      run prepare 540 python3 -m app prepare --model /root/m6 --data-dir /root/lcd
+      [[ -s "$OUT/prepare.log" ]] && grep -q "preflight" "$OUT/prepare.log" && ! grep -q "cached for later" "$OUT/prepare.log" \
+        && run prepare-skip 540 python3 -m app prepare --model /root/m6 --data-dir /root/lcd --skip-preflight
+      run prepare-again 120 python3 -m app prepare --model /root/m6 --data-dir /root/lcd --skip-preflight ;;
+    graphs)
+      run graphs 540 python3 lab/scripts/gpu_graph_settings.py /root/graphs
+      cp /root/graphs/graphs.json "$OUT/" 2>/dev/null ;;
+    bench-exit)
+      python3 -c "from pathlib import Path; from tests.gpu import models; models.write_model_dir(Path('/root/m6'))"
+      # Each line stamped: the table's last line and the exit, to the hundredth of a second.
+      run bench-exit 300 bash -c 'python3 -m app bench --model /root/m6 --sglang-arg load_format=dummy \
+        --allow-unproven --skip-preflight --profiles stack --input-len 512 --output-len 64 \
+        --num-prompts 1 --reps 1 --json "$0/bench-exit.json" 2>&1 | while IFS= read -r l; do echo "$(date +%T.%2N) $l"; done
+        echo "$(date +%T.%2N) exited"' "$OUT" ;;
+    head)
+      run head 400 python3 lab/scripts/gpu_head_bench.py --json "$OUT/head.json"
+      gpu_tests gemv 300 tests/gpu/test_fp8_gemv.py ;;
+    head-sweep) run head-sweep 540 python3 lab/scripts/gpu_head_bench.py --sweep --json "$OUT/head-sweep.json" ;;
+    engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm or weight_only" ;;
+    engine42)
+      LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
+        gpu_tests engine42 560 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;
+    replayssm-state) gpu_tests replayssm-state 560 tests/gpu/test_replayssm_gpu.py ;;
+    kernels42)
+      run kernels42 560 python3 lab/scripts/gpu_kernel_profile.py /root/k42 --layers 42 \
+        --profiles "${KERNEL_PROFILES:-humming+fp8,stack}" --known-answer
+      cp /root/k42/kernels-*.json "$OUT/" 2>/dev/null ;;
+    kernels42-replayssm)  # the stack's round with the recurrent verify and with ReplaySSM
+      run kernels42-replayssm 560 python3 lab/scripts/gpu_kernel_profile.py /root/k42r --layers 42 \
+        --profiles stack-recurrent,stack --known-answer
+      cp /root/k42r/kernels-*.json "$OUT/" 2>/dev/null ;;
+    kernels42-dspark)  # the dspark profile's round (a DSpark draft of dummy weights: accept ~1)
+      run kernels42-dspark 400 python3 lab/scripts/gpu_kernel_profile.py /root/k42d --layers 42 \
+        --profiles dspark --known-answer
+      cp /root/k42d/kernels-*.json "$OUT/" 2>/dev/null ;;
+    bench-dspark)  # stack and dspark side by side, both at one simulated accept length
+      python3 -c "from pathlib import Path; from tests.gpu import dspark_models; dspark_models.write_draft_dir(Path('/root/d6'), 6)"
+      SGLANG_SIMULATE_ACC_LEN="${SIM_ACCEPT:-2.68}" bench bench-dspark 560 stack,dspark \
+        --dspark-draft /root/d6 --workload both --dataset tests/fixtures/gsm8k_small.jsonl ;;
+    depths42 | depths42-random)
+      weights=--known-answer prefix=
+      [[ "$step" == depths42-random ]] && weights= prefix=random-
+      run "$step" 560 python3 lab/scripts/gpu_kernel_profile.py "/root/$step" --layers 42 \
+        --profiles stack-recurrent --steps "${DEPTHS:-2,4,3}" ${weights:+"$weights"}
+      for f in "/root/$step"/kernels-stack-recurrent-42-k*.json; do
+        [[ -e "$f" ]] && cp "$f" "$OUT/$prefix${f##*/}"
+      done
+      extra=()  # without 3 in DEPTHS, kernels42-replayssm's known-answer stack-recurrent is depth 3
+      [[ "$step" == depths42 && ",${DEPTHS:-2,4,3}," != *,3,* && -e /root/k42r/kernels-stack-recurrent-42.json ]] &&
+        extra=(/root/k42r/kernels-stack-recurrent-42.json)
+      run "$step-eval" 60 python3 lab/scripts/depth_eval.py --profiles "/root/$step"/kernels-stack-recurrent-42-k*.json "${extra[@]}" \
+        --decode-profile lab/results/2026-12-01-h200-kernels-humming-fp8-42.json --out "$OUT/${prefix}depth-eval.json" ;;
+    caches)  # the kernel caches, in pieces that come back through $OUT, for .gpu-cache/
+      tar czf /root/cache.tgz -C /root .humming .cache/sglang 2>/dev/null
+      split -b 15m -d -a 2 /root/cache.tgz "$OUT/cache.tgz.part-"
+      ls -la "$OUT"/cache.tgz.part-* ;;
+    proof-breakages)
+      for cases in "moe-triton no-graphs-flag humming-hidden stack" graphs-off caches-truncated; do
+        # shellcheck disable=SC2086  # the case names are words
+        run "proof-breakages-${cases##* }" 560 python3 lab/scripts/gpu_proof_breakages.py \
+          /root/m6ka /root/lcd-proof $cases
+      done ;;
+    breakages) gpu_tests breakages 560 tests/gpu/test_engine_gpu.py -k "random or no_fp8_hook or bf16_view or fp32 or speculation or graphs_off" ;;
+    dspark) gpu_tests dspark 520 tests/gpu/test_dspark_gpu.py -k "passes or ring" ;;
+    dspark42) LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
+        gpu_tests dspark42 560 tests/gpu/test_dspark_gpu.py -k passes ;;
+    dspark-ui) gpu_tests dspark-ui 300 tests/gpu/test_dspark_gpu.py -k banner ;;
+    dspark-breakages) gpu_tests dspark-breakages 560 tests/gpu/test_dspark_gpu.py -k breakage ;;
+    auto) gpu_tests auto 200 tests/gpu/test_engine_gpu.py -k auto ;;
+    marlin) gpu_tests marlin 500 tests/gpu/test_engine_gpu.py -k marlin ;;
+    ui) gpu_tests ui 360 tests/gpu/test_ui_gpu.py ;;
+    serve) gpu_tests serve 360 tests/gpu/test_serve_gpu.py ;;
+    bench) bench bench 400 humming,humming+fp8,humming+nextn,stack ;;
+    bench-boots) bench bench-boots 560 humming,stack --boots 2 ;;
+    baseline) bench baseline 560 baseline,humming ;;
+    reasoning) bench reasoning 400 humming,stack --workload both --dataset tests/fixtures/gsm8k_small.jsonl ;;
+    ab | ab-fp8-first | ab-random | ab-18 | ab-30)
+      args=(--known-answer --reps 30 --profile --pin-engines 4,5)
+      case "$step" in
+        ab-fp8-first) args+=(--fp8-first) ;;
+        ab-random) args=(--reps 30 --profile --pin-engines 4,5) ;;
+        ab-18) args=(--known-answer --reps 30 --layers 18 --mem-fraction 0.4 --pin-engines 4,5) ;;
+        ab-30) args=(--known-answer --reps 30 --layers 30 --mem-fraction 0.45 --pin-engines 4,5) ;;
+      esac
+      run "$step" 560 taskset -c 2-9 python3 lab/scripts/gpu_stack_ab.py "/root/$step" "${args[@]}"
+      cp "/root/$step/ab.json" "$OUT/$step.json" 2>/dev/null ;;
+    *) echo "unknown step: $step" >&2; exit 2 ;;
+  esac
+done
+echo "== agenda done $(date +%T)"  # lab/scripts/gpu_poll.sh returns at this line
