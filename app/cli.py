@@ -1,46 +1,59 @@
 """The `ling-chat` command line: parse arguments, then hand over to one command module.
 
 Each command lives in `app/commands/<name>.py` with `add_arguments(parser)` and
-`run(args) -> int`; modules import their heavy dependencies (textual, sglang) inside
-`run`, so `ling-chat --help` stays instant.
+`run(args) -> int`. A command's module is imported only when that command runs or shows
+its help (`ling-chat --help` reads the summaries from the modules' source), and the chat's
+module imports its heavy dependencies (pydantic, textual, sglang) inside `run`, so
+`ling-chat --help` stays instant.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import errno
+import importlib
+import importlib.util
 import os
 import sys
 from collections.abc import Sequence
-from types import ModuleType
+from pathlib import Path
+from typing import Any
 
 from app import __version__
-from app.commands import (
-    bench,
-    chat,
-    doctor,
-    download,
-    export,
-    history,
-    importing,
-    prepare,
-    serve,
-)
+from app.commands import chat
 from app.crash import crash_line
 from app.errors import LeverOverridden, LingChatError, PreflightFailed
-from app.textsafe import for_terminal
+from app.textsafe import made_visible
 
-COMMANDS: dict[str, ModuleType] = {
-    "doctor": doctor,
-    "history": history,
-    "export": export,
-    "import": importing,
-    "bench": bench,
-    "serve": serve,
-    "prepare": prepare,
-    "download": download,
+COMMANDS: dict[str, str] = {
+    "doctor": "app.commands.doctor",
+    "history": "app.commands.history",
+    "export": "app.commands.export",
+    "import": "app.commands.importing",
+    "bench": "app.commands.bench",
+    "serve": "app.commands.serve",
+    "prepare": "app.commands.prepare",
+    "download": "app.commands.download",
 }
+"""Command name -> its module."""
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A command's parser: its module adds the arguments when the command is parsed."""
+
+    def __init__(self, *args: Any, module: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._module = module
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._module:
+            module, self._module = self._module, ""
+            importlib.import_module(module).add_arguments(self)
+        return super().parse_known_args(args, namespace)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,27 +65,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"ling-chat {__version__}")
     chat.add_arguments(parser)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
     for name, module in COMMANDS.items():
-        sub = commands.add_parser(name, help=module.__doc__, description=module.__doc__)
-        module.add_arguments(sub)
+        summary = _docstring(module)
+        commands.add_parser(name, help=summary, description=summary, module=module)
     return parser
+
+
+def _docstring(module: str) -> str | None:
+    """A module's docstring, read from its source without importing it."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return None
+    return ast.get_docstring(ast.parse(Path(spec.origin).read_text(encoding="utf-8")))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ling-chat; returns the process exit status."""
     args = build_parser().parse_args(argv)
-    module = COMMANDS.get(args.command, chat)
+    module = importlib.import_module(COMMANDS[args.command]) if args.command else chat
     try:
-        if module is chat:  # the full-screen UI makes its own text safe
+        if module is chat or getattr(args, "raw", False):  # the UI makes its own text safe
             status = int(module.run(args))
         else:
-            with contextlib.redirect_stdout(for_terminal(sys.stdout)):
+            with contextlib.redirect_stdout(made_visible(sys.stdout)):
                 status = int(module.run(args))
         sys.stdout.flush()  # a full disk or closed pipe shows here, not at interpreter exit
         return status
     except LingChatError as exc:
-        print(f"ling-chat: error: {exc}", file=for_terminal(sys.stderr))
+        print(f"ling-chat: error: {exc}", file=made_visible(sys.stderr))
         if isinstance(exc, LeverOverridden):
             return PROOF_STATUS
         return PREFLIGHT_STATUS if isinstance(exc, PreflightFailed) else 1
@@ -99,7 +120,7 @@ def _crashed(error: Exception, args: argparse.Namespace) -> int:
         log_dir = load_settings(data_dir=getattr(args, "data_dir", None)).log_dir
     except LingChatError:
         log_dir = None
-    print(crash_line(error, log_dir), file=sys.stderr)
+    print(crash_line(error, log_dir), file=made_visible(sys.stderr))
     return 1
 
 

@@ -1,7 +1,8 @@
 """Settings: one pydantic-settings model read from config.toml, LING_CHAT_* and CLI flags.
 
 Precedence, highest first: CLI flags (passed as keyword arguments), environment
-variables (`LING_CHAT_MODEL_PATH`, `LING_CHAT_SAMPLING__TEMPERATURE`, ...), the TOML
+variables (`LING_CHAT_MODEL_PATH`, `LING_CHAT_SAMPLING__TEMPERATURE`, ...; an empty one is
+unset), the TOML
 file in the platformdirs config dir (`LING_CHAT_CONFIG` points elsewhere), defaults.
 """
 
@@ -70,6 +71,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="LING_CHAT_",
         env_nested_delimiter="__",
+        env_ignore_empty=True,  # `LING_CHAT_DATA_DIR=` is unset, not the current folder
         extra="forbid",
         frozen=True,
     )
@@ -97,6 +99,13 @@ class Settings(BaseSettings):
             *rest, last = (repr(name) for name in PROFILES)
             names = f"{', '.join(rest)} or {last}"
             raise PydanticCustomError("profile", "Input should be {names}", {"names": names})
+        return value
+
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _named_data_dir(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            raise PydanticCustomError("data_dir", "Input should name a folder, not be empty")
         return value
 
     @field_validator("data_dir")

@@ -153,3 +153,32 @@ def test_an_unexpected_error_is_one_line_naming_the_log_with_its_traceback(
     )
     assert 'raise RuntimeError(f"a bug\\non two lines' in log.read_text()
     assert (log.stat().st_mode & 0o777, log.parent.stat().st_mode & 0o777) == (0o600, 0o700)
+
+
+HEAVY = ("pydantic", "pydantic_settings", "sqlite_utils", "textual", "httpx", "rich", "asyncio")
+"""Packages `ling-chat --help` has no use for: together they take seconds to import."""
+
+
+def test_help_imports_no_heavy_package_and_lists_every_command() -> None:
+    code = (
+        "import sys\nfrom app.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n"
+        f"    pass\nprint(sorted(name for name in {HEAVY!r} if name in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert done.stdout.splitlines()[-1] == "[]"
+    for command in ("doctor", "history", "export", "import", "bench", "serve", "prepare"):
+        assert f"    {command} " in done.stdout
+    assert "List past conversations" in done.stdout
+
+
+@pytest.mark.parametrize("argv", [["bench", "--help"], ["history", "show", "--help"]])
+def test_a_command_s_help_lists_its_own_arguments(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(argv)
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: ling-chat {' '.join(argv[:-1])}")
+    assert ("--profiles" if argv[0] == "bench" else "ID") in out

@@ -66,7 +66,9 @@ def filled(db_path: Path) -> Path:
 
 def test_an_empty_history_says_so(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli("history") == 0
-    assert capsys.readouterr().out == "No conversations yet: run `ling-chat` to start one.\n"
+    out = capsys.readouterr().out
+    assert out.startswith("No conversations yet: `ling-chat` starts one on this machine's GPU, ")
+    assert "`ling-chat --server URL`" in out and "`--replay demo`" in out and out.count("\n") == 1
 
 
 def test_history_lists_newest_first_with_message_counts(
@@ -167,6 +169,22 @@ def test_export_picks_the_format_from_the_suffix_and_ids(
     assert capsys.readouterr().out == f"Exported 2 conversations to {out}\n"
     document = json.loads(out.read_text())
     assert [c["id"] for c in document["conversations"]] == [3, 1]
+
+
+@pytest.mark.parametrize("name", ["x.pdf", "notes.txt", "x.markdown"])
+def test_export_to_an_unknown_extension_is_one_line_and_writes_nothing(
+    filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    out = tmp_path / name
+    assert cli("export", "-o", str(out)) == 1
+    suffix = out.suffix
+    assert capsys.readouterr().err == (
+        f"ling-chat: error: -o {out}: ling-chat cannot write {suffix} files; it writes .md, "
+        ".json, .jsonl, .html, .csv (or --format FORMAT for any name)\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+    assert cli("export", "--format", "md", "-o", str(out)) == 0  # a format given: any name
+    assert out.read_text().startswith("# ")
 
 
 def test_export_html_to_stdout(filled: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -156,3 +156,23 @@ def _gpu_test_knobs():
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+def test_an_empty_data_dir_variable_is_unset_not_the_current_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from platformdirs import user_data_path
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LING_CHAT_DATA_DIR", "")
+    settings = load_settings()
+    assert settings.data_dir == user_data_path("ling-chat")
+    assert settings.db_path.parent != Path.cwd()
+
+
+def test_an_empty_data_dir_flag_is_one_line() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(data_dir="")
+    assert str(caught.value) == (
+        "--data-dir: data_dir = '' is invalid: Input should name a folder, not be empty"
+    )

@@ -7,6 +7,7 @@ import os
 import pty
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -16,16 +17,23 @@ from hypothesis import strategies as st
 from app.settings import load_settings
 from app.storage import ChatStore, MessageStatus
 from app.telemetry import ReplyStats
-from app.textsafe import TerminalText, for_terminal, is_safe, visible
+from app.textsafe import TerminalText, is_safe, visible
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = "\x1b]0;PWNED\x07 \x1b]52;c;cHduZWQ=\x07 \x1b[2J\x9b31m\x90q\x9c\x7f\r"
 """OSC 0 (title), OSC 52 (clipboard), CSI clear, a C1 CSI and DCS/ST, DEL and CR."""
 
 
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+"""Every BiDi control: embeddings, overrides, isolates, marks."""
+
+
 def _controls(char: str) -> bool:
+    """A control character, or an invisible format one (but ZWJ and ZWNJ, which text needs)."""
     code = ord(char)
-    return (code < 0x20 and char not in "\n\t") or 0x7F <= code <= 0x9F
+    if (code < 0x20 and char not in "\n\t") or 0x7F <= code <= 0x9F:
+        return True
+    return unicodedata.category(char) in ("Cf", "Zl", "Zp") and char not in "\u200c\u200d"
 
 
 @given(st.text())
@@ -57,25 +65,31 @@ def test_each_control_has_a_documented_stand_in() -> None:
     assert visible(HOSTILE) == "␛]0;PWNED␇ ␛]52;c;cHduZWQ=␇ ␛[2J␛[31m␛Pq␛\\␡␍"
 
 
-def test_a_terminal_stream_is_wrapped_and_a_file_is_not() -> None:
-    class Tty(io.StringIO):
-        def isatty(self) -> bool:
-            return True
+def test_every_bidi_control_and_invisible_format_character_is_shown_as_its_code_point() -> None:
+    assert visible(f"a{BIDI}b") == "a" + "".join(f"⟨U+{ord(c):04X}⟩" for c in BIDI) + "b"
+    assert visible("x\u200by\ufeffz\u2028\U000e0041\u3164") == (
+        "x⟨U+200B⟩y⟨U+FEFF⟩z⟨U+2028⟩⟨U+E0041⟩⟨U+3164⟩"
+    )
+    assert visible("👨\u200d👩 می\u200cخواهم") == "👨\u200d👩 می\u200cخواهم"  # joiners stay
 
-    tty = Tty()
-    wrapped = for_terminal(tty)
-    assert isinstance(wrapped, TerminalText)
-    wrapped.writelines(["a\x1b[2J", "b\n"])
-    assert tty.getvalue() == "a␛[2Jb\n"
-    plain = io.StringIO()
-    assert for_terminal(plain) is plain
+
+def test_every_format_character_of_unicode_is_neutralised() -> None:
+    found = [chr(code) for code in range(sys.maxunicode + 1) if _controls(chr(code))]
+    assert len(found) > 150
+    assert [char for char in found if is_safe(char)] == []
+
+
+def test_a_stream_writes_through_visible() -> None:
+    stream = io.StringIO()
+    TerminalText(stream).writelines(["a\x1b[2J", "b\u202e\n"])
+    assert stream.getvalue() == "a␛[2Jb⟨U+202E⟩\n"
 
 
 @pytest.fixture
 def hostile_db() -> Path:
     db_path = load_settings().db_path  # LING_CHAT_DATA_DIR from the isolated_dirs fixture
     with ChatStore.open(db_path) as store:
-        chat = store.create_conversation(f"title {HOSTILE}")
+        chat = store.create_conversation(f"title {HOSTILE}{BIDI}")
         store.add_user_message(chat.id, f"ask {HOSTILE} <script>alert(1)</script>")
         writer = store.start_reply(chat.id)
         writer.append(answer=f"answer {HOSTILE}", reasoning=f"thought {HOSTILE}")
@@ -129,6 +143,56 @@ def test_stored_text_reaches_a_terminal_without_a_control_character(
     assert "PWNED" in shown or "title" in shown
     assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown
     assert "␛]0;PWNED␇" in shown or "\\u001b]0;PWNED\\u0007" in shown
+
+
+def _piped(*argv: str) -> str:
+    """What `ling-chat ARGV` writes into a pipe, as `| head` or `| less -R` read it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "app", *argv], cwd=ROOT, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.decode()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("history",),
+        ("history", "--search", "answer"),
+        ("history", "show", "1"),
+        ("export", "-o", "-"),
+        ("export", "--format", "csv", "-o", "-"),
+        ("export", "--format", "html", "-o", "-"),
+        ("export", "--format", "json", "-o", "-"),
+        ("export", "--format", "jsonl", "-o", "-"),
+    ],
+    ids=" ".join,
+)
+def test_stored_text_piped_to_a_pager_holds_no_control_character(
+    hostile_db: Path, argv: tuple[str, ...]
+) -> None:
+    shown = _piped(*argv)
+    assert "PWNED" in shown
+    assert [char for char in shown.replace("\r\n", "\n") if _controls(char)] == []
+    if "csv" in argv:  # RFC 4180's line ends stay
+        assert shown.count("\r\n") == 2 and "\r" not in shown.replace("\r\n", "")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("history", "--raw"), ("history", "show", "1", "--raw"), ("export", "--raw", "-o", "-")],
+)
+def test_raw_prints_the_exact_text(hostile_db: Path, argv: tuple[str, ...]) -> None:
+    assert f"title {HOSTILE}{BIDI}" in _piped(*argv)
+
+
+def test_a_title_with_line_breaks_cannot_draw_rows_of_its_own() -> None:
+    with ChatStore.open(load_settings().db_path) as store:
+        store.create_conversation("real\n 99  2026-01-01 00:00     1  fake row\tend")
+    listed = _piped("history").splitlines()
+    assert len(listed) == 2
+    assert listed[1].endswith("real␤ 99  2026-01-01 00:00     1  fake row␉end")
+    assert _piped("history", "--raw").count("\n") == 3
 
 
 def test_an_error_naming_stored_text_reaches_a_terminal_made_visible(tmp_path: Path) -> None:

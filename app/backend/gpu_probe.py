@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app.errors import BackendError
+from app.errors import PreflightFailed
 
 LIBCUDA = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
 
@@ -50,11 +50,12 @@ def require_gpu(probe: Callable[[], GpuProbe] | None = None) -> GpuProbe:
     """The probe of a found GPU.
 
     Raises:
-        BackendError: one line saying why there is none.
+        PreflightFailed: one line saying why there is none (exit status 3, as when the
+            preflight's own GPU check refuses).
     """
     result = (probe or probe_gpu)()
     if not result.found:
-        raise BackendError(
+        raise PreflightFailed(
             f"no usable NVIDIA GPU: {result.reason}; the engine needs one "
             "(no GPU here? try `ling-chat --replay demo` or `--server URL`)"
         )

@@ -8,7 +8,6 @@ session (no GPU needed); --record saves this session's stages, proof and replies
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import math
 import sys
@@ -18,12 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.api_key import add_api_key_arguments, api_key
-from app.backend.protocol import ChatBackend
 from app.commands.common import add_data_arguments, add_model_arguments, settings_from
 from app.errors import ConfigError
-from app.settings import Settings, source_of
 
 if TYPE_CHECKING:
+    from app.backend.protocol import ChatBackend
+    from app.settings import Settings
     from app.ui import LingChatApp
 
 BUSY_TIMEOUT_S = 0.5
@@ -60,8 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the chat app; returns its exit status."""
+    import asyncio
+
     from app.backend.replay import RecordingBackend
     from app.logfile import logging_to
+    from app.settings import source_of
 
     if not (math.isfinite(args.replay_speed) and args.replay_speed > 0):
         raise ConfigError(f"--replay-speed must be a positive number, got {args.replay_speed}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.backend.engine_config import (
     DEFAULT_PROFILE,
@@ -14,9 +14,11 @@ from app.backend.engine_config import (
     EngineConfig,
     draft_models,
 )
-from app.backend.protocol import ChatBackend
 from app.errors import ConfigError, LeverOverridden
-from app.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from app.backend.protocol import ChatBackend
+    from app.settings import Settings
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,8 +64,20 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_raw_argument(parser: argparse.ArgumentParser) -> None:
+    """--raw: print stored text exactly, control characters and all (`app.textsafe`)."""
+    parser.add_argument(
+        "--raw",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print stored text byte for byte: its terminal escapes act on a terminal",
+    )
+
+
 def settings_from(args: argparse.Namespace) -> Settings:
     """Settings with the CLI flags that were given on top of env and config file."""
+    from app.settings import load_settings
+
     names = ("model_path", "profile", "dspark_draft", "mem_fraction", "data_dir")
     return load_settings(**{name: getattr(args, name, None) for name in names})
 
@@ -120,7 +134,8 @@ def check_engine_can_start(
 
     Raises:
         LeverOverridden: an --sglang-arg or variable contradicts a profile's lever.
-        BackendError: the first thing missing.
+        BackendError: the model or the engine's packages are missing.
+        PreflightFailed: no usable GPU.
     """
     import importlib.util
     import os

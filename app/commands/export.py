@@ -8,7 +8,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from app.commands.common import add_data_arguments, settings_from
+from app.commands.common import add_data_arguments, add_raw_argument, settings_from
+from app.errors import ConfigError
 from app.files import write_atomic
 from app.render.formats import FORMATS
 from app.storage import ChatStore
@@ -37,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="file to write, `-` for stdout (default: ling-chat-export-DATE.FORMAT here)",
     )
     add_data_arguments(parser)
+    add_raw_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,5 +58,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _format_from(output: str | None) -> str:
-    suffix = Path(output).suffix.lstrip(".").lower() if output else ""
-    return suffix if suffix in FORMATS else "md"
+    """The format the output file's extension names; Markdown for none (or stdout).
+
+    Raises:
+        ConfigError: an extension that names no format (`x.pdf`).
+    """
+    suffix = Path(output).suffix.lstrip(".").lower() if output and output != "-" else ""
+    if suffix and suffix not in FORMATS:
+        known = ", ".join(f".{name}" for name in FORMATS)
+        raise ConfigError(
+            f"-o {output}: ling-chat cannot write .{suffix} files; it writes {known} "
+            "(or --format FORMAT for any name)"
+        )
+    return suffix or "md"

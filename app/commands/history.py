@@ -6,14 +6,21 @@ the conversations grew (`history stats`)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from app.chat import Role
-from app.commands.common import add_data_arguments, settings_from
+from app.commands.common import add_data_arguments, add_raw_argument, settings_from
 from app.render.chats import SPEAKERS, local_time, settings_line, speed_line, status_note
 from app.render.speed import speed_by_context
 from app.storage import ChatStore, Conversation, StoredMessage
+from app.textsafe import one_line
 
+EMPTY = (
+    "No conversations yet: `ling-chat` starts one on this machine's GPU, `ling-chat --server "
+    "URL` on a running server (a `--replay demo` session is a demonstration, not kept here)."
+)
+"""The list of an empty history: where a chat that is kept can come from."""
 SEARCH_LIMIT = 50
 """Search hits shown when `--limit` is not given."""
 
@@ -24,11 +31,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true", help="include archived conversations")
     parser.add_argument("--limit", type=int, metavar="N", help="show at most N entries")
     add_data_arguments(parser)
+    add_raw_argument(parser)
     actions = parser.add_subparsers(dest="history_action", metavar="ACTION")
     show = actions.add_parser(
         "show", help="print one conversation", description="Print one conversation."
     )
     show.add_argument("id", type=int, metavar="ID", help="conversation id (see `history`)")
+    add_raw_argument(show)
     for action, summary in (
         ("archive", "hide a conversation from the lists (`--all` still shows it)"),
         ("unarchive", "show an archived conversation in the lists again"),
@@ -57,10 +66,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the list, the search hits or one conversation."""
+    name = str if getattr(args, "raw", False) else one_line
     with ChatStore.open(settings_from(args).db_path) as store:
         if args.history_action == "show":
             conversation = store.get_conversation(args.id)
-            print(_render_conversation(conversation, store.messages(conversation.id)))
+            print(_render_conversation(conversation, store.messages(conversation.id), name))
         elif args.history_action == "stats":
             print(speed_by_context(store))
         elif args.history_action == "backup":
@@ -70,18 +80,20 @@ def run(args: argparse.Namespace) -> int:
         elif args.history_action in ("archive", "unarchive"):
             conversation = store.get_conversation(args.id)
             store.set_archived(conversation.id, args.history_action == "archive")
-            print(f"#{conversation.id} {conversation.title}: {args.history_action}d")
+            print(f"#{conversation.id} {name(conversation.title)}: {args.history_action}d")
         elif args.search is not None:
-            _print_hits(store, args.search, args.limit)
+            _print_hits(store, args.search, args.limit, name)
         else:
-            _print_list(store, args.all, args.limit)
+            _print_list(store, args.all, args.limit, name)
     return 0
 
 
-def _print_list(store: ChatStore, include_archived: bool, limit: int | None) -> None:
+def _print_list(
+    store: ChatStore, include_archived: bool, limit: int | None, name: Callable[[str], str]
+) -> None:
     conversations = store.list_conversations(include_archived=include_archived, limit=limit)
     if not conversations:
-        print("No conversations yet: run `ling-chat` to start one.")
+        print(EMPTY)
         return
     counts = store.message_counts()
     width = max(2, len(str(max(c.id for c in conversations))))
@@ -90,11 +102,11 @@ def _print_list(store: ChatStore, include_archived: bool, limit: int | None) -> 
         archived = "  (archived)" if c.archived else ""
         print(
             f"{c.id:>{width}}  {local_time(c.updated_at):16}  {counts.get(c.id, 0):>4}  "
-            f"{c.title}{archived}"
+            f"{name(c.title)}{archived}"
         )
 
 
-def _print_hits(store: ChatStore, text: str, limit: int | None) -> None:
+def _print_hits(store: ChatStore, text: str, limit: int | None, name: Callable[[str], str]) -> None:
     shown = SEARCH_LIMIT if limit is None else limit
     hits = store.search(text, limit=shown)
     if not hits:
@@ -111,15 +123,17 @@ def _print_hits(store: ChatStore, text: str, limit: int | None) -> None:
     for (conversation_id, role, title, snippet), message_ids in ids.items():
         print(
             f"{conversation_id:>{width}}  {message_ids:<{ids_width}}  {SPEAKERS[role]:<4}  "
-            f"{title}: {snippet}"
+            f"{name(title)}: {snippet}"
         )
     if len(hits) == shown and (more := store.count_matches(text) - shown) > 0:
         print(f"{more} more; narrow the search or use --limit")
 
 
-def _render_conversation(conversation: Conversation, messages: list[StoredMessage]) -> str:
+def _render_conversation(
+    conversation: Conversation, messages: list[StoredMessage], name: Callable[[str], str]
+) -> str:
     lines = [
-        f"#{conversation.id} {conversation.title}",
+        f"#{conversation.id} {name(conversation.title)}",
         f"started {local_time(conversation.created_at)} · {settings_line(conversation)}",
     ]
     if conversation.system_prompt:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
+from app import __version__
 from app.errors import DatabaseCorrupt, DatabaseLocked, StorageError
 from app.files import private_dir, private_file
-from app.storage.schema import MIGRATIONS
+from app.storage.schema import MIGRATIONS, unknown_migrations
 
 
 def utc_now() -> str:
@@ -48,6 +49,12 @@ class Connection:
                 # Read the header and schema before anything can write: a file that is no
                 # database, or whose schema is damaged, fails here and stays untouched.
                 self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                if newer := unknown_migrations(self.db):
+                    raise StorageError(
+                        f"{path} was written by a newer ling-chat (its schema has "
+                        f"{', '.join(newer)}, which ling-chat {__version__} does not know); "
+                        "it was left untouched: upgrade ling-chat to open it"
+                    )
                 self.db.enable_wal()
                 self.db.execute("PRAGMA synchronous = FULL")
                 self.db.execute("PRAGMA foreign_keys = ON")

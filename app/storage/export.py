@@ -9,7 +9,10 @@ A conversation has every `Conversation` field plus "messages"; a message every
 `StoredMessage` field, with "stats" as `ReplyStats.to_dict()` or null; a run every
 `EngineRun` field.
 CSV holds one row per measured reply (`CSV_COLUMNS`): its numbers and the engine that made
-them, for a spreadsheet.
+them, for a spreadsheet; no text cell starts a formula.
+
+JSON strings write every character a terminal would act on as a `\\u` escape (`app.textsafe`):
+the same data, safe to print.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 from app.storage.database import utc_now
 from app.storage.models import EngineRun, StoredMessage, Thread
 from app.storage.store import ChatStore
+from app.textsafe import escaped
 
 SCHEMA_VERSION = 1
 """Bumped whenever a JSON/JSONL field changes meaning or goes away."""
@@ -84,7 +88,7 @@ def as_json(export: Export) -> Iterator[str]:
         "engine_runs": [_run_record(run) for run in export.engine_runs.values()],
         "conversations": [_thread_record(thread) for thread in export.threads],
     }
-    yield json.dumps(document, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+    yield _dumps(document, indent=2) + "\n"
 
 
 def as_jsonl(export: Export) -> Iterator[str]:
@@ -95,7 +99,7 @@ def as_jsonl(export: Export) -> Iterator[str]:
             "engine_runs": [_run_record(export.engine_runs[i]) for i in sorted(_run_ids(thread))],
             "conversation": _thread_record(thread),
         }
-        yield json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n"
+        yield _dumps(line) + "\n"
 
 
 def as_csv(export: Export) -> Iterator[str]:
@@ -111,17 +115,16 @@ def as_csv(export: Export) -> Iterator[str]:
     )
     for thread, message in measured:
         run = export.engine_runs.get(message.engine_run_id or 0)
-        writer.writerow(
-            [
-                thread.conversation.id,
-                _as_text(thread.conversation.title),
-                message.id,
-                message.created_at,
-                message.status.value,
-                *(getattr(run, name) if run else "" for name in _RUN_COLUMNS),
-                *(_blank_if_none(getattr(message.stats, name)) for name in _STATS_COLUMNS),
-            ]
-        )
+        cells = [
+            thread.conversation.id,
+            thread.conversation.title,
+            message.id,
+            message.created_at,
+            message.status.value,
+            *(getattr(run, name) if run else "" for name in _RUN_COLUMNS),
+            *(_blank_if_none(getattr(message.stats, name)) for name in _STATS_COLUMNS),
+        ]
+        writer.writerow([_as_text(cell) if isinstance(cell, str) else cell for cell in cells])
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()
@@ -134,7 +137,18 @@ def _blank_if_none(value: Any) -> Any:
 
 def _as_text(text: str) -> str:
     """`text` as a spreadsheet cell that is never run as a formula (a leading `'`)."""
-    return "'" + text if text.startswith(("=", "+", "-", "@", "\t", "\r")) else text
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+"""What a spreadsheet may read as a formula's start (OWASP's list, and the full-width = + - @
+that some spreadsheets convert)."""
+
+
+def _dumps(value: Any, indent: int | None = None) -> str:
+    """Strict JSON, readable UTF-8 but for the characters a terminal acts on (escaped)."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
+    return escaped(text, lambda char: json.dumps(char)[1:-1])
 
 
 def _run_ids(thread: Thread) -> set[int]:

@@ -1,6 +1,7 @@
 """Reading a JSON or JSONL export (schema version 1, `export.py`) back into a history.
 
 Everything goes in one transaction: a file that fails anywhere adds nothing. Ids are new.
+The JSON is read within limits first (`import_json`): text size, duplicate keys, nesting.
 A conversation already present (same creation time and title, e.g. imported before) is
 skipped, and an engine run already present is reused, so importing twice adds nothing.
 """
@@ -24,6 +25,7 @@ from app.chat import Role, Sampling
 from app.errors import ImportFailed
 from app.storage import rows
 from app.storage.export import SCHEMA_VERSION
+from app.storage.import_json import documents, read_text
 from app.storage.models import MessageStatus
 from app.storage.store import ChatStore
 from app.telemetry import ReplyStats
@@ -39,6 +41,13 @@ _ERRORS = (
     sqlite3.ProgrammingError,
 )
 """What a record of a shape the checks missed raises while it is inserted."""
+MAX_NAME_CHARS = 1000
+"""The longest title or engine-run name an import takes (a chat list shows about 40)."""
+_NAMES = frozenset({"title", *_RUN_KEYS[:-1]})
+_MAX_DRAFT_POSITIONS = 64
+"""The most accept-histogram entries an import takes (a verify round checks 4 or 9 tokens)."""
+_MAX_COUNT = 1 << 53
+"""The largest count an import takes: past it a float no longer holds every whole number."""
 _STATS_NUMBERS = [f.name for f in fields(ReplyStats) if f.name not in ("accept_histogram", "extra")]
 _STATS_WHOLE = frozenset({"prompt_tokens", "completion_tokens", "verify_ct"})
 
@@ -58,13 +67,10 @@ def read_export(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     Raises:
         ImportFailed: the file cannot be read, or is no ling-chat export of this schema.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportFailed(f"cannot read {path}: {exc}") from exc
+    text = read_text(path)
     runs: dict[Any, dict[str, Any]] = {}
     conversations = []
-    for where, document in _documents(path, text):
+    for where, document in documents(path, text):
         if not isinstance(document, dict) or document.get("schema_version") != SCHEMA_VERSION:
             raise ImportFailed(
                 f"{where}: not a ling-chat export of schema version {SCHEMA_VERSION}"
@@ -123,35 +129,6 @@ def _within(where: str) -> Iterator[None]:
         raise _Malformed(f"{where}: {exc}") from exc
 
 
-def _documents(path: Path, text: str) -> Iterator[tuple[str, Any]]:
-    """(where, parsed JSON) for the whole file, or for each line of a JSONL file."""
-    try:
-        whole = _parse(str(path), text)
-    except json.JSONDecodeError:
-        pass
-    else:
-        yield str(path), whole
-        return
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                yield f"{path}:{number}", _parse(f"{path}:{number}", line)
-            except json.JSONDecodeError as exc:
-                raise ImportFailed(f"{path}:{number}: not JSON ({exc.msg})") from exc
-
-
-def _parse(where: str, text: str) -> Any:
-    """JSON text parsed; nesting deeper than Python's stack is refused, not a crash."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise ImportFailed(f"{where}: JSON nested too deeply to be an export") from None
-    except json.JSONDecodeError:
-        raise
-    except ValueError as exc:  # e.g. an integer past Python's digit limit
-        raise ImportFailed(f"{where}: {exc}") from None
-
-
 def _engine_runs(where: str, document: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A document's engine runs: a list of objects with integer ids."""
     found = document.get("engine_runs", [])
@@ -171,10 +148,13 @@ def _object(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 
 def _text(record: Mapping[str, Any], key: str, *, optional: bool = False) -> str | None:
-    """`record[key]`, which must be a string (or null or missing, when `optional`)."""
+    """`record[key]`, which must be a string (or null or missing, when `optional`); a name
+    (`_NAMES`) at most `MAX_NAME_CHARS` long."""
     value = record.get(key) if optional else record[key]
     if not isinstance(value, str) and not (optional and value is None):
         raise _Malformed(f"{key}: {_kind(value)}, not a string")
+    if key in _NAMES and value is not None and len(value) > MAX_NAME_CHARS:
+        raise _Malformed(f"{key}: {len(value):,} characters, over the limit of {MAX_NAME_CHARS:,}")
     return value
 
 
@@ -251,9 +231,14 @@ def _stats(message: Mapping[str, Any]) -> ReplyStats:
             _number(data, key, whole=key in _STATS_WHOLE)
         histogram = data.get("accept_histogram")
         if histogram is not None and not (
-            isinstance(histogram, list) and all(type(n) is int and n >= 0 for n in histogram)
+            isinstance(histogram, list)
+            and len(histogram) <= _MAX_DRAFT_POSITIONS
+            and all(type(n) is int and 0 <= n <= _MAX_COUNT for n in histogram)
         ):
-            raise _Malformed("accept_histogram: not a list of whole numbers >= 0")
+            raise _Malformed(
+                f"accept_histogram: not a list of at most {_MAX_DRAFT_POSITIONS} whole numbers "
+                f"from 0 to {_MAX_COUNT}"
+            )
         extra = data.get("extra")
         if extra is not None:
             _number(_object(data, "extra"), "cached_tokens", whole=True)

@@ -9,6 +9,12 @@ MIGRATIONS = Migrations("ling-chat")
 """Applied in order by `Connection`; each runs in one transaction with its bookkeeping."""
 
 
+def unknown_migrations(db: Database) -> list[str]:
+    """Migrations applied to `db` that this ling-chat does not have: a newer one wrote it."""
+    known = {migration.name for migration in MIGRATIONS.pending(Database(memory=True))}
+    return [m.name for m in MIGRATIONS.applied(db) if m.name not in known]
+
+
 @MIGRATIONS()
 def m001_initial(db: Database) -> None:
     """Engine runs, conversations, messages with full-text search, per-reply measurements."""

@@ -20,6 +20,7 @@ from app.files import private_file
 from app.proof_report import ProofReport
 from app.storage import rows
 from app.storage.database import Connection, utc_now
+from app.storage.import_json import MAX_TEXT_CHARS
 from app.storage.matching import match_filter, snippet
 from app.storage.models import (
     Conversation,
@@ -264,7 +265,15 @@ class ChatStore:
 
         `replacing`: messages of the conversation deleted in the same transaction (an edited
         exchange): if the new message cannot be stored, they stay.
+
+        Raises:
+            StorageError: the message is longer than `MAX_TEXT_CHARS` (nothing is stored).
         """
+        if len(content) > MAX_TEXT_CHARS:
+            raise StorageError(
+                f"a message of {len(content):,} characters is over the limit of "
+                f"{MAX_TEXT_CHARS:,}, the model's whole context; send it in parts"
+            )
         now = utc_now()
         row = {
             "conversation_id": conversation_id,

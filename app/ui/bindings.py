@@ -108,14 +108,18 @@ def _split(keys: str) -> list[str]:
 
 
 def check_keymap(keymap: Mapping[str, str], where: str) -> None:
-    """Refuse a keymap entry with an empty or unknown key, or one that takes quit's key.
+    """Refuse a keymap entry naming no action, with an empty or unknown key, or taking a key
+    another action keeps.
 
     Raises:
         ConfigError: one line naming `where` (the config file or variable), entry and key.
     """
     names = _key_names()
+    ids = [action.id for action in ALL_ACTIONS]
     for action_id, keys in keymap.items():
         entry = f"{where}: keymap.{action_id} = {keys!r} is invalid"
+        if action_id not in ids:
+            raise ConfigError(f"{entry}: no action has this id (the ids: {', '.join(ids)})")
         if not all(_split(keys)):
             raise ConfigError(f"{entry}: an empty key (keys are comma-separated, e.g. 'f5,ctrl+r')")
         for key in _split(keys):
@@ -124,14 +128,13 @@ def check_keymap(keymap: Mapping[str, str], where: str) -> None:
                 raise ConfigError(
                     f"{entry}: unknown key {key!r} (keys look like ctrl+s, f5, escape, shift+up)"
                 )
-    quit_keys = set(_split(keymap.get("quit", action_by_id("quit").keys)))
-    for action in ALL_ACTIONS:
-        if action.id == "quit":
-            continue
-        taken = quit_keys & set(_split(keymap.get(action.id, action.keys)))
-        if taken and (action.id in keymap or "quit" in keymap):
-            named = action.id if action.id in keymap else "quit"
-            raise ConfigError(
-                f"{where}: keymap.{named} = {keymap[named]!r} is invalid: "
-                f"{', '.join(sorted(taken))} would be both quit and {action.id}"
-            )
+    bound = [(action.id, set(_split(keymap.get(action.id, action.keys)))) for action in ALL_ACTIONS]
+    for index, (first, first_keys) in enumerate(bound):
+        for second, second_keys in bound[index + 1 :]:
+            taken = first_keys & second_keys
+            if taken and (first in keymap or second in keymap):
+                named = first if first in keymap else second
+                raise ConfigError(
+                    f"{where}: keymap.{named} = {keymap[named]!r} is invalid: "
+                    f"{', '.join(sorted(taken))} would be both {first} and {second}"
+                )

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from app.backend.gpu_probe import GpuProbe, probe_gpu, require_gpu
-from app.errors import BackendError
+from app.errors import PreflightFailed
 
 ROOT = Path(__file__).resolve().parents[2]
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
@@ -79,7 +79,7 @@ def test_the_probe_reports_what_the_driver_says(driver: Any, probe: GpuProbe) ->
 
 
 def test_no_gpu_is_one_line_with_the_reason() -> None:
-    with pytest.raises(BackendError) as refused:
+    with pytest.raises(PreflightFailed) as refused:
         require_gpu(lambda: GpuProbe(False, reason="no NVIDIA driver (libcuda.so.1 not found)"))
     assert str(refused.value).startswith(
         "no usable NVIDIA GPU: no NVIDIA driver (libcuda.so.1 not found); the engine needs one"
@@ -116,7 +116,7 @@ def test_without_a_gpu_ling_chat_is_one_line_before_sglang_is_imported(
     tmp_path: Path, command: list[str]
 ) -> None:
     done = _without_a_gpu(tmp_path, command)
-    assert done.returncode == 1
+    assert done.returncode == 3  # the doctor's, below: the preflight's status
     assert done.stderr.startswith("ling-chat: error: no usable NVIDIA GPU: ")
     assert done.stderr.count("\n") == 1
     assert done.stdout.splitlines()[-2:] == ["sglang not imported", "no app built"]
@@ -145,3 +145,10 @@ def test_doctor_keeps_sglangs_import_warnings_off_the_terminal(tmp_path: Path) -
     assert "an import warning" not in done.stdout + done.stderr
     log = Path(os.environ["LING_CHAT_DATA_DIR"]) / "logs" / "sglang.log"
     assert "an import warning, as SGLang 0.5.23 prints three" in log.read_text()
+
+
+@pytest.mark.parametrize("command", [[], ["serve"], ["doctor"], ["prepare"], ["bench"]])
+def test_without_a_gpu_every_command_that_starts_the_engine_exits_3(
+    tmp_path: Path, command: list[str]
+) -> None:
+    assert _without_a_gpu(tmp_path, command).returncode == 3

@@ -282,7 +282,8 @@ def test_an_atomic_write_refuses_a_target_that_is_no_regular_file(tmp_path: Path
 
 
 @pytest.mark.parametrize(
-    "title", ['=HYPERLINK("http://x")', "+1+cmd", "-2+3", "@SUM(A1)", "\t=1", "\r=1"]
+    "title",
+    ['=HYPERLINK("http://x")', "+1+cmd", "-2+3", "@SUM(A1)", "\t=1", "\r=1", "\uff1dSUM(A1)"],
 )
 def test_a_csv_title_is_never_a_spreadsheet_formula(store: ChatStore, title: str) -> None:
     chat = store.create_conversation(title)
@@ -293,3 +294,40 @@ def test_a_csv_title_is_never_a_spreadsheet_formula(store: ChatStore, title: str
     (row,) = csv.DictReader(io.StringIO(render(collect(store), "csv"), newline=""))
     assert row["title"] == "'" + title
     assert row["decode_tps"] == str(STATS.decode_tps)
+
+
+FORMULA = '=HYPERLINK("http://evil.example","click")'
+
+
+def test_no_csv_text_cell_is_a_spreadsheet_formula(store: ChatStore) -> None:
+    run = store.record_engine_run(
+        kind=FORMULA, model=FORMULA, sglang_version="+1+cmd", profile="@SUM(A1)", proof={}
+    )
+    chat = store.create_conversation("-2+3")
+    store.add_user_message(chat.id, "hi")
+    writer = store.start_reply(chat.id, engine_run_id=run)
+    writer.append(answer="ok", reasoning="")
+    writer.finish(MessageStatus.COMPLETE, STATS)
+    (row,) = csv.DictReader(io.StringIO(render(collect(store), "csv"), newline=""))
+    assert row["model"] == row["kind"] == "'" + FORMULA
+    assert (row["title"], row["sglang_version"]) == ("'-2+3", "'+1+cmd")
+    assert row["profile"] == "'@SUM(A1)"
+    text_cells = [value for key, value in row.items() if key not in ("conversation_id",)]
+    assert not any(cell.startswith(("=", "+", "-", "@")) for cell in text_cells)
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+def test_json_escapes_what_a_terminal_acts_on_and_reads_back_exact(
+    store: ChatStore, fmt: str
+) -> None:
+    hostile = "a\x1b]0;T\x07 \x9b2J \x7f \u202eevil\u2069 \U000e0041"
+    chat = store.create_conversation(hostile)
+    store.add_user_message(chat.id, hostile)
+    text = render(collect(store), fmt)
+    for char in "\x1b\x07\x9b\x7f\u202e\u2069\U000e0041":
+        assert char not in text
+    assert "\\u202e" in text and "\\udb40\\udc41" in text
+    record = json.loads(text.splitlines()[0] if fmt == "jsonl" else text)
+    conversation = record["conversation"] if fmt == "jsonl" else record["conversations"][0]
+    assert conversation["title"] == hostile
+    assert conversation["messages"][0]["content"] == hostile

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from app.files import write_atomic
 from app.render.formats import FORMATS
 from app.storage import ChatStore, MessageStatus
 from app.storage.export import collect
+from app.storage.import_json import MAX_FILE_BYTES, MAX_TEXT_CHARS
 from app.storage.importing import import_export
 from tests.support.storage import STATS
 
@@ -144,6 +146,54 @@ def test_a_record_of_wrong_types_is_one_line_naming_the_file_and_adds_nothing(
     db.close()
 
 
+def _nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_jsonl_line_holding_a_raw_line_separator_reads_back(
+    source: ChatStore, tmp_path: Path
+) -> None:
+    path = tmp_path / "old.jsonl"
+    lines = export_file(source, tmp_path / "export.jsonl").read_text().splitlines()
+    record = json.loads(lines[0])
+    record["conversation"]["messages"][0]["content"] = "one\u2028two\x85three"
+    path.write_text(json.dumps(record, ensure_ascii=False) + "\n")  # as older exports wrote
+    with ChatStore.open(tmp_path / "target.db") as target:
+        assert import_export(target, path).conversations == 1
+        (chat,) = target.list_conversations()
+        assert target.messages(chat.id)[0].content == "one\u2028two\x85three"
+
+
+def test_a_key_given_twice_deep_inside_a_record_is_one_line(
+    source: ChatStore, tmp_path: Path
+) -> None:
+    path = export_file(source, tmp_path / "export.jsonl")
+    first, second = path.read_text().splitlines()
+    path.write_text(first + "\n" + second.replace('"title": ', '"title": "x", "title": ', 1))
+    with ChatStore.open(tmp_path / "target.db") as target, pytest.raises(ImportFailed) as caught:
+        import_export(target, path)
+    assert str(caught.value) == f"{path}:2: the key 'title' appears twice in one object"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "huge"])
+def test_a_file_that_would_never_end_or_fill_memory_is_one_line(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "export.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "huge":
+        with path.open("wb") as sparse:
+            sparse.truncate(MAX_FILE_BYTES + 1)
+    else:
+        path = Path("/dev/zero")
+    why = "larger than 512 MiB" if kind == "huge" else "not a regular file"
+    with ChatStore.open(tmp_path / "target.db") as target, pytest.raises(ImportFailed) as caught:
+        import_export(target, path)
+    assert str(caught.value) == f"cannot read {path}: {why}"
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -185,11 +235,11 @@ OUT_OF_RANGE: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     ),
     "decode_tps infinite": (
         lambda d: _stats(d)["stats"].update(decode_tps=float("inf")),
-        r"messages\[1\]\.stats\.decode_tps: inf is not a number at least 0",
+        r"messages\[1\]\.stats\.decode_tps: inf is not a finite number$",
     ),
     "decode_tps NaN": (
         lambda d: _stats(d)["stats"].update(decode_tps=float("nan")),
-        r"stats\.decode_tps: nan is not a number at least 0",
+        r"stats\.decode_tps: nan is not a finite number$",
     ),
     "ttft negative": (
         lambda d: _stats(d)["stats"].update(ttft_s=-0.5),
@@ -205,7 +255,33 @@ OUT_OF_RANGE: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     ),
     "histogram negative": (
         lambda d: _stats(d)["stats"].update(accept_histogram=[1, -2]),
-        r"stats\.accept_histogram: not a list of whole numbers >= 0",
+        r"stats\.accept_histogram: not a list of at most 64 whole numbers from 0 to",
+    ),
+    "histogram of a million entries": (
+        lambda d: _stats(d)["stats"].update(accept_histogram=[1] * 1_000_000),
+        r"stats\.accept_histogram: not a list of at most 64 whole numbers",
+    ),
+    "a message past the text limit": (
+        lambda d: _stats(d).update(content="x" * (MAX_TEXT_CHARS + 1)),
+        r"conversations\[0\]\.messages\[1\]\.content: a text of 1,048,577 characters, over "
+        r"the limit of 1,048,576$",
+    ),
+    "a title past the name limit": (
+        lambda d: d["conversations"][1].update(title="t" * 1001),
+        r"conversations\[1\]\.title: 1,001 characters, over the limit of 1,000$",
+    ),
+    "a deep value in stats.extra": (
+        lambda d: _stats(d)["stats"]["extra"].update(deep=_nested(40)),
+        r"conversations\[0\]\.messages\[1\]\.stats\.extra\.deep(\[0\])+: nested deeper than "
+        r"32 levels$",
+    ),
+    "an infinite number in a proof": (
+        lambda d: d["engine_runs"][0]["proof"]["facts"].update(gpu=float("inf")),
+        r"engine_runs\[0\]\.proof\.facts\.gpu: inf is not a finite number$",
+    ),
+    "a deep value in a proof": (
+        lambda d: d["engine_runs"][0]["proof"]["facts"].update(gpu=_nested(900)),
+        r"engine_runs\[0\]\.proof\.facts\.gpu(\[0\])+: nested deeper than 32 levels$",
     ),
     "engine run started_at no date": (
         lambda d: d["engine_runs"][0].update(started_at="soon"),
@@ -238,12 +314,16 @@ def test_a_value_out_of_range_is_one_line_naming_the_record_and_field(
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[" * 100_000, r"export.json: JSON nested too deeply to be an export"),
+        ("[" * 100_000, r"export.json: JSON nested deeper than 32 levels$"),
+        (
+            '{"schema_version": 1, "schema_version": 1, "conversations": []}',
+            r"export.json: the key 'schema_version' appears twice in one object$",
+        ),
         ("", r"no conversations in .*export.json$"),
         ("\n\n", r"no conversations in .*export.json$"),
         ('{"schema_version": 1, "conversations": []}', r"no conversations in .*export.json$"),
     ],
-    ids=["deeply nested", "empty", "blank lines", "no conversations"],
+    ids=["deeply nested", "duplicate key", "empty", "blank lines", "no conversations"],
 )
 def test_a_file_with_nothing_to_import_is_one_line(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "export.json"

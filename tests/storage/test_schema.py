@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
+import pytest
 from sqlite_utils import Database
 
+from app import __version__
+from app.errors import StorageError
 from app.storage import ChatStore
 from app.storage.schema import MIGRATIONS
 
@@ -115,3 +119,30 @@ def test_the_connection_uses_wal_full_sync_foreign_keys_and_the_busy_timeout(
     }
     with Database(db_path) as db:
         assert db.journal_mode == "wal"  # persistent in the file
+
+
+def test_a_history_from_a_newer_ling_chat_is_refused_in_one_line_and_left_untouched(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "history.db"
+    with ChatStore.open(path) as store:
+        chat = store.create_conversation("kept")
+        store.add_user_message(chat.id, "hello")
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "INSERT INTO _sqlite_migrations (migration_set, name, applied_at)"
+            " VALUES ('ling-chat', 'm002_from_the_future', '2030-01-01')"
+        )
+    conn.close()
+    before = path.read_bytes()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(StorageError) as caught:
+        ChatStore.open(path)
+    assert str(caught.value) == (
+        f"{path} was written by a newer ling-chat (its schema has m002_from_the_future, which "
+        f"ling-chat {__version__} does not know); it was left untouched: upgrade ling-chat to "
+        "open it"
+    )
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == files

@@ -244,3 +244,13 @@ def test_a_deleted_chat_leaves_no_trace_in_the_files(db_path: Path) -> None:
         leaked = [(p.name, t) for p in files for t in traces if t in p.read_bytes()]
         assert leaked == []
         assert [c.title for c in store.list_conversations()] == ["kept"]
+
+
+def test_a_message_past_the_text_limit_is_refused_and_nothing_is_stored(
+    store: ChatStore,
+) -> None:
+    chat = store.create_conversation()
+    with pytest.raises(StorageError, match=r"^a message of 1,048,577 characters is over the limit"):
+        store.add_user_message(chat.id, "x" * (1 << 20) + "y")
+    assert store.messages(chat.id) == []
+    store.add_user_message(chat.id, "x" * (1 << 20))  # the limit itself is taken

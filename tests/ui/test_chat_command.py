@@ -109,6 +109,18 @@ def test_run_returns_the_app_status_and_always_shuts_the_backend_down(
             "keymap.send = 'ctrl+q' is invalid: ctrl+q would be both quit and send",
         ),
         ('quit = "f5"', "keymap.quit = 'f5' is invalid: f5 would be both quit and copy_reply"),
+        (
+            'stop_replyy = "ctrl+x"',
+            "keymap.stop_replyy = 'ctrl+x' is invalid: no action has this id (the ids: help, ",
+        ),
+        (
+            'new_chat = "ctrl+s"',
+            "keymap.new_chat = 'ctrl+s' is invalid: ctrl+s would be both send and new_chat",
+        ),
+        (
+            'help = "f9,f1"',
+            "keymap.help = 'f9,f1' is invalid: f9 would be both help and toggle_speed",
+        ),
     ],
 )
 def test_a_keymap_entry_that_cannot_work_is_one_line_before_the_app_opens(
@@ -172,3 +184,9 @@ def test_a_replay_keeps_its_replies_out_of_the_users_history(
     history = settings_from(args).db_path
     assert used and used[0] != history and not used[0].exists()
     assert not history.exists()
+
+
+def test_two_actions_may_swap_their_keys() -> None:
+    from app.ui.bindings import check_keymap
+
+    check_keymap({"copy_reply": "ctrl+s", "send": "f5"}, "config.toml")

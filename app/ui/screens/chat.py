@@ -36,6 +36,7 @@ from app.ui.screens.dialogs import (
 from app.ui.screens.exchange_edit import ExchangeEdit
 from app.ui.screens.view_actions import ViewActionsScreen
 from app.ui.widgets.banner import Banner
+from app.ui.widgets.composer import Composer
 from app.ui.widgets.messages import UserMessage, message_widget
 from app.ui.widgets.sidebar import Sidebar
 from app.ui.widgets.speed_panel import SpeedPanel
@@ -75,7 +76,7 @@ class ChatScreen(ViewActionsScreen):
             with Vertical(id="chat"):
                 yield Banner(self._ctx.proof, self._keys("show_proof"), id="banner")
                 yield Transcript(id="transcript")
-                yield TextArea(id="prompt", placeholder="Ask Ling anything…")
+                yield Composer(id="prompt", placeholder="Ask Ling anything…")
             yield SpeedPanel(id="speed")
         yield Footer()
 
@@ -157,8 +158,8 @@ class ChatScreen(ViewActionsScreen):
 
     async def action_send(self) -> None:
         """Send the prompt's text and stream the reply."""
-        prompt = self.query_one("#prompt", TextArea)
-        text = prompt.text.strip()
+        prompt = self.query_one("#prompt", Composer)
+        text = prompt.message.strip()
         if not text or self._busy():
             return
         store, edit = self._ctx.store, self._edit

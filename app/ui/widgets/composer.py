@@ -1,0 +1,50 @@
+"""The prompt: a TextArea whose pasted control characters show made visible but are sent.
+
+A paste holding characters a terminal acts on (`app.textsafe`) goes into the document made
+visible (`␛`, `⟨U+202E⟩`), so the screen never draws them raw, and is remembered: `message`
+puts the exact pasted characters back wherever that pasted text is still whole. A pasted
+text the user then edited is sent as shown. Line breaks are the TextArea's: CRLF and CR
+become newlines, as for any paste.
+"""
+
+from __future__ import annotations
+
+from textual import events
+from textual.widgets import TextArea
+from textual.widgets.text_area import EditResult
+
+from app.textsafe import is_safe, visible
+
+
+class Composer(TextArea):
+    """The chat's prompt."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._pasted: dict[str, str] = {}
+        """What a paste showed -> the characters it held."""
+
+    @property
+    def message(self) -> str:
+        """The text to send: the document, with each whole paste's exact characters."""
+        text = self.text
+        for shown in sorted(self._pasted, key=len, reverse=True):
+            text = text.replace(shown, self._pasted[shown])
+        return text
+
+    def clear(self) -> EditResult:
+        """Empty the prompt and forget its pastes."""
+        self._pasted.clear()
+        return super().clear()
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        """A paste with characters to make visible; TextArea's own handler takes the rest."""
+        text = event.text.replace("\r\n", "\n").replace("\r", "\n")
+        if is_safe(text) or self.read_only:
+            return
+        event.prevent_default()  # TextArea's handler would insert the raw text
+        shown = visible(text)
+        self._pasted[shown] = text
+        if result := self._replace_via_keyboard(shown, *self.selection):
+            self.move_cursor(result.end_location)
+            self.focus()
