@@ -202,7 +202,7 @@ class RemoteBackend:
             )
             raise ProofFailed(
                 f"{self.base_url} is not proven optimized ({report.summary()}): {why}; "
-                "use ling-chat's server, or allow an unoptimized one"
+                "start it with `ling-chat serve`, or chat anyway with --allow-unoptimized"
             )
         yield stage(
             "proof",

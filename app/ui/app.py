@@ -148,11 +148,15 @@ class LingChatApp(App[None], inherit_bindings=False):
         self.proof = report
         screen.show_report(report)
         if not report.ok and not self._allow_unoptimized:
-            self._quit_code, self._quit_message = EXIT_PROOF_FAILED, proof_text(report)
+            way = "Apply the fixes above, then try again"
+            if info.kind == "server":
+                way += ", or chat anyway with --allow-unoptimized"
+            self._quit_message = proof_text(report).append(f"\n{way}.")
+            self._quit_code = EXIT_PROOF_FAILED
             await self.close_backend()
             await screen.wait_for_key(
-                "ling-chat refuses to start: the model does not run as promised. "
-                "Apply the fixes above, then try again. Press any key to exit."
+                f"ling-chat refuses to start: the model does not run as promised. {way}. "
+                "Press any key to exit."
             )
             self.exit(return_code=self._quit_code, message=self._quit_message)
             return

@@ -388,6 +388,7 @@ async def test_plain_server_without_proof_is_refused(
     assert not report.ok
     assert "humming" in {line.key for line in report.failed}
     assert "\n" not in str(refused.value)
+    assert str(refused.value).endswith("or chat anyway with --allow-unoptimized")
 
 
 async def test_plain_server_is_used_when_unoptimized_is_allowed(

@@ -122,6 +122,24 @@ async def test_proof_refused_by_start_still_shows_the_report(
     assert backend.shutdown_calls == 1
 
 
+async def test_a_refused_server_names_the_flag_that_chats_anyway(
+    make_app: MakeApp, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    refusal = ProofFailed("http://gpu:30000 is not proven optimized")
+    backend = ScriptedBackendDouble(
+        clock=clock, report=failing_report(), start_error=refusal, kind="server"
+    )
+    app = make_app(backend)
+    async with app.run_test(size=SIZE) as pilot:
+        hint = app.screen.query_one("#startup-hint", Static)
+        await wait_until(pilot, lambda: "--allow-unoptimized" in text_of(hint))
+        await pilot.press("q")
+        await wait_until(pilot, lambda: not app.is_running)
+    assert app.return_code == 2
+    printed = capsys.readouterr().err
+    assert printed.rstrip().endswith("or chat anyway with --allow-unoptimized.")
+
+
 async def test_unoptimized_server_may_chat_when_allowed(
     make_app: MakeApp, clock: FakeClock
 ) -> None:
