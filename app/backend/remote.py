@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import unicodedata
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -82,7 +83,23 @@ so `read` covers queueing plus the prefill of a long conversation."""
 STOP_GRACE_S = 2.0
 """How long `stop_reply` waits for the server to end an aborted stream itself."""
 PROOF_KEY = "ling_chat_proof"
+MAX_MODEL_NAME = 200
+"""The longest model name kept from a server (a checkpoint path is far shorter)."""
 """Where ling-chat's patched scheduler publishes its evidence in `/server_info`."""
+
+
+def model_name(server_info: Mapping[str, Any]) -> str:
+    """The model a server reports (its `model_path`, else its served name), as a name fit to
+    store and show: control and format characters dropped, spaces collapsed, at most
+    MAX_MODEL_NAME characters; '' when it reports none."""
+    for key in ("model_path", "served_model_name"):
+        value = server_info.get(key)
+        if isinstance(value, str):
+            printable = "".join(c for c in value if not unicodedata.category(c).startswith("C"))
+            name = " ".join(printable.split())
+            if name:
+                return name if len(name) <= MAX_MODEL_NAME else name[: MAX_MODEL_NAME - 1] + "…"
+    return ""
 
 
 @dataclass(slots=True, eq=False)
@@ -149,7 +166,7 @@ class RemoteBackend:
         server = self._server_info
         return BackendInfo(
             kind="server",
-            model=str(server.get("model_path") or ""),
+            model=model_name(server),
             sglang_version=str(server.get("version") or ""),
             profile=self.profile,
             speculative=bool(server.get("speculative_algorithm")),
@@ -171,10 +188,9 @@ class RemoteBackend:
         yield stage("server info", False)
         self._server_info = server = await self._http.read_server_info()
         algorithm = server.get("speculative_algorithm") or "off"
+        model = model_name(server) or "no model named"
         yield stage(
-            "server info",
-            True,
-            f"SGLang {server['version']}, {server['model_path']}, speculative {algorithm}",
+            "server info", True, f"SGLang {server['version']}, {model}, speculative {algorithm}"
         )
 
         yield stage("warm-up", False, PLAN)

@@ -160,6 +160,7 @@ class LingChatApp(App[None], inherit_bindings=False):
             )
             self.exit(return_code=self._quit_code, message=self._quit_message)
             return
+        info = self.backend.info  # a server's model and version are known only now
         try:
             self.engine_run_id = self.store.record_engine_run(
                 kind=info.kind,
