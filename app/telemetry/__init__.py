@@ -8,7 +8,6 @@ from app.telemetry.health import (
     CollapseVerdict,
     SpecHealth,
     check_collapse,
-    check_live_collapse,
     judge_accept_length,
 )
 from app.telemetry.metrics import (
@@ -68,7 +67,6 @@ __all__ = [
     "WeightFormat",
     "achieved_gbps",
     "check_collapse",
-    "check_live_collapse",
     "decode_step_bytes",
     "decode_tokens_per_second",
     "distinct_experts",

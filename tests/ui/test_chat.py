@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -412,6 +414,40 @@ async def test_collapsed_accept_length_raises_the_banner(
         await reply_done(pilot)
         assert banner.display
         assert "Speculative decoding has collapsed" in text_of(banner)
+
+
+async def test_one_token_per_chunk_is_no_collapse_when_a_round_accepts_more(
+    make_app: MakeApp,
+) -> None:
+    """A streamed chunk is not a verify round: 35 one-token chunks from 20 rounds (1.75 a
+    round), streamed in real time, raise no banner, mid-reply or after."""
+    backend = ScriptedBackendDouble(clock=time.perf_counter)
+    usage = {"verify_rounds": 20, "completion_tokens": 35}
+    backend.enqueue(answer_reply(*["t"] * 35, tokens_per_chunk=1, usage=usage, step_s=0.02))
+    chat_app = make_app(backend, clock=time.perf_counter)
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        banner = screen.query_one("#banner", Static)
+        await send(pilot, "x")
+        await reply_done(pilot)
+        assert "accept 1.75 (20 rounds)" in text_of(last_reply(screen).query_one(".reply-footer"))
+        assert not banner.display
+
+
+async def test_the_collapse_banner_shows_the_replys_accept_length(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble
+) -> None:
+    usage = {"verify_rounds": 40, "completion_tokens": 42}
+    backend.enqueue(answer_reply(*["t"] * 14, tokens_per_chunk=3, usage=usage))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "x")
+        await reply_done(pilot)
+        footer = text_of(last_reply(screen).query_one(".reply-footer"))
+        warning = text_of(screen.query_one("#banner", Static))
+    (shown,) = re.findall(r"accept (\d+\.\d+) \(40 rounds\)", footer)
+    (warned,) = re.findall(r"(\d+\.\d+) tokens per verify round over 40 rounds", warning)
+    assert shown == warned == "1.05"
 
 
 async def test_no_collapse_banner_without_speculative_decoding(

@@ -19,7 +19,7 @@ from app.errors import StorageError
 from app.render.speed import speed_by_context
 from app.storage import Conversation, MessageStatus
 from app.telemetry import ReplyStats
-from app.telemetry.health import SpecHealth, check_collapse, check_live_collapse
+from app.telemetry.health import check_collapse
 from app.telemetry.session import summarize_session
 from app.textsafe import visible
 from app.ui.bindings import CHAT_ACTIONS, action_by_id, keys_for
@@ -215,9 +215,6 @@ class ChatScreen(ViewActionsScreen):
         """Show the live numbers of the reply in flight."""
         live = run.live_snapshot()
         self.query_one(SpeedPanel).show_live(live, run.ttft_s)
-        verdict = check_live_collapse(live, speculative=self._ctx.backend.info.speculative)
-        if verdict.status is SpecHealth.COLLAPSED:
-            self.query_one(Banner).show_verdict(verdict)
 
     def reply_ended(self, run: ReplyRun) -> None:
         """Show how the reply ended, and the session's numbers."""
