@@ -48,11 +48,12 @@ from app.backend.engine_config import DEFAULT_MIN_ACCEPT_LENGTH, DEFAULT_PROFILE
 from app.backend.proof import build_report
 from app.backend.protocol import BackendInfo, LoadStage, ReplyError, ReplyEvent, TextChunk
 from app.backend.remote_http import (
-    REQUEST_TIMEOUT,
+    HEALTH_LIMIT,
     TOKENIZE_LIMIT,
     ServerHttp,
     is_loopback,
 )
+from app.backend.server_wait import DEFAULT_SERVER_WAIT_S
 from app.backend.warmup import PLAN, warm_up
 from app.backend.wire import (
     ChatStream,
@@ -77,9 +78,9 @@ from app.proof_report import ProofReport
 
 logger = logging.getLogger(__name__)
 
-STREAM_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=120.0)
-"""For replies: headers arrive only after the first token (`serving_chat.py:2422-2428`),
-so `read` covers queueing plus the prefill of a long conversation."""
+STREAM_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=None)
+"""For replies: headers arrive only after the first token (`serving_chat.py:2422-2428`);
+reading is bounded by the server wait instead: the first token, then each next one."""
 STOP_GRACE_S = 2.0
 """How long `stop_reply` waits for the server to end an aborted stream itself."""
 PROOF_KEY = "ling_chat_proof"
@@ -133,6 +134,7 @@ class RemoteBackend:
         min_accept_length: float = DEFAULT_MIN_ACCEPT_LENGTH,
         allow_unoptimized: bool = False,
         profile: str = DEFAULT_PROFILE,
+        server_wait: float = DEFAULT_SERVER_WAIT_S,
     ) -> None:
         url = httpx.URL(base_url)
         if url.scheme not in ("http", "https") or not url.host:
@@ -152,13 +154,21 @@ class RemoteBackend:
             logger.warning(self.warnings[-1])
         self._owns_client = client is None
         self._http = ServerHttp(
-            self.base_url, client if client is not None else httpx.AsyncClient(), api_key
+            self.base_url,
+            client if client is not None else httpx.AsyncClient(),
+            api_key,
+            server_wait,
         )
         self._server_info: Mapping[str, Any] = {}
         self._report: ProofReport | None = None
         self._context_length: int | None = None
         """The context size the server last reported (`/v1/tokenize`)."""
         self._reply: _Reply | None = None
+
+    @property
+    def server_wait(self) -> float:
+        """The longest one answer, first token or next token may take (`server_wait`)."""
+        return self._http.wait_s
 
     @property
     def info(self) -> BackendInfo:
@@ -181,7 +191,8 @@ class RemoteBackend:
         def stage(name: str, done: bool, detail: str = "") -> LoadStage:
             return LoadStage(name, done, time.perf_counter() - began, detail)
 
-        yield stage("connect", False, self.base_url)
+        waits = f"waits up to {self.server_wait:g} s"
+        yield stage("connect", False, f"{self.base_url} ({waits})")
         await self._http.get("/health")
         yield stage("connect", True, "; ".join(self.warnings) or "server is up")
 
@@ -193,7 +204,7 @@ class RemoteBackend:
             "server info", True, f"SGLang {server['version']}, {model}, speculative {algorithm}"
         )
 
-        yield stage("warm-up", False, PLAN)
+        yield stage("warm-up", False, f"{PLAN}; {waits} a token")
         accept = await warm_up(self, ServerError)
         yield stage(
             "warm-up",
@@ -314,14 +325,18 @@ class RemoteBackend:
     ) -> str | None:
         """Put the stream's events; returns a one-line failure, or None once the body ended."""
         what = "POST /v1/chat/completions"
+        awaited = "the reply's first token"
         try:
-            async with self._http.client.stream(
-                "POST",
-                self._http.url("/v1/chat/completions"),
-                json=body,
-                headers=self._http.headers,
-                timeout=STREAM_TIMEOUT,
-            ) as response:
+            async with (
+                asyncio.timeout(self._http.wait_s) as deadline,
+                self._http.client.stream(
+                    "POST",
+                    self._http.url("/v1/chat/completions"),
+                    json=body,
+                    headers=self._http.headers,
+                    timeout=STREAM_TIMEOUT,
+                ) as response,
+            ):
                 if response.status_code != 200:
                     return self._http.status_message(
                         await self._http.error_answer(response, what), what
@@ -332,8 +347,15 @@ class RemoteBackend:
                     for line in lines.feed(data):
                         for event in stream.feed(line, at):
                             reply.events.put_nowait(event)
+                            # Only text or the end counts: keepalives do not hold the wait.
+                            awaited = "the reply's next token"
+                            deadline.reschedule(
+                                asyncio.get_running_loop().time() + self._http.wait_s
+                            )
                         if stream.ended:
                             return None
+        except TimeoutError:
+            return self._http.overdue(awaited)
         except WireError as exc:
             return f"{self.base_url} sent a broken reply stream: {exc}"
         except BadServerAnswer as exc:
@@ -377,13 +399,8 @@ class RemoteBackend:
     async def _abort_on_server(self, rid: str) -> bool:
         """POST /abort_request; False when the server did not take it."""
         try:
-            response = await self._http.client.post(
-                self._http.url("/abort_request"),
-                json={"rid": rid},
-                headers=self._http.headers,
-                timeout=REQUEST_TIMEOUT,
-            )
-        except httpx.HTTPError as exc:
+            answer = await self._http.request("POST", "/abort_request", HEALTH_LIMIT, {"rid": rid})
+        except ServerError as exc:
             logger.warning("abort_request for %s failed: %s", rid, exc)
             return False
-        return response.status_code == 200
+        return answer.status == 200

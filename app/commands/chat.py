@@ -48,6 +48,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="play a replay X times faster (default: 1, as recorded)",
     )
     parser.add_argument("--record", metavar="TRACE", help="record this session to TRACE (JSON)")
+    parser.add_argument(
+        "--server-wait",
+        dest="server_wait",
+        type=float,
+        default=argparse.SUPPRESS,
+        metavar="S",
+        help="with --server: give up on an answer, first token or next token after S seconds"
+        " (default: 120)",
+    )
     add_api_key_arguments(parser, "API key for --server")
     parser.add_argument(
         "--allow-unoptimized",
@@ -140,6 +149,7 @@ def _backend(args: argparse.Namespace, settings: Settings) -> ChatBackend:
             min_accept_length=settings.min_accept_length,
             allow_unoptimized=args.allow_unoptimized,
             profile=settings.profile,
+            server_wait=settings.server_wait,
         )
     else:
         from app.commands.common import check_engine_can_start

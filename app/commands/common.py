@@ -63,7 +63,7 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """Settings with the CLI flags that were given on top of env and config file."""
-    names = ("model_path", "profile", "dspark_draft", "mem_fraction", "data_dir")
+    names = ("model_path", "profile", "dspark_draft", "mem_fraction", "data_dir", "server_wait")
     return load_settings(**{name: getattr(args, name, None) for name in names})
 
 

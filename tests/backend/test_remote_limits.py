@@ -284,3 +284,94 @@ async def test_an_absurd_count_from_a_server_ends_the_reply_in_one_line_and_it_i
     assert reply.content == "Hi there"
     assert reply.status is MessageStatus.ERROR
     assert reply.error == f"{url} sent a broken reply stream: impossible usage: {message}"
+
+
+DRIP_S = 0.2
+"""How often a dripping server sends its byte or keepalive."""
+DRIPS_AT_MOST = 300
+"""A dripping answer's bound (a minute): far past the short waits below."""
+
+
+def dripping(first: bytes, drip: bytes, content_type: str = "application/json") -> Send:
+    """Chunked: `first`, then `drip` every DRIP_S seconds, never ending on its own."""
+
+    def send(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        data = first
+        try:
+            for _ in range(DRIPS_AT_MOST):
+                if data:
+                    handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    handler.wfile.flush()
+                time.sleep(DRIP_S)
+                data = drip
+        except OSError:  # the client gave up and hung up
+            pass
+        handler.close_connection = True
+
+    return send
+
+
+WAIT_S = 1.0
+HINT = f"within {WAIT_S:g} s (the server wait: server_wait, --server-wait)"
+KEEPALIVE = b": keepalive\n\n"
+
+
+async def test_a_server_that_drips_its_health_answer_is_left_after_the_wait(serve) -> None:
+    url = serve({"/health": dripping(b"", b" ")})
+    backend = RemoteBackend(url, server_wait=WAIT_S)
+    stages = []
+    began = time.perf_counter()
+    with pytest.raises(LingChatError) as failed:
+        async for stage in backend.start():
+            stages.append(stage)
+    seconds = time.perf_counter() - began
+    await backend.shutdown()
+
+    assert str(failed.value) == f"{url} did not send the answer to GET /health {HINT}"
+    assert stages[0].detail == f"{url} (waits up to 1 s)"  # shown while it waits
+    assert WAIT_S <= seconds < WAIT_S + 3
+
+
+async def test_a_warm_up_that_only_gets_keepalives_fails_after_the_wait(serve) -> None:
+    url = serve(
+        {
+            "/health": whole(b""),
+            "/server_info": whole(SERVER_INFO),
+            "/v1/chat/completions": dripping(b"", KEEPALIVE, "text/event-stream"),
+        }
+    )
+    backend = RemoteBackend(url, server_wait=WAIT_S)
+    stages = []
+    with pytest.raises(LingChatError) as failed:
+        async for stage in backend.start():
+            stages.append(stage)
+    await backend.shutdown()
+
+    assert str(failed.value) == (
+        f"the greedy warm-up reply failed: {url} did not send the reply's first token {HINT}"
+    )
+    assert stages[-1].name == "warm-up" and stages[-1].detail.endswith("waits up to 1 s a token")
+
+
+async def test_a_reply_that_stalls_on_keepalives_ends_after_the_wait_with_its_text(
+    serve,
+) -> None:
+    first = b"data: " + json.dumps(text_chunk("Hi", 1)).encode() + b"\n\n"
+    url = serve({"/v1/chat/completions": dripping(first, KEEPALIVE, "text/event-stream")})
+    backend = RemoteBackend(url, server_wait=WAIT_S)
+    began = time.perf_counter()
+    try:
+        events = await collect(backend.stream_reply(HELLO, Sampling()))
+    finally:
+        await backend.shutdown()
+    seconds = time.perf_counter() - began
+
+    chunk, error = events
+    assert chunk.answer == "Hi"
+    assert isinstance(error, ReplyError)
+    assert error.message == f"{url} did not send the reply's next token {HINT}"
+    assert seconds < WAIT_S + 3
