@@ -213,8 +213,7 @@ class ChatScreen(ViewActionsScreen):
 
     def reply_progressed(self, run: ReplyRun) -> None:
         """Show the live numbers of the reply in flight."""
-        live = run.live_snapshot()
-        self.query_one(SpeedPanel).show_live(live, run.ttft_s)
+        self.query_one(SpeedPanel).show_live(run.live_snapshot(), run.ttft_s)
 
     def reply_ended(self, run: ReplyRun) -> None:
         """Show how the reply ended, and the session's numbers."""
@@ -230,6 +229,10 @@ class ChatScreen(ViewActionsScreen):
         if status is MessageStatus.ERROR:
             self.notify(run.error or "unknown error", title="The reply failed", severity="error")
         self._refresh_sidebar()
+
+    def replies_unsaved(self, runs: list[ReplyRun]) -> None:  # kept in a file meanwhile
+        if self._ctx.recovery and (notice := self._ctx.recovery.update(runs)):
+            self.notify(notice, severity="warning")
 
     @property
     def run(self) -> ReplyRun | None:
