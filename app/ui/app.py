@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
@@ -91,6 +92,7 @@ class LingChatApp(App[None], inherit_bindings=False):
         self._quit_code = 0
         self._quit_message: Text | None = None
         self._recovery = RecoveryFile(store.path)
+        self._signalled = False
 
     def notify(
         self,
@@ -236,6 +238,17 @@ class LingChatApp(App[None], inherit_bindings=False):
         except ExportError as error:
             return f"ling-chat: {count} could not be saved to the history, nor to a file: {error}"
         return f"ling-chat: {count} could not be saved to the history; the text is in {path}"
+
+    def stop_for_signal(self, signum: int) -> None:
+        """SIGTERM or SIGHUP: quit as `action_quit` does (the reply in flight stopped and
+        stored, the backend shut down, the terminal restored) and exit with 128 + signum;
+        a repeated signal changes nothing."""
+        if self._signalled:
+            return
+        self._signalled = True
+        self._quit_code = 128 + signum
+        self._quit_message = Text(f"ling-chat: stopped by {signal.Signals(signum).name}")
+        self.call_later(self.action_quit)
 
     def action_help(self) -> None:
         """Show every key and its binding id."""
