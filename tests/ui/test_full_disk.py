@@ -10,7 +10,8 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -41,13 +42,13 @@ def make_room(store: ChatStore) -> None:
 
 
 async def stream_into_full_history(
-    pilot, app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore, notices: Notices
+    pilot, backend: ScriptedBackendDouble, fill: Callable[[], None], notices: Notices
 ) -> Path:
-    """Send a question, fill the history mid-reply; the recovery file named on screen."""
+    """Send a question, `fill` the history mid-reply; the recovery file named on screen."""
     screen = await chat_screen(pilot)
     await send(pilot, "what is kept?")
     await wait_until(pilot, lambda: backend.chunks_sent == 1)
-    fill_history(store)
+    fill()
     backend.release()
     await reply_done(pilot)
     await wait_until(pilot, lambda: any("reply's text is in" in n for n in notices.messages))
@@ -63,7 +64,7 @@ async def test_a_reply_the_full_history_cannot_take_is_kept_in_a_file_and_the_ex
     backend.enqueue(answer_reply("Saved", LONG, hold_after=1))
     notices = Notices()
     async with chat_app.run_test(size=SIZE, message_hook=notices) as pilot:
-        kept = await stream_into_full_history(pilot, chat_app, backend, store, notices)
+        kept = await stream_into_full_history(pilot, backend, partial(fill_history, store), notices)
         # Written at once, not only at quit: a kill now still leaves the text.
         assert kept.parent == db_path.parent
         assert "> what is kept?" in kept.read_text() and LONG in kept.read_text()
@@ -78,7 +79,7 @@ async def test_once_the_history_has_room_again_the_reply_is_saved_and_its_file_g
     backend.enqueue(answer_reply("Saved", LONG, hold_after=1))
     notices = Notices()
     async with chat_app.run_test(size=SIZE, message_hook=notices) as pilot:
-        kept = await stream_into_full_history(pilot, chat_app, backend, store, notices)
+        kept = await stream_into_full_history(pilot, backend, partial(fill_history, store), notices)
         make_room(store)
         await wait_until(pilot, lambda: not kept.exists(), timeout=10)
         await chat_app.action_quit()
@@ -129,16 +130,10 @@ async def test_on_a_really_full_disk_the_reply_goes_where_there_is_room(
     with full_tmpfs(tmp_path / "disk") as disk, ChatStore.open(disk / "history.db") as store:
         app = LingChatApp(backend, store, sampling=Sampling(), clock=clock, proof_hold_s=0)
         async with app.run_test(size=SIZE, message_hook=notices) as pilot:
-            await chat_screen(pilot)
-            await send(pilot, "what is kept?")
-            await wait_until(pilot, lambda: backend.chunks_sent == 1)
-            fill_disk(disk)
-            backend.release()
-            await reply_done(pilot)
-            await wait_until(pilot, lambda: any("text is in" in n for n in notices.messages))
+            kept = await stream_into_full_history(pilot, backend, partial(fill_disk, disk), notices)
             await app.action_quit()
         assert any("disk is full" in notice for notice in notices.messages)
         assert not list(disk.glob("unsaved-replies-*"))
-    (kept,) = home.glob("unsaved-replies-*.md")
+    assert kept.parent == home
     assert LONG in kept.read_text()
     assert app.return_code == EXIT_REPLY_UNSAVED
