@@ -134,7 +134,10 @@ def prompt_size(body: Any) -> tuple[int, int]:
     context = body.get("max_model_len") if isinstance(body, dict) else None
     if not (isinstance(count, int) and isinstance(context, int)):
         raise WireError(f"not a tokenize response: {str(body)[:80]}")
-    return count, context
+    try:
+        return check_count(count, "count"), check_count(context, "max_model_len")
+    except ValueError as exc:
+        raise WireError(f"impossible tokenize response: {exc}") from None
 
 
 def chat_request(

@@ -1052,3 +1052,19 @@ async def test_a_server_that_cannot_count_gets_the_budget_as_asked(connect, buil
     events = await collect(backend.stream_reply(HELLO, SAMPLING))
     assert isinstance(events[-1], ReplyDone)
     assert server.chat_bodies()[-1]["max_completion_tokens"] == SAMPLING.max_new_tokens
+
+
+@pytest.mark.parametrize(
+    "answer", [{"count": 10**30, "max_model_len": 4096}, {"count": 3, "max_model_len": -1}]
+)
+async def test_an_impossible_token_count_is_no_count_and_the_budget_stays_as_asked(
+    connect, build_report, answer: dict[str, Any]
+):
+    server = FakeSGLangServerDouble()
+    server.routes["/v1/tokenize"] = lambda _: httpx.Response(200, json=answer)
+    backend = connect(server)
+    await collect(backend.start())
+    events = await collect(backend.stream_reply(HELLO, SAMPLING))
+    assert isinstance(events[-1], ReplyDone)
+    assert server.chat_bodies()[-1]["max_completion_tokens"] == SAMPLING.max_new_tokens
+    assert backend.info.context_length is None
