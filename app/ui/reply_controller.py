@@ -251,8 +251,8 @@ class ReplyController:
             run.close()
         except StorageError as error:
             self._listener.notify(
-                f"Could not save the reply: {error}. It is kept, and saved once the database"
-                " is free.",
+                f"Could not save the reply: {error}. It is kept, and saved once the history"
+                " can take it.",
                 severity="error",
             )
 
