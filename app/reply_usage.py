@@ -9,7 +9,33 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
+
+MAX_COUNT: Final = 10**9
+"""The largest token, round or draft count believed: more than any context or reply holds
+(a server or file claiming more is broken, and such a number would overflow SQLite)."""
+MAX_HISTOGRAM_BINS: Final = 1000
+"""The most bins an accept histogram may have (one per draft count, and drafts are < 1000)."""
+
+
+def check_count(value: object, name: str) -> int:
+    """`value` when it is a whole number in 0..MAX_COUNT (a bool is not).
+
+    Raises:
+        ValueError: one line naming `name` and what is wrong with the value.
+    """
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"{name} is {_shown(value)}, not a whole number")
+    if not 0 <= value <= MAX_COUNT:
+        raise ValueError(f"{name} = {_shown(value)} is not a count in 0..{MAX_COUNT:,}")
+    return value
+
+
+def _shown(value: object) -> str:
+    """A short, always printable form of a hostile value (a huge int has no str)."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"a {value.bit_length()}-bit number"
+    return repr(value)[:40]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +52,31 @@ class ReplyUsage:
     proposed_drafts: int = 0
     accept_histogram: tuple[int, ...] | None = None
     """Verify rounds that accepted 0, 1, 2, ... drafts, when SGLang reports it."""
+
+    def __post_init__(self) -> None:
+        """Every count is a whole number in 0..MAX_COUNT, whatever its source.
+
+        Raises:
+            ValueError: one line naming the first count that is not.
+        """
+        for name in (
+            "completion_tokens",
+            "prompt_tokens",
+            "verify_rounds",
+            "correct_drafts",
+            "proposed_drafts",
+        ):
+            check_count(getattr(self, name), name)
+        if self.cached_tokens is not None:
+            check_count(self.cached_tokens, "cached_tokens")
+        if self.accept_histogram is not None:
+            if len(self.accept_histogram) > MAX_HISTOGRAM_BINS:
+                raise ValueError(
+                    f"accept_histogram has {len(self.accept_histogram):,} bins "
+                    f"(at most {MAX_HISTOGRAM_BINS})"
+                )
+            for rounds in self.accept_histogram:
+                check_count(rounds, "an accept_histogram bin")
 
     @property
     def accept_length(self) -> float | None:
@@ -60,16 +111,18 @@ class ReplyUsage:
         """Rebuild a record written by `to_dict`.
 
         Raises:
-            TypeError, ValueError: `data` is not such a record.
+            TypeError, ValueError: `data` is not such a record (a count that is not a whole
+                number in 0..MAX_COUNT is a ValueError).
         """
         histogram = data.get("accept_histogram")
-        cached = data.get("cached_tokens")
+        if histogram is not None and not isinstance(histogram, list):
+            raise ValueError(f"accept_histogram is {_shown(histogram)}, not a list")
         return cls(
-            completion_tokens=int(data["completion_tokens"]),
-            prompt_tokens=int(data.get("prompt_tokens") or 0),
-            cached_tokens=int(cached) if cached is not None else None,
-            verify_rounds=int(data.get("verify_rounds") or 0),
-            correct_drafts=int(data.get("correct_drafts") or 0),
-            proposed_drafts=int(data.get("proposed_drafts") or 0),
-            accept_histogram=tuple(int(n) for n in histogram) if histogram else None,
+            completion_tokens=data["completion_tokens"],
+            prompt_tokens=data.get("prompt_tokens") or 0,
+            cached_tokens=data.get("cached_tokens"),
+            verify_rounds=data.get("verify_rounds") or 0,
+            correct_drafts=data.get("correct_drafts") or 0,
+            proposed_drafts=data.get("proposed_drafts") or 0,
+            accept_histogram=tuple(histogram) if histogram else None,
         )

@@ -32,6 +32,7 @@ from app.backend.engine_config import (
     DSPARK_DRAFT,
     PROFILES,
 )
+from app.backend.server_wait import DEFAULT_SERVER_WAIT_S
 from app.chat import Sampling
 from app.errors import ConfigError
 
@@ -89,6 +90,9 @@ class Settings(BaseSettings):
     """Where history.db, logs and traces live."""
     min_accept_length: float = Field(default=DEFAULT_MIN_ACCEPT_LENGTH, ge=1.0, le=4.0)
     """The warm-up accept length below which the proof refuses to start."""
+    server_wait: float = Field(default=DEFAULT_SERVER_WAIT_S, ge=1.0, le=3600.0)
+    """With --server: the longest ling-chat waits for one answer, a reply's first token or
+    its next token, before it gives up with one line."""
     keymap: dict[str, str] = Field(default_factory=dict)
     """Binding id -> keys, e.g. {"stop_reply" = "ctrl+x"}; ids are listed in the help screen."""
 

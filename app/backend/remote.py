@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import unicodedata
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,11 +48,12 @@ from app.backend.engine_config import DEFAULT_MIN_ACCEPT_LENGTH, DEFAULT_PROFILE
 from app.backend.proof import build_report
 from app.backend.protocol import BackendInfo, LoadStage, ReplyError, ReplyEvent, TextChunk
 from app.backend.remote_http import (
-    REQUEST_TIMEOUT,
+    HEALTH_LIMIT,
     TOKENIZE_LIMIT,
     ServerHttp,
     is_loopback,
 )
+from app.backend.server_wait import DEFAULT_SERVER_WAIT_S
 from app.backend.warmup import PLAN, warm_up
 from app.backend.wire import (
     ChatStream,
@@ -76,13 +78,29 @@ from app.proof_report import ProofReport
 
 logger = logging.getLogger(__name__)
 
-STREAM_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=120.0)
-"""For replies: headers arrive only after the first token (`serving_chat.py:2422-2428`),
-so `read` covers queueing plus the prefill of a long conversation."""
+STREAM_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=None)
+"""For replies: headers arrive only after the first token (`serving_chat.py:2422-2428`);
+reading is bounded by the server wait instead: the first token, then each next one."""
 STOP_GRACE_S = 2.0
 """How long `stop_reply` waits for the server to end an aborted stream itself."""
 PROOF_KEY = "ling_chat_proof"
+MAX_MODEL_NAME = 200
+"""The longest model name kept from a server (a checkpoint path is far shorter)."""
 """Where ling-chat's patched scheduler publishes its evidence in `/server_info`."""
+
+
+def model_name(server_info: Mapping[str, Any]) -> str:
+    """The model a server reports (its `model_path`, else its served name), as a name fit to
+    store and show: control and format characters dropped, spaces collapsed, at most
+    MAX_MODEL_NAME characters; '' when it reports none."""
+    for key in ("model_path", "served_model_name"):
+        value = server_info.get(key)
+        if isinstance(value, str):
+            printable = "".join(c for c in value if not unicodedata.category(c).startswith("C"))
+            name = " ".join(printable.split())
+            if name:
+                return name if len(name) <= MAX_MODEL_NAME else name[: MAX_MODEL_NAME - 1] + "…"
+    return ""
 
 
 @dataclass(slots=True, eq=False)
@@ -116,6 +134,7 @@ class RemoteBackend:
         min_accept_length: float = DEFAULT_MIN_ACCEPT_LENGTH,
         allow_unoptimized: bool = False,
         profile: str = DEFAULT_PROFILE,
+        server_wait: float = DEFAULT_SERVER_WAIT_S,
     ) -> None:
         url = httpx.URL(base_url)
         if url.scheme not in ("http", "https") or not url.host:
@@ -135,7 +154,10 @@ class RemoteBackend:
             logger.warning(self.warnings[-1])
         self._owns_client = client is None
         self._http = ServerHttp(
-            self.base_url, client if client is not None else httpx.AsyncClient(), api_key
+            self.base_url,
+            client if client is not None else httpx.AsyncClient(),
+            api_key,
+            server_wait,
         )
         self._server_info: Mapping[str, Any] = {}
         self._report: ProofReport | None = None
@@ -144,12 +166,17 @@ class RemoteBackend:
         self._reply: _Reply | None = None
 
     @property
+    def server_wait(self) -> float:
+        """The longest one answer, first token or next token may take (`server_wait`)."""
+        return self._http.wait_s
+
+    @property
     def info(self) -> BackendInfo:
         """What the server runs; model and version stay empty until `start()` read them."""
         server = self._server_info
         return BackendInfo(
             kind="server",
-            model=str(server.get("model_path") or ""),
+            model=model_name(server),
             sglang_version=str(server.get("version") or ""),
             profile=self.profile,
             speculative=bool(server.get("speculative_algorithm")),
@@ -164,20 +191,20 @@ class RemoteBackend:
         def stage(name: str, done: bool, detail: str = "") -> LoadStage:
             return LoadStage(name, done, time.perf_counter() - began, detail)
 
-        yield stage("connect", False, self.base_url)
+        waits = f"waits up to {self.server_wait:g} s"
+        yield stage("connect", False, f"{self.base_url} ({waits})")
         await self._http.get("/health")
         yield stage("connect", True, "; ".join(self.warnings) or "server is up")
 
         yield stage("server info", False)
         self._server_info = server = await self._http.read_server_info()
         algorithm = server.get("speculative_algorithm") or "off"
+        model = model_name(server) or "no model named"
         yield stage(
-            "server info",
-            True,
-            f"SGLang {server['version']}, {server['model_path']}, speculative {algorithm}",
+            "server info", True, f"SGLang {server['version']}, {model}, speculative {algorithm}"
         )
 
-        yield stage("warm-up", False, PLAN)
+        yield stage("warm-up", False, f"{PLAN}; {waits} a token")
         accept = await warm_up(self, ServerError)
         yield stage(
             "warm-up",
@@ -202,7 +229,7 @@ class RemoteBackend:
             )
             raise ProofFailed(
                 f"{self.base_url} is not proven optimized ({report.summary()}): {why}; "
-                "use ling-chat's server, or allow an unoptimized one"
+                "start it with `ling-chat serve`, or chat anyway with --allow-unoptimized"
             )
         yield stage(
             "proof",
@@ -298,14 +325,18 @@ class RemoteBackend:
     ) -> str | None:
         """Put the stream's events; returns a one-line failure, or None once the body ended."""
         what = "POST /v1/chat/completions"
+        awaited = "the reply's first token"
         try:
-            async with self._http.client.stream(
-                "POST",
-                self._http.url("/v1/chat/completions"),
-                json=body,
-                headers=self._http.headers,
-                timeout=STREAM_TIMEOUT,
-            ) as response:
+            async with (
+                asyncio.timeout(self._http.wait_s) as deadline,
+                self._http.client.stream(
+                    "POST",
+                    self._http.url("/v1/chat/completions"),
+                    json=body,
+                    headers=self._http.headers,
+                    timeout=STREAM_TIMEOUT,
+                ) as response,
+            ):
                 if response.status_code != 200:
                     return self._http.status_message(
                         await self._http.error_answer(response, what), what
@@ -316,8 +347,15 @@ class RemoteBackend:
                     for line in lines.feed(data):
                         for event in stream.feed(line, at):
                             reply.events.put_nowait(event)
+                            # Only text or the end counts: keepalives do not hold the wait.
+                            awaited = "the reply's next token"
+                            deadline.reschedule(
+                                asyncio.get_running_loop().time() + self._http.wait_s
+                            )
                         if stream.ended:
                             return None
+        except TimeoutError:
+            return self._http.overdue(awaited)
         except WireError as exc:
             return f"{self.base_url} sent a broken reply stream: {exc}"
         except BadServerAnswer as exc:
@@ -361,13 +399,8 @@ class RemoteBackend:
     async def _abort_on_server(self, rid: str) -> bool:
         """POST /abort_request; False when the server did not take it."""
         try:
-            response = await self._http.client.post(
-                self._http.url("/abort_request"),
-                json={"rid": rid},
-                headers=self._http.headers,
-                timeout=REQUEST_TIMEOUT,
-            )
-        except httpx.HTTPError as exc:
+            answer = await self._http.request("POST", "/abort_request", HEALTH_LIMIT, {"rid": rid})
+        except ServerError as exc:
             logger.warning("abort_request for %s failed: %s", rid, exc)
             return False
-        return response.status_code == 200
+        return answer.status == 200

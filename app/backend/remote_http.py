@@ -4,6 +4,7 @@ messages for what went wrong. Source paths are relative to the `sglang/srt/` pac
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -11,11 +12,14 @@ from typing import Any
 
 import httpx
 
+from app.backend.server_wait import DEFAULT_SERVER_WAIT_S, WAIT_HINT
 from app.backend.wire import WireError, parse_json
 from app.errors import BadServerAnswer, ServerError
 
 REQUEST_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
-"""For /health (up to 20 s of SGLang's own check), /server_info and /abort_request."""
+"""For /health (up to 20 s of SGLang's own check), /server_info and /abort_request: each
+read; the whole answer has the server wait (`app.backend.server_wait`)."""
+
 HEALTH_LIMIT = 64 << 10
 """The most bytes read of a `/health` answer (SGLang's is empty) or of an error's body."""
 SERVER_INFO_LIMIT = 4 << 20
@@ -36,9 +40,17 @@ class Answer:
 class ServerHttp:
     """Requests to one SGLang server, with its API key, read within their size limits."""
 
-    def __init__(self, base_url: str, client: httpx.AsyncClient, api_key: str | None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        client: httpx.AsyncClient,
+        api_key: str | None,
+        wait_s: float = DEFAULT_SERVER_WAIT_S,
+    ) -> None:
         self.base_url = base_url
         self.client = client
+        self.wait_s = wait_s
+        """The longest any one answer may take, however it trickles in."""
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._api_key_given = api_key is not None
 
@@ -58,21 +70,34 @@ class ServerHttp:
         """One request's whole answer, at most `limit` bytes of it.
 
         Raises:
-            ServerError: the request failed below HTTP.
+            ServerError: the request failed below HTTP, or the whole answer took longer
+                than `wait_s`.
             BadServerAnswer: the answer is longer than `limit`.
         """
         what = f"{method} {path}"
         try:
-            async with self.client.stream(
-                method, self.url(path), json=body, headers=self.headers, timeout=REQUEST_TIMEOUT
-            ) as response:
+            async with (
+                asyncio.timeout(self.wait_s),
+                self.client.stream(
+                    method, self.url(path), json=body, headers=self.headers, timeout=REQUEST_TIMEOUT
+                ) as response,
+            ):
                 return Answer(
                     response.status_code,
                     await self.read_body(response, limit, what),
                     response.headers.get("content-type", "no content type").split(";")[0],
                 )
+        except TimeoutError:
+            raise ServerError(self.overdue(f"the answer to {what}")) from None
         except httpx.HTTPError as exc:
             raise ServerError(self.transport_message(exc, what, REQUEST_TIMEOUT)) from exc
+
+    def overdue(self, what: str) -> str:
+        """One line for a wait past `wait_s`."""
+        return (
+            f"{self.base_url} did not send {what} within {self.wait_s:g} s "
+            f"(the server wait: {WAIT_HINT})"
+        )
 
     async def read_body(self, response: httpx.Response, limit: int, what: str) -> bytes:
         """The body, read in pieces and refused as soon as it passes `limit` bytes."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, replace
@@ -48,7 +49,7 @@ from app.chat import ChatMessage, Sampling
 from app.errors import BackendError, ExportError
 from app.files import private_dir, write_atomic
 from app.proof_report import ProofReport
-from app.reply_usage import ReplyUsage
+from app.reply_usage import ReplyUsage, check_count
 
 TRACE_FORMAT: Final = "ling-chat-trace"
 TRACE_VERSION: Final = 1
@@ -103,7 +104,7 @@ def event_from_dict(data: Mapping[str, Any], at: float) -> ReplyEvent:
         return TextChunk(
             answer=data["answer"],
             reasoning=data["reasoning"],
-            completion_tokens=int(data["completion_tokens"]),
+            completion_tokens=check_count(data["completion_tokens"], "completion_tokens"),
             at=at,
         )
     if kind == "done":
@@ -151,12 +152,25 @@ def read_trace(path: Path) -> dict[str, Any]:
             ProofReport.from_dict(trace["proof"])
         for reply in trace["replies"]:
             for event in reply["events"]:
-                event_from_dict(event, float(event["t"]))
+                event_from_dict(event, _seconds(event["t"]))
             if reply["events"][-1]["type"] not in ("done", "error"):
                 raise ValueError("a reply does not end with a done or error event")
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise BackendError(f"{path}: malformed trace ({exc!r})") from exc
     return trace
+
+
+def _seconds(value: object) -> float:
+    """An event's time: a finite number of seconds, 0 or more, as recorded.
+
+    Raises:
+        ValueError: it is not one (NaN, infinite, negative, a bool or not a number).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"an event's time {value!r:.40} is not a number")
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"an event's time {value!r:.40} is not finite seconds >= 0")
+    return float(value)
 
 
 class ReplayBackend:

@@ -32,7 +32,7 @@ from typing import Any
 
 from app.backend.protocol import ReplyDone, ReplyError, ReplyEvent, TextChunk
 from app.chat import ChatMessage, Sampling
-from app.reply_usage import ReplyUsage
+from app.reply_usage import ReplyUsage, check_count
 
 _FINISH_REASONS = {"stop": "stop", "length": "length", "abort": "abort", "tool_calls": "stop"}
 """Chat finish reasons (`protocol.py:1373-1377`) as the protocol's three; others read as stop."""
@@ -134,7 +134,10 @@ def prompt_size(body: Any) -> tuple[int, int]:
     context = body.get("max_model_len") if isinstance(body, dict) else None
     if not (isinstance(count, int) and isinstance(context, int)):
         raise WireError(f"not a tokenize response: {str(body)[:80]}")
-    return count, context
+    try:
+        return check_count(count, "count"), check_count(context, "max_model_len")
+    except ValueError as exc:
+        raise WireError(f"impossible tokenize response: {exc}") from None
 
 
 def chat_request(
@@ -198,34 +201,42 @@ class ChatStream:
     def aborted(self, at: float) -> ReplyDone:
         """The end of a reply the client stopped before the server finished it."""
         self._finish = "abort"
-        return ReplyDone("abort", self.usage(), at)
+        try:
+            usage = self.usage()
+        except WireError:  # the stop wins: the tokens counted so far are checked already
+            usage = ReplyUsage(completion_tokens=self.completion_tokens)
+        return ReplyDone("abort", usage, at)
 
     def usage(self) -> ReplyUsage:
         """What arrived so far: the `usage` and `sglext.spec_tokens_details` chunks."""
         details = self._usage.get("prompt_tokens_details")
         cached = details.get("cached_tokens") if isinstance(details, dict) else None
         histogram = self._spec.get("spec_correct_drafts_histogram")
-        return ReplyUsage(
-            completion_tokens=self.completion_tokens,
-            prompt_tokens=_count(self._usage, "prompt_tokens"),
-            cached_tokens=cached if isinstance(cached, int) else None,
-            verify_rounds=_count(self._spec, "spec_verify_ct"),
-            correct_drafts=_count(self._spec, "spec_num_correct_drafts"),
-            proposed_drafts=_count(self._spec, "spec_num_proposed_drafts"),
-            accept_histogram=(
-                tuple(histogram)
-                if isinstance(histogram, list)
-                and histogram
-                and all(isinstance(n, int) for n in histogram)
-                else None
-            ),
-        )
+        try:
+            return ReplyUsage(
+                completion_tokens=self.completion_tokens,
+                prompt_tokens=_count(self._usage, "prompt_tokens"),
+                cached_tokens=cached if isinstance(cached, int) else None,
+                verify_rounds=_count(self._spec, "spec_verify_ct"),
+                correct_drafts=_count(self._spec, "spec_num_correct_drafts"),
+                proposed_drafts=_count(self._spec, "spec_num_proposed_drafts"),
+                accept_histogram=(
+                    tuple(histogram)
+                    if isinstance(histogram, list)
+                    and histogram
+                    and all(isinstance(n, int) for n in histogram)
+                    else None
+                ),
+            )
+        except ValueError as exc:
+            raise WireError(f"impossible usage: {exc}") from None
 
     def _done(self, at: float) -> ReplyEvent:
+        usage = self.usage()  # an impossible count raises before the stream counts as ended
         self.ended = True
         if self._finish is None:
             return ReplyError("the reply stream ended without a finish reason", at)
-        return ReplyDone(_FINISH_REASONS.get(self._finish, "stop"), self.usage(), at)
+        return ReplyDone(_FINISH_REASONS.get(self._finish, "stop"), usage, at)
 
     def _chunk(self, chunk: Mapping[str, Any], at: float) -> list[ReplyEvent]:
         error = chunk.get("error")
@@ -237,7 +248,11 @@ class ChatStream:
         if isinstance(usage, dict):
             self._usage = usage
             if isinstance(usage.get("completion_tokens"), int):
-                self.completion_tokens = usage["completion_tokens"]
+                try:
+                    tokens = check_count(usage["completion_tokens"], "completion_tokens")
+                except ValueError as exc:
+                    raise WireError(f"impossible usage: {exc}") from None
+                self.completion_tokens = tokens
         sglext = chunk.get("sglext")
         if isinstance(sglext, dict) and isinstance(sglext.get("spec_tokens_details"), dict):
             self._spec = sglext["spec_tokens_details"]

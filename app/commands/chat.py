@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import math
+import os
+import signal
 import sys
 import tempfile
+import termios
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +25,8 @@ from app.commands.common import add_data_arguments, add_model_arguments, setting
 from app.errors import ConfigError
 
 if TYPE_CHECKING:
+    import asyncio
+
     from app.backend.protocol import ChatBackend
     from app.settings import Settings
     from app.ui import LingChatApp
@@ -47,6 +53,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="play a replay X times faster (default: 1, as recorded)",
     )
     parser.add_argument("--record", metavar="TRACE", help="record this session to TRACE (JSON)")
+    parser.add_argument(
+        "--server-wait",
+        dest="server_wait",
+        type=float,
+        default=argparse.SUPPRESS,
+        metavar="S",
+        help="with --server: give up on an answer, first token or next token after S seconds"
+        " (default: 120)",
+    )
     add_api_key_arguments(parser, "API key for --server")
     parser.add_argument(
         "--allow-unoptimized",
@@ -115,12 +130,50 @@ def _history(args: argparse.Namespace, settings: Settings) -> Iterator[Path]:
         yield Path(folder) / "history.db"
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that stop the app as quitting does, instead of killing it mid-reply."""
+
+
 async def _run_app(app: LingChatApp) -> None:
     """Run the app; the backend is shut down even when the app crashed."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, _stop_for_signal, app, signum)
     try:
         await app.run_async()
     finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
         await app.close_backend()
+
+
+def _stop_for_signal(app: LingChatApp, signum: int) -> None:
+    """Stop the app as quitting does. A terminal that hung up (its window closed) cannot be
+    restored, and Textual's teardown blocks writing to it: once the reply is stored and the
+    backend stopped, the process exits at once."""
+    try:
+        termios.tcgetattr(1)
+    except termios.error as error:
+        if error.args[0] == errno.EIO:  # hung up (ENOTTY: not a terminal, left alone)
+            import asyncio
+
+            _HUNG_UP.add(asyncio.ensure_future(_quit_hung_up(app, signum)))
+            return
+    app.stop_for_signal(signum)
+
+
+_HUNG_UP: set[asyncio.Future[None]] = set()
+"""The quit of a hung-up app, held until it exits the process."""
+
+
+async def _quit_hung_up(app: LingChatApp, signum: int) -> None:
+    nowhere = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(nowhere, fd)
+    await app.action_quit()
+    os._exit(128 + signum)
 
 
 def _backend(args: argparse.Namespace, settings: Settings) -> ChatBackend:
@@ -142,6 +195,7 @@ def _backend(args: argparse.Namespace, settings: Settings) -> ChatBackend:
             min_accept_length=settings.min_accept_length,
             allow_unoptimized=args.allow_unoptimized,
             profile=settings.profile,
+            server_wait=settings.server_wait,
         )
     else:
         from app.commands.common import check_engine_can_start, engine_config, sglang_overrides

@@ -78,7 +78,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     """Settings with the CLI flags that were given on top of env and config file."""
     from app.settings import load_settings
 
-    names = ("model_path", "profile", "dspark_draft", "mem_fraction", "data_dir")
+    names = ("model_path", "profile", "dspark_draft", "mem_fraction", "data_dir", "server_wait")
     return load_settings(**{name: getattr(args, name, None) for name in names})
 
 

@@ -7,7 +7,6 @@ from app.telemetry.health import (
     CollapseVerdict,
     SpecHealth,
     check_collapse,
-    check_live_collapse,
     judge_accept_length,
 )
 from app.telemetry.metrics import (
@@ -37,7 +36,6 @@ __all__ = [
     "SessionSummary",
     "SpecHealth",
     "check_collapse",
-    "check_live_collapse",
     "decode_tokens_per_second",
     "judge_accept_length",
     "percentile",

@@ -13,7 +13,6 @@ from enum import StrEnum
 from typing import Final
 
 from app.telemetry.metrics import ReplyStats
-from app.telemetry.windows import LiveSnapshot
 
 COLLAPSE_ACCEPT_LENGTH: Final = 1.2
 """Pooled accept length at or below which speculative decoding counts as collapsed.
@@ -136,26 +135,4 @@ def check_collapse(
         rounds = 0
     return judge_accept_length(
         tokens, rounds, speculative=speculative, threshold=threshold, min_rounds=min_rounds
-    )
-
-
-def check_live_collapse(
-    live: LiveSnapshot,
-    *,
-    speculative: bool,
-    threshold: float = COLLAPSE_ACCEPT_LENGTH,
-    min_rounds: int = MIN_VERIFY_ROUNDS,
-) -> CollapseVerdict:
-    """Judge the reply being streamed from its chunks (tokens per step), before it ends.
-
-    Chunks never report "no verify rounds", so this only tells collapsed from healthy;
-    merged chunks inflate tokens per step, which errs towards not flagging.
-    """
-    decode_tokens = round((live.tokens_per_step or 0.0) * live.steps)
-    return judge_accept_length(
-        decode_tokens,
-        live.steps,
-        speculative=speculative,
-        threshold=threshold,
-        min_rounds=min_rounds,
     )

@@ -81,7 +81,8 @@ class LiveSnapshot:
     steps: int
     """Chunks after the first that brought new tokens: decode or verify steps."""
     tokens_per_step: float | None
-    """Tokens per step since the first chunk: a live estimate of accept length."""
+    """Tokens per streamed step since the first chunk; not the accept length (tokens per
+    verify round), which only the reply's final usage gives: a stream may split a round."""
     recent_tokens_per_step: float | None
     """Tokens per step over the last `step_window` steps."""
 
@@ -94,11 +95,10 @@ class LiveRate:
     The first chunk carries the prefill's token(s): it is the reference point and never
     counts as a decode step, so the average since the first chunk matches the TPOT
     definition in `metrics`. Under SGLang (`stream_interval` 1) every later chunk is one
-    decode step, or one verify step with speculative decoding, so the tokens a chunk adds
-    estimate the accept length before SGLang's final numbers arrive. The estimate excludes
-    the prefill token that SGLang's own `completion_tokens / spec_verify_ct` counts, so it
-    reads slightly lower on short replies; if the consumer falls behind and the stream
-    merges steps into one chunk, it reads high (a plain decode then shows more than 1.0).
+    decode step, or one verify step with speculative decoding; a server or a replay may
+    split a step into several chunks or merge several into one, so tokens per step is shown
+    as what it is and never judged as the accept length (`ReplyUsage.accept_length`, from
+    the reply's final verify-round count).
     """
 
     __slots__ = (
@@ -186,7 +186,7 @@ class LiveRate:
 
     @property
     def tokens_per_step(self) -> float | None:
-        """Mean tokens per step since the first chunk (a live accept-length estimate)."""
+        """Mean tokens per streamed step since the first chunk."""
         if not self._steps or self._first is None or self._last is None:
             return None
         return (self._last[1] - self._first[1]) / self._steps

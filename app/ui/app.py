@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,20 +20,22 @@ from app.backend.protocol import ChatBackend
 from app.chat import Sampling
 from app.crash import crash_line
 from app.errors import BackendError, ExportError, LingChatError, ProofFailed, StorageError
-from app.files import write_atomic
 from app.proof_report import ProofReport
 from app.storage import ChatStore
 from app.textsafe import visible
 from app.ui.bindings import APP_ACTIONS, CHAT_ACTIONS, action_by_id, keys_for
 from app.ui.chat_context import ChatContext
 from app.ui.format import proof_text, replay_label, visible_text
-from app.ui.reply import ReplyRun, recovery_markdown
+from app.ui.recovery import RecoveryFile
+from app.ui.reply import ReplyRun
 from app.ui.screens.chat import ChatScreen
 from app.ui.screens.dialogs import HelpScreen
 from app.ui.screens.startup import StartupScreen
 
 EXIT_START_FAILED = 1
 EXIT_PROOF_FAILED = 2
+EXIT_REPLY_UNSAVED = 4
+"""A reply could not be saved to the history (the exit message says where its text is)."""
 
 
 class LingChatApp(App[None], inherit_bindings=False):
@@ -90,6 +92,8 @@ class LingChatApp(App[None], inherit_bindings=False):
         self._backend_closed = False
         self._quit_code = 0
         self._quit_message: Text | None = None
+        self._recovery = RecoveryFile(store.path)
+        self._signalled = False
 
     def notify(
         self,
@@ -149,14 +153,19 @@ class LingChatApp(App[None], inherit_bindings=False):
         self.proof = report
         screen.show_report(report)
         if not report.ok and not self._allow_unoptimized:
-            self._quit_code, self._quit_message = EXIT_PROOF_FAILED, proof_text(report)
+            way = "Apply the fixes above, then try again"
+            if info.kind == "server":
+                way += ", or chat anyway with --allow-unoptimized"
+            self._quit_message = proof_text(report).append(f"\n{way}.")
+            self._quit_code = EXIT_PROOF_FAILED
             await self.close_backend()
             await screen.wait_for_enter(
-                "ling-chat refuses to start: the model does not run as promised. "
-                "Apply the fixes above, then try again. Enter exits"
+                f"ling-chat refuses to start: the model does not run as promised. {way}. "
+                "Enter exits"
             )
             self.exit(return_code=self._quit_code, message=self._quit_message)
             return
+        info = self.backend.info  # a server's model and version are known only now
         try:
             self.engine_run_id = self.store.record_engine_run(
                 kind=info.kind,
@@ -184,6 +193,7 @@ class LingChatApp(App[None], inherit_bindings=False):
             clock=self._clock,
             keymap=self._user_keymap,
             refresh_hz=self._refresh_hz,
+            recovery=self._recovery,
         )
         await self.switch_screen(ChatScreen(context))
 
@@ -218,18 +228,31 @@ class LingChatApp(App[None], inherit_bindings=False):
                 unsaved += await screen.stop_for_quit()
         await self.close_backend()
         if unsaved:
+            self._quit_code = self._quit_code or EXIT_REPLY_UNSAVED
             self._quit_message = visible_text(Text(self._keep_unsaved(unsaved), style="red"))
+        else:
+            self._recovery.clear()
         self.exit(return_code=self._quit_code, message=self._quit_message)
 
     def _keep_unsaved(self, runs: Sequence[ReplyRun]) -> str:
-        """Write replies the history could not take next to it; the exit message."""
-        path = self.store.path.with_name(f"unsaved-replies-{datetime.now():%Y%m%d-%H%M%S}.md")
+        """Write replies the history could not take where there is room; the exit message."""
         count = f"{len(runs)} repl{'y' if len(runs) == 1 else 'ies'}"
         try:
-            write_atomic(path, [recovery_markdown(runs)])
+            path = self._recovery.keep(runs)
         except ExportError as error:
             return f"ling-chat: {count} could not be saved to the history, nor to a file: {error}"
         return f"ling-chat: {count} could not be saved to the history; the text is in {path}"
+
+    def stop_for_signal(self, signum: int) -> None:
+        """SIGTERM or SIGHUP: quit as `action_quit` does (the reply in flight stopped and
+        stored, the backend shut down, the terminal restored) and exit with 128 + signum;
+        a repeated signal changes nothing."""
+        if self._signalled:
+            return
+        self._signalled = True
+        self._quit_code = 128 + signum
+        self._quit_message = Text(f"ling-chat: stopped by {signal.Signals(signum).name}")
+        self.call_later(self.action_quit)
 
     def action_help(self) -> None:
         """Show every key and its binding id."""

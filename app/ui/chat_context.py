@@ -9,6 +9,7 @@ from app.backend.protocol import ChatBackend
 from app.chat import Sampling
 from app.proof_report import ProofReport
 from app.storage import ChatStore
+from app.ui.recovery import RecoveryFile
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,3 +25,5 @@ class ChatContext:
     keymap: Mapping[str, str] = field(default_factory=dict)
     refresh_hz: float = 15.0
     """How often streamed text and live numbers are drawn."""
+    recovery: RecoveryFile | None = None
+    """Where replies the history cannot take are kept meanwhile (None: nowhere)."""

@@ -71,6 +71,10 @@ class ReplyListener(Protocol):
         """The reply ended: `run.status` says how, or is None when it could not be stored."""
         ...
 
+    def replies_unsaved(self, runs: list[ReplyRun]) -> None:
+        """The replies the history could not take yet changed (none left: all are saved)."""
+        ...
+
     def notify(
         self, message: str, *, title: str = "", severity: SeverityLevel = "information"
     ) -> None:
@@ -157,6 +161,7 @@ class ReplyController:
                 display.message_id = run.message_id
                 display.set_footer(footer(run))
             self._listener.notify("The reply that could not be saved is saved now.")
+            self._listener.replies_unsaved([run for run, _ in self._unsaved])
         return [run for run, _ in self._unsaved]
 
     async def aclose(self) -> None:
@@ -191,6 +196,7 @@ class ReplyController:
             await self._end(run, display)
             if not run.finished:
                 self._unsaved.append((run, display))
+                self._listener.replies_unsaved([run for run, _ in self._unsaved])
                 if self._retry_task is None or self._retry_task.done():
                     self._retry_task = self._spawn(self._retry_saving())
 
@@ -245,8 +251,8 @@ class ReplyController:
             run.close()
         except StorageError as error:
             self._listener.notify(
-                f"Could not save the reply: {error}. It is kept, and saved once the database"
-                " is free.",
+                f"Could not save the reply: {error}. It is kept, and saved once the history"
+                " can take it.",
                 severity="error",
             )
 

@@ -6,11 +6,13 @@ they stop after `SENT_AT_MOST` bytes or once the client hung up.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import tracemalloc
 from collections.abc import AsyncIterator, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +21,8 @@ from app.backend.protocol import ReplyError
 from app.backend.remote import RemoteBackend
 from app.chat import ChatMessage, Role, Sampling
 from app.errors import BadServerAnswer, LingChatError
+from app.storage import ChatStore, MessageStatus
+from app.ui.reply import ReplyRequest, ReplyRun
 
 SENT_AT_MOST = 256 << 20
 """An endless answer's bound: far past every limit, and what the old client read whole."""
@@ -201,3 +205,173 @@ async def test_a_tokenize_answer_past_a_limit_ends_the_reply_in_one_line(
     assert isinstance(error, ReplyError)
     assert error.message.startswith(f"{url} {message}")
     assert "\n" not in error.message
+
+
+def sse_reply(*chunks: dict[str, Any]) -> bytes:
+    """An event-stream body: each chunk as a `data:` line, then `[DONE]`."""
+    lines = [b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks]
+    return b"".join(lines) + b"data: [DONE]\n\n"
+
+
+def text_chunk(text: str, completion_tokens: Any) -> dict[str, Any]:
+    return {
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": completion_tokens},
+    }
+
+
+FINISH = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+HUGE = 10**30
+
+
+@pytest.mark.parametrize(
+    ("chunks", "message"),
+    [
+        (
+            [text_chunk("Hi", 1), text_chunk(" there", 2), {"usage": {"completion_tokens": HUGE}}],
+            "completion_tokens = a 100-bit number is not a count in 0..1,000,000,000",
+        ),
+        (
+            [text_chunk("Hi", 1), text_chunk(" there", 2), {"usage": {"completion_tokens": -3}}],
+            "completion_tokens = -3 is not a count in 0..1,000,000,000",
+        ),
+        (
+            [
+                text_chunk("Hi", 1),
+                text_chunk(" there", 2),
+                FINISH,
+                {"usage": {"prompt_tokens": HUGE}},
+            ],
+            "prompt_tokens = a 100-bit number is not a count in 0..1,000,000,000",
+        ),
+        (
+            [
+                text_chunk("Hi", 1),
+                text_chunk(" there", 2),
+                FINISH,
+                {"sglext": {"spec_tokens_details": {"spec_verify_ct": HUGE}}},
+            ],
+            "verify_rounds = a 100-bit number is not a count in 0..1,000,000,000",
+        ),
+        (
+            [
+                text_chunk("Hi", 1),
+                text_chunk(" there", 2),
+                FINISH,
+                {"sglext": {"spec_tokens_details": {"spec_correct_drafts_histogram": [1, -1]}}},
+            ],
+            "an accept_histogram bin = -1 is not a count in 0..1,000,000,000",
+        ),
+    ],
+)
+async def test_an_absurd_count_from_a_server_ends_the_reply_in_one_line_and_it_is_stored(
+    serve, tmp_path: Path, chunks: list[dict[str, Any]], message: str
+) -> None:
+    url = serve({"/v1/chat/completions": whole(sse_reply(*chunks), "text/event-stream")})
+    backend = RemoteBackend(url)
+    with ChatStore.open(tmp_path / "history.db") as store:
+        conversation = store.create_conversation("numbers")
+        request = ReplyRequest(conversation.id, HELLO, Sampling())
+        run = ReplyRun(request, store.start_reply(conversation.id), time.perf_counter)
+        try:
+            async for event in backend.stream_reply(HELLO, Sampling()):
+                run.observe(event)  # before: OverflowError storing the reply
+        finally:
+            await backend.shutdown()
+        run.close()
+        (reply,) = store.messages(conversation.id)
+
+    assert reply.content == "Hi there"
+    assert reply.status is MessageStatus.ERROR
+    assert reply.error == f"{url} sent a broken reply stream: impossible usage: {message}"
+
+
+DRIP_S = 0.2
+"""How often a dripping server sends its byte or keepalive."""
+DRIPS_AT_MOST = 300
+"""A dripping answer's bound (a minute): far past the short waits below."""
+
+
+def dripping(first: bytes, drip: bytes, content_type: str = "application/json") -> Send:
+    """Chunked: `first`, then `drip` every DRIP_S seconds, never ending on its own."""
+
+    def send(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        data = first
+        try:
+            for _ in range(DRIPS_AT_MOST):
+                if data:
+                    handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    handler.wfile.flush()
+                time.sleep(DRIP_S)
+                data = drip
+        except OSError:  # the client gave up and hung up
+            pass
+        handler.close_connection = True
+
+    return send
+
+
+WAIT_S = 1.0
+HINT = f"within {WAIT_S:g} s (the server wait: server_wait, --server-wait)"
+KEEPALIVE = b": keepalive\n\n"
+
+
+async def test_a_server_that_drips_its_health_answer_is_left_after_the_wait(serve) -> None:
+    url = serve({"/health": dripping(b"", b" ")})
+    backend = RemoteBackend(url, server_wait=WAIT_S)
+    stages = []
+    began = time.perf_counter()
+    with pytest.raises(LingChatError) as failed:
+        async for stage in backend.start():
+            stages.append(stage)
+    seconds = time.perf_counter() - began
+    await backend.shutdown()
+
+    assert str(failed.value) == f"{url} did not send the answer to GET /health {HINT}"
+    assert stages[0].detail == f"{url} (waits up to 1 s)"  # shown while it waits
+    assert WAIT_S <= seconds < WAIT_S + 3
+
+
+async def test_a_warm_up_that_only_gets_keepalives_fails_after_the_wait(serve) -> None:
+    url = serve(
+        {
+            "/health": whole(b""),
+            "/server_info": whole(SERVER_INFO),
+            "/v1/chat/completions": dripping(b"", KEEPALIVE, "text/event-stream"),
+        }
+    )
+    backend = RemoteBackend(url, server_wait=WAIT_S)
+    stages = []
+    with pytest.raises(LingChatError) as failed:
+        async for stage in backend.start():
+            stages.append(stage)
+    await backend.shutdown()
+
+    assert str(failed.value) == (
+        f"the greedy warm-up reply failed: {url} did not send the reply's first token {HINT}"
+    )
+    assert stages[-1].name == "warm-up" and stages[-1].detail.endswith("waits up to 1 s a token")
+
+
+async def test_a_reply_that_stalls_on_keepalives_ends_after_the_wait_with_its_text(
+    serve,
+) -> None:
+    first = b"data: " + json.dumps(text_chunk("Hi", 1)).encode() + b"\n\n"
+    url = serve({"/v1/chat/completions": dripping(first, KEEPALIVE, "text/event-stream")})
+    backend = RemoteBackend(url, server_wait=WAIT_S)
+    began = time.perf_counter()
+    try:
+        events = await collect(backend.stream_reply(HELLO, Sampling()))
+    finally:
+        await backend.shutdown()
+    seconds = time.perf_counter() - began
+
+    chunk, error = events
+    assert chunk.answer == "Hi"
+    assert isinstance(error, ReplyError)
+    assert error.message == f"{url} did not send the reply's next token {HINT}"
+    assert seconds < WAIT_S + 3

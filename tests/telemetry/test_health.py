@@ -8,11 +8,9 @@ from hypothesis import strategies as st
 from app.telemetry import (
     COLLAPSE_ACCEPT_LENGTH,
     MIN_VERIFY_ROUNDS,
-    LiveRate,
     ReplyStats,
     SpecHealth,
     check_collapse,
-    check_live_collapse,
 )
 
 FAST = settings(max_examples=60, deadline=None)
@@ -94,20 +92,3 @@ def test_never_flags_when_speculative_is_off(replies: list[tuple[int, int]], win
     verdict = check_collapse(stats, speculative=False, window=window)
     assert verdict.status is SpecHealth.OFF
     assert not verdict.flagged
-
-
-def test_live_collapse_from_chunks() -> None:
-    live = LiveRate()
-    live.observe(0.0, 1)
-    for step in range(1, 41):
-        live.observe(step * 0.02, 1 + step)  # one token per verify step
-    assert check_live_collapse(live.snapshot(), speculative=True).status is SpecHealth.COLLAPSED
-    assert check_live_collapse(live.snapshot(), speculative=False).status is SpecHealth.OFF
-    healthy = LiveRate()
-    healthy.observe(0.0, 1)
-    for step in range(1, 41):
-        healthy.observe(step * 0.05, 1 + 3 * step)
-    assert check_live_collapse(healthy.snapshot(), speculative=True).status is SpecHealth.OK
-    fresh = LiveRate()
-    fresh.observe(0.0, 1)
-    assert check_live_collapse(fresh.snapshot(), speculative=True).status is SpecHealth.WARMING

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from app.errors import BackendError, ConfigError
 from app.logfile import logging_to
 from app.storage import ChatStore, MessageStatus, StoredMessage
 from app.ui import LingChatApp, reply_controller
+from app.ui.app import EXIT_REPLY_UNSAVED
 from app.ui.screens.chat import ChatScreen
 from app.ui.widgets.messages import ReplyView, UserMessage
 from app.ui.widgets.speed_panel import draft_line
@@ -395,6 +398,40 @@ async def test_collapsed_accept_length_raises_the_banner(
         assert "Speculative decoding has collapsed" in text_of(banner)
 
 
+async def test_one_token_per_chunk_is_no_collapse_when_a_round_accepts_more(
+    make_app: MakeApp,
+) -> None:
+    """A streamed chunk is not a verify round: 35 one-token chunks from 20 rounds (1.75 a
+    round), streamed in real time, raise no banner, mid-reply or after."""
+    backend = ScriptedBackendDouble(clock=time.perf_counter)
+    usage = {"verify_rounds": 20, "completion_tokens": 35}
+    backend.enqueue(answer_reply(*["t"] * 35, tokens_per_chunk=1, usage=usage, step_s=0.02))
+    chat_app = make_app(backend, clock=time.perf_counter)
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        banner = screen.query_one("#banner", Static)
+        await send(pilot, "x")
+        await reply_done(pilot)
+        assert "accept 1.75 (20 rounds)" in text_of(last_reply(screen).query_one(".reply-footer"))
+        assert not banner.display
+
+
+async def test_the_collapse_banner_shows_the_replys_accept_length(
+    chat_app: LingChatApp, backend: ScriptedBackendDouble
+) -> None:
+    usage = {"verify_rounds": 40, "completion_tokens": 42}
+    backend.enqueue(answer_reply(*["t"] * 14, tokens_per_chunk=3, usage=usage))
+    async with chat_app.run_test(size=SIZE) as pilot:
+        screen = await chat_screen(pilot)
+        await send(pilot, "x")
+        await reply_done(pilot)
+        footer = text_of(last_reply(screen).query_one(".reply-footer"))
+        warning = text_of(screen.query_one("#banner", Static))
+    (shown,) = re.findall(r"accept (\d+\.\d+) \(40 rounds\)", footer)
+    (warned,) = re.findall(r"(\d+\.\d+) tokens per verify round over 40 rounds", warning)
+    assert shown == warned == "1.05"
+
+
 async def test_no_collapse_banner_without_speculative_decoding(
     make_app: MakeApp, clock: FakeClock
 ) -> None:
@@ -490,7 +527,7 @@ async def test_a_reply_still_unsaved_at_quit_is_written_to_a_file(
     (kept,) = db_path.parent.glob("unsaved-replies-*.md")
     text = kept.read_text(encoding="utf-8")
     assert "> what is kept?" in text and "Saved later" in text
-    assert chat_app.return_code == 0
+    assert chat_app.return_code == EXIT_REPLY_UNSAVED
     assert only_chat(store)[-1].content == "Saved"  # what was flushed before the lock
 
 

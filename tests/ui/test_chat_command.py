@@ -47,6 +47,32 @@ def test_server_flag_builds_a_remote_backend() -> None:
     assert backend.base_url == "http://gpu:30000" and backend.allow_unoptimized
 
 
+@pytest.mark.parametrize(
+    ("argv", "env", "wait_s"),
+    [
+        ((), {}, 120.0),
+        (("--server-wait", "5"), {}, 5.0),
+        ((), {"LING_CHAT_SERVER_WAIT": "7.5"}, 7.5),
+    ],
+)
+def test_the_server_wait_comes_from_the_flag_or_the_settings(
+    monkeypatch: pytest.MonkeyPatch, argv: tuple[str, ...], env: dict[str, str], wait_s: float
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    args = parse("--server", "http://gpu:30000", *argv)
+    backend = chat._backend(args, settings_from(args))
+    assert isinstance(backend, RemoteBackend)
+    assert backend.server_wait == wait_s
+
+
+@pytest.mark.parametrize("wait", ["0", "nan", "-1", "99999"])
+def test_a_server_wait_out_of_range_is_one_line(wait: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        settings_from(parse("--server", "http://gpu:30000", "--server-wait", wait))
+    assert "server" in str(refused.value) and "\n" not in str(refused.value)
+
+
 def test_replay_and_server_exclude_each_other() -> None:
     with pytest.raises(SystemExit):
         parse("--replay", "t.json", "--server", "http://gpu:30000")

@@ -133,6 +133,14 @@ def test_unusable_traces_are_one_line_errors(
         lambda reply: reply["events"][0].pop("t"),
         lambda reply: reply["events"].pop(),  # no done event: the reply would never end
         lambda reply: reply["events"].clear(),
+        lambda reply: reply["events"][0].update(t=float("nan")),
+        lambda reply: reply["events"][0].update(t=float("inf")),
+        lambda reply: reply["events"][0].update(t=-1.0),
+        lambda reply: reply["events"][0].update(completion_tokens=10**30),
+        lambda reply: reply["events"][0].update(completion_tokens=1e300),
+        lambda reply: reply["events"][-1]["usage"].update(completion_tokens=float("inf")),
+        lambda reply: reply["events"][-1]["usage"].update(verify_rounds=-2),
+        lambda reply: reply["events"][-1]["usage"].update(accept_histogram=[1] * 5000),
     ],
 )
 async def test_a_damaged_reply_in_a_trace_is_a_one_line_error(tmp_path: Path, damage) -> None:
@@ -142,8 +150,9 @@ async def test_a_damaged_reply_in_a_trace_is_a_one_line_error(tmp_path: Path, da
     trace = json.loads(path.read_text())
     damage(trace["replies"][0])
     path.write_text(json.dumps(trace))
-    with pytest.raises(BackendError, match="malformed trace"):
+    with pytest.raises(BackendError, match="malformed trace") as refused:
         ReplayBackend(path)
+    assert "\n" not in str(refused.value)
 
 
 async def test_a_replay_shows_the_recorded_draft_depth(tmp_path: Path) -> None:

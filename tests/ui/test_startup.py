@@ -109,19 +109,33 @@ async def test_failed_proof_shows_the_fixes_and_exits_2_after_enter(
     assert "Proof FAILED" in printed and "fix: install the FP8 head patch" in printed
 
 
-async def test_proof_refused_by_start_still_shows_the_report(
-    make_app: MakeApp, clock: FakeClock
+@pytest.mark.parametrize(
+    ("kind", "way"),
+    [
+        ("engine", "Apply the fixes above, then try again."),
+        (
+            "server",
+            "Apply the fixes above, then try again, or chat anyway with --allow-unoptimized.",
+        ),
+    ],
+)
+async def test_proof_refused_by_start_shows_the_report_and_the_way_on(
+    make_app: MakeApp, clock: FakeClock, capsys: pytest.CaptureFixture[str], kind: str, way: str
 ) -> None:
     refusal = ProofFailed("http://gpu:30000 is not proven optimized")
-    backend = ScriptedBackendDouble(clock=clock, report=failing_report(), start_error=refusal)
+    backend = ScriptedBackendDouble(
+        clock=clock, report=failing_report(), start_error=refusal, kind=kind
+    )
     app = make_app(backend)
     async with app.run_test(size=SIZE) as pilot:
         report = app.screen.query_one("#report", Static)
         await wait_until(pilot, lambda: "fix:" in text_of(report))
+        assert way in text_of(app.screen.query_one("#startup-hint", Static))
         await pilot.press("enter")
         await wait_until(pilot, lambda: not app.is_running)
     assert app.return_code == 2
     assert backend.shutdown_calls == 1
+    assert capsys.readouterr().err.rstrip().endswith(way)
 
 
 async def test_unoptimized_server_may_chat_when_allowed(

@@ -18,7 +18,7 @@ from app.errors import StorageError
 from app.render.speed import speed_by_context
 from app.storage import Conversation, MessageStatus
 from app.telemetry import ReplyStats
-from app.telemetry.health import SpecHealth, check_collapse, check_live_collapse
+from app.telemetry.health import check_collapse
 from app.telemetry.session import summarize_session
 from app.textsafe import visible
 from app.ui.bindings import CHAT_ACTIONS, action_by_id, keys_for
@@ -206,11 +206,7 @@ class ChatScreen(ViewActionsScreen):
 
     def reply_progressed(self, run: ReplyRun) -> None:
         """Show the live numbers of the reply in flight."""
-        live = run.live_snapshot()
-        self.query_one(SpeedPanel).show_live(live, run.ttft_s)
-        verdict = check_live_collapse(live, speculative=self._ctx.backend.info.speculative)
-        if verdict.status is SpecHealth.COLLAPSED:
-            self.query_one(Banner).show_verdict(verdict)
+        self.query_one(SpeedPanel).show_live(run.live_snapshot(), run.ttft_s)
 
     def reply_ended(self, run: ReplyRun) -> None:
         """Show how the reply ended, and the session's numbers."""
@@ -226,6 +222,10 @@ class ChatScreen(ViewActionsScreen):
         if status is MessageStatus.ERROR:
             self.notify(run.error or "unknown error", title="The reply failed", severity="error")
         self._refresh_sidebar()
+
+    def replies_unsaved(self, runs: list[ReplyRun]) -> None:  # kept in a file meanwhile
+        if self._ctx.recovery and (notice := self._ctx.recovery.update(runs)):
+            self.notify(notice, severity="warning")
 
     @property
     def run(self) -> ReplyRun | None:

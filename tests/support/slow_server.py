@@ -1,0 +1,114 @@
+"""A test double of an SGLang server on 127.0.0.1 whose chat replies stream slowly.
+
+Warm-up replies (at most 64 tokens asked) end at once; a chat reply sends `TOKEN` every
+`step_s` seconds until `/abort_request` names it, the client hangs up, or `MAX_TOKENS`.
+Run as a script it serves on the port given and prints its URL (for walking the app in tmux).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+TOKEN = "tok "
+MAX_TOKENS = 3000
+SERVER_INFO = {"version": "0.5.23", "model_path": "slow/test-model"}
+
+
+class SlowServer:
+    """The server's state: replies streamed so far, and the rids aborted."""
+
+    def __init__(self, step_s: float = 0.05) -> None:
+        self.step_s = step_s
+        self.chat_tokens = 0
+        """Tokens sent of chat (not warm-up) replies."""
+        self.aborted: set[str] = set()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def __enter__(self) -> SlowServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                if self.path == "/server_info":
+                    self._json(SERVER_INFO)
+                else:
+                    self._json({})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                if self.path == "/abort_request":
+                    server.aborted.add(body["rid"])
+                    self._json({})
+                elif self.path == "/v1/chat/completions":
+                    self._stream(body)
+                else:
+                    self._json({"error": "not here"}, 404)
+
+            def _json(self, answer: Any, status: int = 200) -> None:
+                data = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _stream(self, body: dict[str, Any]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()  # no length: the stream ends when the connection closes
+                self.close_connection = True
+                warm_up = body["max_completion_tokens"] <= 64
+                finish = "stop"
+                try:
+                    for sent in range(1, (2 if warm_up else MAX_TOKENS) + 1):
+                        if body["rid"] in server.aborted:
+                            finish = "abort"
+                            break
+                        self._event({"content": TOKEN}, None, sent)
+                        if not warm_up:
+                            server.chat_tokens += 1
+                            time.sleep(server.step_s)
+                    self._event({}, finish, sent)
+                    self.wfile.write(b"data: [DONE]\n\n")
+                except OSError:
+                    pass  # the client hung up
+
+            def _event(self, delta: dict[str, str], finish: str | None, tokens: int) -> None:
+                chunk = {
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": tokens},
+                }
+                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                self.wfile.flush()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+if __name__ == "__main__":
+    with SlowServer(float(sys.argv[1]) if len(sys.argv) > 1 else 0.05) as running:
+        print(running.url, flush=True)
+        threading.Event().wait()
