@@ -196,10 +196,9 @@ def test_fp8_facts_recorded_before_the_kernel_choice_fail_both_lines_naming_what
     assert head.fix and speed.fix and "older" in speed.fix
 
 
-def test_the_shipped_h200_trace_is_judged_today_as_it_was_recorded_but_its_graphs():
-    """The demo trace's facts, judged by today's rules, give every recorded line back but the
-    graphs line: its facts list SGLang's phase names, which name every phase captured or not,
-    so today's rule cannot pass on them."""
+def test_the_shipped_h200_trace_is_judged_today_as_it_was_recorded():
+    """The demo trace's facts (the stack on the H200, its graph runners' captures included),
+    judged by today's rules, give every recorded line back, each a pass."""
     trace = json.loads(trace_path("demo").read_text(encoding="utf-8"))
     facts = dict(trace["proof"]["facts"])
     accept = facts.pop("warmup_accept_length")
@@ -208,8 +207,6 @@ def test_the_shipped_h200_trace_is_judged_today_as_it_was_recorded_but_its_graph
         line["key"]: (line["verdict"], line["evidence"]) for line in trace["proof"]["lines"]
     }
     judged = {line.key: (line.verdict.value, line.evidence) for line in report.lines}
-    graphs = judged.pop("cuda_graphs")
-    assert recorded.pop("cuda_graphs")[0] == "pass"
-    assert graphs[0] == "fail" and "without what their runners captured" in graphs[1]
     assert judged == recorded
+    assert "cuda_graphs" in judged and "prefill: off" in judged["cuda_graphs"][1]
     assert all(verdict == "pass" for verdict, _ in recorded.values())

@@ -176,6 +176,7 @@ def test_a_trace_recorded_before_the_draft_was_kept_reads_it_from_its_proof(
 def test_a_trace_without_a_draft_or_a_proof_shows_none(tmp_path: Path) -> None:
     trace = read_trace(trace_path("demo"))
     trace["proof"] = None
+    trace["info"].pop("draft", None)
     path = tmp_path / "old.trace.json"
     path.write_text(json.dumps(trace))
     assert ReplayBackend(path).info.draft is None
