@@ -1,6 +1,9 @@
-"""Shared pytest set-up: the `gpu` marker runs only with --run-gpu, and isolated dirs."""
+"""Shared pytest set-up: the `gpu` marker runs only with --run-gpu, isolated dirs, and an
+engine that reads as not installed."""
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 
@@ -61,3 +64,15 @@ def isolated_kernel_caches(
         monkeypatch.setenv(name, str(root / name.lower()))
     monkeypatch.delenv("FLASHINFER_WORKSPACE_BASE", raising=False)
     monkeypatch.setenv("HOME", str(root / "home"))
+
+
+@pytest.fixture
+def engine_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `engine` extra reads as missing in this process, installed or not: importing any
+    of its packages fails and `find_spec` finds none (modules already loaded are set aside)."""
+    from app.backend.engine_setup import ENGINE_PACKAGES
+
+    for name in ENGINE_PACKAGES:
+        for loaded in [m for m in sys.modules if m.startswith(f"{name}.")]:
+            monkeypatch.delitem(sys.modules, loaded)
+        monkeypatch.setitem(sys.modules, name, None)

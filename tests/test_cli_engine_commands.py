@@ -76,7 +76,7 @@ def test_a_missing_model_path_is_one_line_before_anything_loads(tmp_path, capsys
     assert err.count("\n") == 0 and "does not exist" in err
 
 
-def test_serving_without_the_engine_extra_is_one_line(tmp_path, capsys):
+def test_serving_without_the_engine_extra_is_one_line(tmp_path, capsys, engine_not_installed):
     (tmp_path / "config.json").write_text("{}")
     assert main(["serve", "--model", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -94,8 +93,7 @@ def test_the_patch_plan_reaches_the_child_through_the_environment(monkeypatch):
     assert PatchPlan.from_env() == PatchPlan()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("sglang") is not None, reason="SGLang is installed")
-async def test_start_without_the_engine_extra_is_one_line(tmp_path):
+async def test_start_without_the_engine_extra_is_one_line(tmp_path, engine_not_installed):
     (tmp_path / "config.json").write_text(json.dumps({"architectures": []}))
     backend = EngineBackend(EngineConfig(str(tmp_path), log_dir=tmp_path / "logs"))
     with pytest.raises(BackendError, match=r"pip install 'ling-chat\[engine\]'"):

@@ -15,7 +15,7 @@ DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
 
 
 def test_the_head_method_class_is_named_as_the_proof_expects():
-    """Built in a child over the torch and SGLang doubles, as torch is not installed here."""
+    """Built in a child over the torch and SGLang doubles, installed or not (no GPU here)."""
     code = "from app.backend.patches import fp8_head; print(fp8_head.method_class().__name__)"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)])}
     done = subprocess.run(
