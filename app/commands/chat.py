@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     backend = _backend(args, settings)  # refuses a missing GPU before Textual is imported
     from app.storage import ChatStore
     from app.ui import LingChatApp
+    from app.ui.paste_input import guard_pastes
 
     with (
         logging_to(settings.log_dir),
@@ -107,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
             allow_unoptimized=args.allow_unoptimized,
             log_dir=settings.log_dir,
         )
+        guard_pastes()
         asyncio.run(_run_app(app))
     if app.crash_message:
         print(app.crash_message, file=sys.stderr)
