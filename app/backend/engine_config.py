@@ -99,7 +99,7 @@ def _attention(gpu: GpuFacts) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Setting:
-    """One engine setting, the value ling-chat gives it and why (the README's table)."""
+    """One engine setting, the value ling-chat gives it and why (docs/engine-settings.md's rows)."""
 
     name: str
     value: Any
