@@ -3,7 +3,7 @@
 The levers a profile turns on are stated here once; the proof (app/backend/proof.py)
 later checks the running model against them, never against these arguments. The other
 settings (server arguments, environment, chat template, reasoning parser) are tables of
-name, value and reason; the README's "Engine settings" table is rendered from them.
+name, value and reason; the table of docs/engine-settings.md is rendered from them.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def _attention(gpu: GpuFacts) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Setting:
-    """One engine setting, the value ling-chat gives it and why (the README's table)."""
+    """One engine setting, the value ling-chat gives it and why (docs/engine-settings.md's rows)."""
 
     name: str
     value: Any

@@ -1,6 +1,6 @@
 """Pure functions from token arrival times and a reply's usage record to reply metrics.
 
-Definitions (the README's glossary repeats them):
+Definitions (docs/performance.md repeats them):
 - TTFT: first text arrival minus request start.
 - TPOT: (latency - TTFT) / (completion_tokens - 1); the first token is prefill's.
 - decode tokens/s: 1 / TPOT.
