@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from app.backend import gpu_probe, preflight_probes
+from app.backend.firststart import gpu_probe
+from app.backend.firststart import probes as preflight_probes
 from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.cli import main
 from app.commands import prepare as prepare_cmd
@@ -51,7 +52,7 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
     monkeypatch.setattr(prepare_cmd, "prepare_printing", prepared)
     monkeypatch.setattr(prepare_cmd, "PreparedBackend", loaded)
-    monkeypatch.setattr("app.backend.server.serve", loaded)
+    monkeypatch.setattr("app.backend.remote.server.serve", loaded)
     return state
 
 

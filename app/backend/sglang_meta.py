@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.reply_usage import ReplyUsage
+from app.core.reply_usage import ReplyUsage
 
 
 def usage_from_meta_info(meta_info: Mapping[str, Any]) -> ReplyUsage:

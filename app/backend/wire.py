@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.backend.protocol import ReplyDone, ReplyError, ReplyEvent, TextChunk
-from app.chat import ChatMessage, Sampling
-from app.reply_usage import ReplyUsage, check_count
+from app.core.chat import ChatMessage, Sampling
+from app.core.reply_usage import ReplyUsage, check_count
 
 _FINISH_REASONS = {"stop": "stop", "length": "length", "abort": "abort", "tool_calls": "stop"}
 """Chat finish reasons (`protocol.py:1373-1377`) as the protocol's three; others read as stop."""

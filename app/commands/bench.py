@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from app import __version__
-from app.backend.engine_config import PROFILES, draft_models
-from app.backend.engine_setup import check_model_path, engine_missing
+from app.backend.engine.config import draft_models
+from app.backend.engine.setup import check_model_path, engine_missing
 from app.bench.bytemodel.bandwidth import roofline_columns
 from app.bench.bytemodel.roofline import DGX_SPARK_GBPS
 from app.bench.compare import compare_runs, render_comparison
@@ -36,7 +36,8 @@ from app.commands.common import (
 )
 from app.commands.download import fetch_model
 from app.commands.prepare import prepare_engines
-from app.errors import ConfigError
+from app.core.errors import ConfigError
+from app.core.profiles import PROFILES
 from app.files import write_atomic
 
 DEFAULT_PROFILES = ("baseline", "humming", "humming+fp8", "stack")

@@ -7,14 +7,9 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from app.backend.engine_config import (
-    DEFAULT_PROFILE,
-    DSPARK_DRAFT,
-    PROFILES,
-    EngineConfig,
-    draft_models,
-)
-from app.errors import ConfigError, LeverOverridden
+from app.backend.engine.config import EngineConfig, draft_models
+from app.core.errors import ConfigError, LeverOverridden
+from app.core.profiles import DEFAULT_PROFILE, DSPARK_DRAFT, PROFILES
 
 if TYPE_CHECKING:
     from app.backend.protocol import ChatBackend
@@ -140,9 +135,9 @@ def check_engine_can_start(
     import importlib.util
     import os
 
-    from app.backend.engine_setup import ENGINE_PACKAGES, check_model_path, engine_missing
-    from app.backend.gpu_probe import require_gpu
-    from app.backend.overrides import refusal
+    from app.backend.engine.setup import ENGINE_PACKAGES, check_model_path, engine_missing
+    from app.backend.firststart.gpu_probe import require_gpu
+    from app.backend.firststart.overrides import refusal
 
     for config in configs:
         if not unproven and (problem := refusal(config, os.environ)):
@@ -157,7 +152,7 @@ def check_engine_can_start(
 
 def make_engine_backend(settings: Settings, args: argparse.Namespace | None = None) -> ChatBackend:
     """The in-process SGLang engine for these settings (and any --sglang-arg flags)."""
-    from app.backend.engine import EngineBackend
+    from app.backend.engine.engine import EngineBackend
 
     overrides = sglang_overrides(args) if args is not None else {}
     return EngineBackend(engine_config(settings, overrides))

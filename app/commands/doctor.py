@@ -9,7 +9,7 @@ import shutil
 from collections.abc import Callable
 from importlib import metadata
 
-from app.backend.engine_config import draft_models
+from app.backend.engine.config import draft_models
 from app.backend.protocol import ChatBackend
 from app.commands.common import (
     add_data_arguments,
@@ -18,7 +18,7 @@ from app.commands.common import (
     settings_from,
     sglang_overrides,
 )
-from app.proof_report import ProofReport, Verdict
+from app.core.proof_report import ProofReport, Verdict
 
 MARKS = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.OFF: "off "}
 PACKAGES = ("sglang", "sglang-kernel", "torch", "humming-kernels", "flashinfer-python")
@@ -31,10 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.backend.sglang_log import route_sglang_logging
-    from app.backend.to_log import output_to_log
+    from app.backend.engine.sglang_log import route_sglang_logging
     from app.commands.download import fetch_model
     from app.commands.prepare import engine_backend
+    from app.plumbing.to_log import output_to_log
 
     print(environment())
     settings = settings_from(args)

@@ -7,8 +7,8 @@ import sys
 import time
 from typing import TextIO
 
-from app.backend.download import Progress, fetch_checkpoint, is_hub_id
-from app.backend.engine_config import draft_models
+from app.backend.engine.config import draft_models
+from app.backend.engine.download import Progress, fetch_checkpoint, is_hub_id
 from app.commands.common import add_data_arguments, engine_config, settings_from
 
 BAR_WIDTH = 30

@@ -11,11 +11,11 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from app.backend import preflight_probes
-from app.backend.engine_config import EngineConfig, draft_models
-from app.backend.first_start import PreparedBackend
-from app.backend.preflight import Probes, is_unified, lever_packages, run_preflight
-from app.backend.prepare import (
+from app.backend.engine.config import EngineConfig, draft_models
+from app.backend.firststart import probes as preflight_probes
+from app.backend.firststart.first_start import PreparedBackend
+from app.backend.firststart.preflight import Probes, is_unified, lever_packages, run_preflight
+from app.backend.firststart.prepare import (
     PREPARE_MEM_FRACTION,
     PrepareSpec,
     build_env,
@@ -32,7 +32,7 @@ from app.commands.common import (
     settings_from,
     sglang_overrides,
 )
-from app.errors import BackendError, PreflightFailed
+from app.core.errors import BackendError, PreflightFailed
 from app.settings import Settings
 
 NO_KERNEL_KEYS = ("host", "port", "api_key", "load_format")
@@ -146,7 +146,7 @@ def engine_backend(
     Raises:
         PreflightFailed: the preflight refused the start.
     """
-    from app.backend.engine import EngineBackend
+    from app.backend.engine.engine import EngineBackend
     from app.commands.common import make_engine_backend
 
     config = engine_config(settings, sglang_overrides(args))
@@ -157,7 +157,7 @@ def engine_backend(
 
 async def prepare_printing(spec: PrepareSpec, out: Callable[[str], None] | None = None) -> None:
     """Run the prepare with the engine, one line per change of what it is doing."""
-    from app.backend.engine import EngineBackend
+    from app.backend.engine.engine import EngineBackend
 
     say = out or (lambda line: print(line, file=sys.stderr, flush=True))
     for line in heal_kernel_caches():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from app.api_key import add_api_key_arguments, api_key
-from app.backend.engine_config import draft_models
-from app.backend.remote import is_loopback
+from app.backend.engine.config import draft_models
+from app.backend.remote.remote import is_loopback
 from app.commands.common import (
     add_data_arguments,
     add_model_arguments,
@@ -18,7 +18,7 @@ from app.commands.common import (
 from app.commands.doctor import format_report
 from app.commands.download import fetch_model
 from app.commands.prepare import prepare_engines
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     prepare_engines(settings, args, [config])  # the preflight first: its disk check too
     for model in [settings.model_path, *draft_models([config])]:
         fetch_model(model)
-    from app.backend.server import serve
+    from app.backend.remote.server import serve
 
     ok = serve(config, format_report)
     return 0 if ok else 2

@@ -21,8 +21,8 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from app.chat import Role, Sampling
-from app.errors import ImportFailed
+from app.core.chat import Role, Sampling
+from app.core.errors import ImportFailed
 from app.storage import rows
 from app.storage.export import SCHEMA_VERSION
 from app.storage.import_json import documents, read_text

@@ -11,7 +11,7 @@ from typing import Any, TypeVar, cast
 
 from sqlite_utils import Database
 
-from app.chat import Role, Sampling
+from app.core.chat import Role, Sampling
 from app.storage.models import Conversation, EngineRun, MessageStatus, StoredMessage
 from app.telemetry import ReplyStats
 

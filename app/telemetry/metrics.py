@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from app.reply_usage import ReplyUsage
+from app.core.reply_usage import ReplyUsage
 
 
 def time_per_output_token(latency_s: float, ttft_s: float, completion_tokens: int) -> float | None:

@@ -6,7 +6,7 @@ from typing import Final
 
 from rich.text import Span, Text
 
-from app.proof_report import ProofReport, Verdict
+from app.core.proof_report import ProofReport, Verdict
 from app.storage import MessageStatus
 from app.telemetry import ReplyStats
 from app.textsafe import is_safe, visible

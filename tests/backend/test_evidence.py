@@ -7,10 +7,10 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from app.backend.patches import FP8_HEAD_METHOD
-from app.backend.patches.evidence import collect
-from app.backend.proof import build_report
-from app.proof_report import ProofLine, Verdict
+from app.backend.engine.patches.evidence import collect
+from app.backend.proof import FP8_HEAD_METHOD
+from app.backend.proof.rules import build_report
+from app.core.proof_report import ProofLine, Verdict
 from tests.fixtures.sglang_objects import (
     GEMV,
     HUMMING_CACHE,

@@ -19,7 +19,7 @@ from app.bench.report import (
 )
 from app.bench.results import SCHEMA, BenchRun, ProfileResult, RooflineColumns
 from app.commands.bench import read_json, write_json
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 from app.render.bars import CEILING, bar, bars
 from tests.support.bench_builders import SYNTHETIC_PLAN, profile, run
 

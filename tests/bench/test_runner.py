@@ -11,7 +11,7 @@ from app.bench.inputs.gsm8k import load_gsm8k
 from app.bench.inputs.workloads import reasoning_workload, synthetic_workload
 from app.bench.results import RooflineColumns, WorkloadSummary
 from app.bench.runner import run_bench
-from app.errors import BackendError, ProofFailed
+from app.core.errors import BackendError, ProofFailed
 from tests.support.bench_doubles import EngineFactoryDouble, ScriptedEngineDouble, sample
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "gsm8k_small.jsonl"

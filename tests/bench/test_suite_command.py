@@ -13,7 +13,7 @@ import pytest
 from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.bench.inputs import datasets
 from app.commands import bench
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 from tests.support.bench_cli import bench_main
 from tests.support.bench_doubles import ScriptedEngineDouble, sample
 from tests.support.gsm8k_hub import HubDouble

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from app.chat import Sampling
-from app.errors import ImportFailed
+from app.core.chat import Sampling
+from app.core.errors import ImportFailed
 from app.files import write_atomic
 from app.render.formats import FORMATS
 from app.storage import ChatStore, MessageStatus

@@ -9,7 +9,7 @@ import pytest
 from sqlite_utils import Database
 
 from app import __version__
-from app.errors import StorageError
+from app.core.errors import StorageError
 from app.storage import ChatStore
 from app.storage.schema import MIGRATIONS
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from app.chat import Role, Sampling
-from app.errors import StorageError
-from app.proof_report import ProofLine, ProofReport, Verdict
+from app.core.chat import Role, Sampling
+from app.core.errors import StorageError
+from app.core.proof_report import ProofLine, ProofReport, Verdict
 from app.storage import ChatStore, MessageStatus
 from app.telemetry import ReplyStats
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.bench.protocol import BenchSample
-from app.reply_usage import ReplyUsage
+from app.core.reply_usage import ReplyUsage
 
 
 def sample(

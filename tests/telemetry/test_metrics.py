@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.reply_usage import ReplyUsage
+from app.core.reply_usage import ReplyUsage
 from app.telemetry import (
     ReplyStats,
     decode_tokens_per_second,

@@ -19,7 +19,7 @@ import pytest
 from textual.widgets import Label, Static
 
 from app.backend.replay import ReplayBackend, trace_path
-from app.chat import Role, Sampling
+from app.core.chat import Role, Sampling
 from app.storage import ChatStore, MessageStatus
 from app.ui import LingChatApp
 from app.ui.widgets.speed_panel import SpeedPanel

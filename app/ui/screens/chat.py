@@ -13,8 +13,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header, Static, TextArea
 
-from app.chat import Role
-from app.errors import StorageError
+from app.core.chat import Role
+from app.core.errors import StorageError
 from app.render.speed import speed_by_context
 from app.storage import Conversation, MessageStatus
 from app.telemetry import ReplyStats

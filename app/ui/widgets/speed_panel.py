@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Label, Sparkline, Static
 
 from app.backend.protocol import DraftShape
-from app.proof_report import ProofReport
+from app.core.proof_report import ProofReport
 from app.storage import MessageStatus
 from app.telemetry import ReplyStats
 from app.telemetry.session import SessionSummary
