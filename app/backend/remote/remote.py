@@ -38,7 +38,6 @@ import time
 import unicodedata
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -52,10 +51,9 @@ from app.backend.remote.http import (
     ServerHttp,
     is_loopback,
 )
+from app.backend.remote.stream import RemoteReply, read_reply
 from app.backend.warmup import PLAN, warm_up
 from app.backend.wire import (
-    ChatStream,
-    SSELines,
     TooDeep,
     WireError,
     chat_request,
@@ -78,9 +76,6 @@ from app.core.server_wait import DEFAULT_SERVER_WAIT_S
 
 logger = logging.getLogger(__name__)
 
-STREAM_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=None)
-"""For replies: headers arrive only after the first token (`serving_chat.py:2422-2428`);
-reading is bounded by the server wait instead: the first token, then each next one."""
 STOP_GRACE_S = 2.0
 """How long `stop_reply` waits for the server to end an aborted stream itself."""
 PROOF_KEY = "ling_chat_proof"
@@ -101,17 +96,6 @@ def model_name(server_info: Mapping[str, Any]) -> str:
             if name:
                 return name if len(name) <= MAX_MODEL_NAME else name[: MAX_MODEL_NAME - 1] + "…"
     return ""
-
-
-@dataclass(slots=True, eq=False)
-class _Reply:
-    """One reply in flight: its request id and the task reading its stream."""
-
-    rid: str
-    events: asyncio.Queue[ReplyEvent | None] = field(default_factory=asyncio.Queue)
-    """The reply's events, then None once the reading task ended."""
-    stopping: bool = False
-    task: asyncio.Task[None] | None = None
 
 
 class RemoteBackend:
@@ -163,7 +147,7 @@ class RemoteBackend:
         self._report: ProofReport | None = None
         self._context_length: int | None = None
         """The context size the server last reported (`/v1/tokenize`)."""
-        self._reply: _Reply | None = None
+        self._reply: RemoteReply | None = None
 
     @property
     def server_wait(self) -> float:
@@ -258,10 +242,10 @@ class RemoteBackend:
             except ContextFull as exc:
                 yield ReplyError(str(exc), time.perf_counter())
                 return
-        reply = _Reply(rid=f"ling-chat-{uuid.uuid4().hex}")
+        reply = RemoteReply(rid=f"ling-chat-{uuid.uuid4().hex}")
         model = str(self._server_info.get("served_model_name") or "default")
         body = chat_request(messages, sampling, model=model, rid=reply.rid)
-        reply.task = asyncio.create_task(self._read_reply(reply, body))
+        reply.task = asyncio.create_task(read_reply(self._http, reply, body))
         reply.task.add_done_callback(lambda _: reply.events.put_nowait(None))
         self._reply = reply
         try:
@@ -299,70 +283,6 @@ class RemoteBackend:
             await asyncio.gather(reply.task, return_exceptions=True)
         if self._owns_client:
             await self._http.client.aclose()
-
-    async def _read_reply(self, reply: _Reply, body: Mapping[str, Any]) -> None:
-        """Read the reply into `reply.events`; the last event put is a Done or an Error."""
-        stream = ChatStream()
-        try:
-            failure = await self._read_stream(reply, stream, body)
-        except asyncio.CancelledError:
-            if reply.stopping:
-                reply.events.put_nowait(stream.aborted(time.perf_counter()))
-            raise
-        if stream.ended:
-            return
-        if reply.stopping:  # the abort cut the stream off
-            reply.events.put_nowait(stream.aborted(time.perf_counter()))
-            return
-        failure = failure or (
-            f"the reply stream from {self.base_url} ended early (no [DONE]): "
-            "the server may have died"
-        )
-        reply.events.put_nowait(ReplyError(failure, time.perf_counter()))
-
-    async def _read_stream(
-        self, reply: _Reply, stream: ChatStream, body: Mapping[str, Any]
-    ) -> str | None:
-        """Put the stream's events; returns a one-line failure, or None once the body ended."""
-        what = "POST /v1/chat/completions"
-        awaited = "the reply's first token"
-        try:
-            async with (
-                asyncio.timeout(self._http.wait_s) as deadline,
-                self._http.client.stream(
-                    "POST",
-                    self._http.url("/v1/chat/completions"),
-                    json=body,
-                    headers=self._http.headers,
-                    timeout=STREAM_TIMEOUT,
-                ) as response,
-            ):
-                if response.status_code != 200:
-                    return self._http.status_message(
-                        await self._http.error_answer(response, what), what
-                    )
-                lines = SSELines()
-                async for data in response.aiter_bytes():
-                    at = time.perf_counter()
-                    for line in lines.feed(data):
-                        for event in stream.feed(line, at):
-                            reply.events.put_nowait(event)
-                            # Only text or the end counts: keepalives do not hold the wait.
-                            awaited = "the reply's next token"
-                            deadline.reschedule(
-                                asyncio.get_running_loop().time() + self._http.wait_s
-                            )
-                        if stream.ended:
-                            return None
-        except TimeoutError:
-            return self._http.overdue(awaited)
-        except WireError as exc:
-            return f"{self.base_url} sent a broken reply stream: {exc}"
-        except BadServerAnswer as exc:
-            return str(exc)
-        except httpx.HTTPError as exc:
-            return self._http.transport_message(exc, what, STREAM_TIMEOUT)
-        return None
 
     async def _room(self, messages: Sequence[ChatMessage]) -> tuple[int, int] | None:
         """(context tokens the prompt takes, context size); None when the server cannot say.
