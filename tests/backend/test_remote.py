@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.backend.proof import PROOF_KEY
 from app.backend.protocol import (
     BackendInfo,
     DraftShape,
@@ -32,7 +33,7 @@ from app.backend.protocol import (
     TextChunk,
 )
 from app.backend.remote import remote
-from app.backend.remote.remote import PROOF_KEY, RemoteBackend, is_loopback
+from app.backend.remote.remote import RemoteBackend, is_loopback
 from app.backend.warmup import SAMPLED_WARMUP, WARMUP_SAMPLING
 from app.backend.wire import ChatStream, SSELines, WireError
 from app.core.chat import ChatMessage, Role, Sampling
@@ -111,7 +112,7 @@ def server_info(proof: dict[str, Any] | None = PROOF, speculative: str | None = 
         "frontend": "python",
     }
     if proof is not None:
-        info["ling_chat_proof"] = proof
+        info[PROOF_KEY] = proof
     return info
 
 

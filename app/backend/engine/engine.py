@@ -36,6 +36,7 @@ from app.backend.engine.setup import (
 from app.backend.engine.sglang_log import SGLangLog, last_error
 from app.backend.engine.sglang_processes import EngineProcesses, close_ipc, start_resource_tracker
 from app.backend.engine.thread import EngineThread, until_crashed
+from app.backend.proof import PROOF_KEY
 from app.backend.proof.rules import build_report, refusal_report
 from app.backend.protocol import BackendInfo, LoadStage, ReplyDone, ReplyError, ReplyEvent
 from app.backend.warmup import PLAN, warm_up
@@ -157,7 +158,7 @@ class EngineBackend:
         yield stage(
             WARMUP_STAGE, True, "no speculation" if accept is None else f"accept {accept:.2f}"
         )
-        facts = self._engine._scheduler_init_result.scheduler_infos[0].get("ling_chat_proof", {})
+        facts = self._engine._scheduler_init_result.scheduler_infos[0].get(PROOF_KEY, {})
         self._report = build_report(
             facts,
             profile=self.config.profile,

@@ -43,6 +43,7 @@ from typing import Any
 import httpx
 
 from app.backend.draft import count, draft_in_use
+from app.backend.proof import PROOF_KEY
 from app.backend.proof.rules import build_report
 from app.backend.protocol import BackendInfo, LoadStage, ReplyError, ReplyEvent, TextChunk
 from app.backend.remote.http import (
@@ -78,10 +79,8 @@ logger = logging.getLogger(__name__)
 
 STOP_GRACE_S = 2.0
 """How long `stop_reply` waits for the server to end an aborted stream itself."""
-PROOF_KEY = "ling_chat_proof"
 MAX_MODEL_NAME = 200
 """The longest model name kept from a server (a checkpoint path is far shorter)."""
-"""Where ling-chat's patched scheduler publishes its evidence in `/server_info`."""
 
 
 def model_name(server_info: Mapping[str, Any]) -> str:

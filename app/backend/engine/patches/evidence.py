@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.backend.engine.patches import dspark, graph_runners, replayssm
+from app.backend.proof import PROOF_KEY
 
 FAKING_ENV = (
     "SGLANG_SIMULATE_ACC_LEN",
@@ -85,7 +86,7 @@ def install() -> None:
 
     def get_init_info(self: Any) -> dict[str, Any]:
         info = stock_info(self)
-        info["ling_chat_proof"] = collect(self, LiveSources())
+        info[PROOF_KEY] = collect(self, LiveSources())
         return info
 
     Scheduler.get_init_info = get_init_info
