@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from app import launch
 from app.backend.firststart import gpu_probe
 from app.backend.firststart import probes as preflight_probes
 from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.cli import main
-from app.commands import prepare as prepare_cmd
 from tests.support.preflight import HEALTHY_SPARK
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,8 +50,8 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         state["loaded"].append(("engine",))
         raise SystemExit(0)
 
-    monkeypatch.setattr(prepare_cmd, "prepare_printing", prepared)
-    monkeypatch.setattr(prepare_cmd, "PreparedBackend", loaded)
+    monkeypatch.setattr(launch, "prepare_printing", prepared)
+    monkeypatch.setattr(launch, "PreparedBackend", loaded)
     monkeypatch.setattr("app.backend.remote.server.serve", loaded)
     return state
 

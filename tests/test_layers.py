@@ -16,6 +16,7 @@ TESTS = Path(__file__).resolve().parent
 LAYERS = (
     ("app.cli",),
     ("app.commands",),
+    ("app.launch",),
     ("app.ui", "app.bench"),
     ("app.render", "app.settings"),
     ("app.storage", "app.backend.firststart", "app.backend.remote"),

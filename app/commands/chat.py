@@ -198,11 +198,10 @@ def _backend(args: argparse.Namespace, settings: Settings) -> ChatBackend:
             server_wait=settings.server_wait,
         )
     else:
-        from app.commands.common import check_engine_can_start, engine_config, sglang_overrides
-        from app.commands.prepare import engine_backend
+        from app import launch
+        from app.commands.common import launch_plan_from
 
-        check_engine_can_start(settings, [engine_config(settings, sglang_overrides(args))])
-        backend = engine_backend(settings, args)
+        backend = launch.engine_backend(launch_plan_from(args))
     if args.record:
         backend = RecordingBackend(backend, args.record)
     return backend

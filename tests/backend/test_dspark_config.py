@@ -16,9 +16,10 @@ from app.backend.engine.config import (
     server_args,
 )
 from app.cli import main
-from app.commands.common import engine_config, settings_from
+from app.commands.common import settings_from
 from app.core.errors import ConfigError
 from app.core.profiles import DSPARK_DRAFT, PROFILES
+from app.launch import engine_config
 from app.settings import Settings
 
 H200 = GpuFacts(sm=90, has_fa3=True, has_flashinfer=True, has_xgrammar=True)

@@ -151,7 +151,7 @@ def test_a_head_never_quantized_is_reported_without_reading_the_method():
 
 
 def test_the_doctor_prints_what_sglang_resolved_every_override_in():
-    from app.commands.doctor import format_report
+    from app.render.proof import format_report
 
     facts = collect(stack_scheduler(), SourcesDouble())
     assert facts["ran_with"]["cuda_graph_config"] == {"decode": {"backend": "full", "bs": [1]}}

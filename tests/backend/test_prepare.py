@@ -300,7 +300,7 @@ def test_the_module_stays_small():
 
 def test_settings_that_change_no_kernel_share_one_marker(tmp_path: Path):
     from app.backend.firststart.preflight import GpuInfo, Probes
-    from app.commands.prepare import prepare_spec
+    from app.launch import prepare_spec
 
     gpu = GpuInfo("NVIDIA H200", 90, 140 * GIB)
     probes = Probes(None, None, None, None, gpu, 128 * GIB, 100 * GIB, False, (), 500 * GIB)

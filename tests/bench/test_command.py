@@ -51,7 +51,7 @@ def _checkpoint_at_hand(monkeypatch: pytest.MonkeyPatch) -> None:
 def _engine(monkeypatch: pytest.MonkeyPatch, script: list[Any]) -> _EngineModule:
     module = _EngineModule(script)
     monkeypatch.setitem(sys.modules, "app.bench.engine", module)
-    monkeypatch.setattr(bench, "prepare_engines", lambda settings, args, configs: None)
+    monkeypatch.setattr(bench, "prepare_engines", lambda plan, configs: None)
     return module
 
 

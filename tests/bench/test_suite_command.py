@@ -41,7 +41,7 @@ class _PerProfileEngines(types.ModuleType):
 def _engines(monkeypatch: pytest.MonkeyPatch, scripts: dict[str, list[Any]]) -> _PerProfileEngines:
     module = _PerProfileEngines(scripts)
     monkeypatch.setitem(sys.modules, "app.bench.engine", module)
-    monkeypatch.setattr(bench, "prepare_engines", lambda settings, args, configs: None)
+    monkeypatch.setattr(bench, "prepare_engines", lambda plan, configs: None)
     return module
 
 

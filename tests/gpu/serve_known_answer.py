@@ -10,7 +10,7 @@ import sys
 
 from app.backend.engine.config import EngineConfig
 from app.backend.remote.server import serve
-from app.commands.doctor import format_report
+from app.render.proof import format_report
 from tests.gpu import known_answer, models
 
 

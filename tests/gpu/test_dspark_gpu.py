@@ -18,10 +18,11 @@ import pytest
 
 from app.backend.engine.engine import EngineBackend
 from app.backend.protocol import ReplyDone, TextChunk
-from app.commands.doctor import format_report, run_doctor
+from app.commands.doctor import run_doctor
 from app.core.chat import ChatMessage, Role, Sampling
 from app.core.errors import ConfigError
 from app.core.proof_report import Verdict
+from app.render.proof import format_report
 from tests.gpu import dspark_models, models
 from tests.gpu.app_chat import chat_through_app
 
