@@ -22,8 +22,8 @@ LAYERS = (
     ("app.storage", "app.backend.firststart", "app.backend.remote"),
     ("app.backend.engine",),
     ("app.backend.proof", "app.backend.replay"),
-    ("app.backend.draft", "app.backend.sglang_meta", "app.backend.warmup", "app.backend.wire"),
-    ("app.backend.protocol", "app.plumbing"),
+    ("app.backend.draft", "app.backend.warmup", "app.backend.wire"),
+    ("app.backend.protocol", "app.backend.sglang_meta", "app.plumbing"),
     ("app.api_key", "app.files", "app.telemetry", "app.textsafe"),
     ("app.core",),
 )

@@ -254,7 +254,7 @@ def test_json_schema_keys(tmp_path: Path) -> None:
     assert set(request) == {
         "rep", "index", "stats", "finish_reason", "error", "expected", "extracted", "correct",
     }  # fmt: skip
-    assert request["stats"]["verify_ct"] == 2
+    assert request["stats"]["verify_rounds"] == 2
     assert data["tables"]["synthetic"][1] == {
         "profile": "humming",
         "lever": "+Humming",

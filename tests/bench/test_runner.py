@@ -30,7 +30,7 @@ def _baseline_script() -> list[Any]:
 def _stack_script() -> list[Any]:
     # TPOT 0.01; (completion, verify rounds): accept lengths 3.0, 2.25, 2.5, 2.0.
     return [WARMUP] + [
-        sample(ttft=0.2, tpot=0.01, tokens=n, verify_ct=v)
+        sample(ttft=0.2, tpot=0.01, tokens=n, verify_rounds=v)
         for n, v in ((9, 3), (9, 4), (10, 4), (6, 3))
     ]
 

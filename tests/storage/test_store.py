@@ -25,7 +25,7 @@ STATS = ReplyStats(
     decode_tps=50.0,
     accept_length=3.1,
     accept_rate=0.7,
-    verify_ct=13,
+    verify_rounds=13,
     accept_histogram=(1, 2, 10),
 )
 

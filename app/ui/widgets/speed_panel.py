@@ -116,7 +116,7 @@ class SpeedPanel(VerticalScroll, can_focus=False):
         if stats is None:
             self.query_one("#reply-numbers", Static).update(_rows(("decode", "–")))
             return
-        verify = f"{stats.verify_ct:,} rounds" if stats.verify_ct else "–"
+        verify = f"{stats.verify_rounds:,} rounds" if stats.verify_rounds else "–"
         self.query_one("#reply-numbers", Static).update(
             _rows(
                 ("decode", rate(stats.decode_tps)),
