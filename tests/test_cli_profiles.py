@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.backend.engine_config import PROFILES
 from app.cli import build_parser, main
 from app.commands.common import USER_PROFILES
+from app.core.profiles import PROFILES
 
 RIGS = ("humming", "humming+fp8", "humming+nextn", "stack-recurrent")
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.engine_setup import ENGINE_PACKAGES
+from app.backend.engine.setup import ENGINE_PACKAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
-GPU_FACTS = "from app.backend.engine_setup import gpu_facts; print(gpu_facts())"
+GPU_FACTS = "from app.backend.engine.setup import gpu_facts; print(gpu_facts())"
 
 
 def installed_engine_double(site: Path) -> Path:

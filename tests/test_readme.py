@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.proof import TITLES
+from app.backend.proof.rules import TITLES
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine_config import (
+from app.backend.engine.config import (
     CHAT_TEMPLATE,
     ENVIRONMENT,
-    PROFILES,
     REASONING_PARSER,
     SERVER_ARGS,
     EngineConfig,
@@ -22,8 +21,9 @@ from app.backend.engine_config import (
     nextn_depth_args,
     server_args,
 )
-from app.backend.engine_setup import set_engine_environment
+from app.backend.engine.setup import set_engine_environment
 from app.commands.common import sglang_overrides
+from app.core.profiles import PROFILES
 from tests.fixtures.engine_double.sglang.srt.entrypoints import engine as engine_double
 
 SETTINGS_DOC = Path(__file__).resolve().parents[2] / "docs" / "engine-settings.md"

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine_config import PROFILES, EngineConfig
-from app.backend.overrides import refusal
+from app.backend.engine.config import EngineConfig
+from app.backend.firststart.overrides import refusal
+from app.core.profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parents[2]
 
