@@ -23,12 +23,15 @@ from pathlib import Path
 import pytest
 
 from tests.support.slow_server import TOKEN, SlowServer
+from tests.support.timeouts import scaled
+
+pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
 
 LEAVE_ALT_SCREEN = b"\x1b[?1049l"
 
 
 def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
@@ -86,13 +89,13 @@ def test_a_signal_mid_reply_stores_it_as_stopped_and_restores_the_terminal(
             wait_for(lambda: server.chat_tokens >= 5, 30, "the reply to stream")
             if window_closed:
                 os.close(leader)
-                reader.join(timeout=5)
+                reader.join(timeout=scaled(5))
             child.send_signal(signum)
-            status = child.wait(timeout=30)
+            status = child.wait(timeout=scaled(30))
         finally:
             if child.poll() is None:
                 child.kill()
-            reader.join(timeout=5)
+            reader.join(timeout=scaled(5))
             if not window_closed:
                 os.close(leader)
 

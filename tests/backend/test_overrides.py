@@ -13,6 +13,7 @@ import pytest
 
 from app.backend.engine_config import PROFILES, EngineConfig
 from app.backend.overrides import refusal
+from tests.support.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -148,11 +149,12 @@ def ling_chat(*argv: str, tmp_path: Path, **env: str) -> subprocess.CompletedPro
         env=environment,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         check=False,
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -173,6 +175,7 @@ def test_the_cli_refuses_the_override_with_exit_2_before_the_preflight(argv, tmp
     assert "preflight" not in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_disabled_graphs_and_a_variable_the_same_way(tmp_path):
     done = ling_chat("--sglang-arg", "disable_cuda_graph=true", tmp_path=tmp_path)
     assert done.returncode == 2 and "disable_cuda_graph=true contradicts" in done.stderr
@@ -181,6 +184,7 @@ def test_the_cli_refuses_disabled_graphs_and_a_variable_the_same_way(tmp_path):
     assert "SGLANG_DISABLE_DRAFT_EXTEND_CUDA_GRAPH=1 contradicts" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_missing_lever_package_is_a_preflight_line_before_the_gpu_checks(tmp_path):
     """Through the CLI with the engine double's sglang and torch, and no humming."""
     model = tmp_path / "model"
@@ -196,6 +200,7 @@ def test_a_missing_lever_package_is_a_preflight_line_before_the_gpu_checks(tmp_p
     )
 
 
+@pytest.mark.slow
 def test_bench_refuses_per_profile_unless_it_may_measure_unproven_engines(tmp_path):
     model = tmp_path / "model"
     model.mkdir()

@@ -13,6 +13,7 @@ from textual.widget import Widget
 from textual.widgets import TextArea
 
 from app.ui.screens.chat import ChatScreen
+from tests.support.timeouts import scaled
 
 SIZE = (120, 40)
 
@@ -20,8 +21,8 @@ SIZE = (120, 40)
 async def wait_until(
     pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = 5
 ) -> None:
-    """Let the app run until `predicate()` is true (fails the test after `timeout` s)."""
-    deadline = time.monotonic() + timeout
+    """Let the app run until `predicate()` is true (fails the test after `scaled(timeout)` s)."""
+    deadline = time.monotonic() + scaled(timeout)
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError("timed out waiting for the app")
