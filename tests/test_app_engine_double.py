@@ -16,6 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.support.timeouts import scaled
+
+pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
+
 ROOT = Path(__file__).resolve().parents[1]
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
 FULL_REPLY = "Hello from the double."
@@ -29,7 +35,7 @@ def session(work: Path, mode: str) -> tuple[dict[str, Any], str]:
         capture_output=True,
         text=True,
         env=env,
-        timeout=180,
+        timeout=scaled(180),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Task was destroyed but it is pending" not in done.stderr

@@ -7,8 +7,12 @@ import os
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from tests.support.pty_app import app_on_a_pty, wait_for
 from tests.support.slow_server import SlowServer
+
+pytestmark = pytest.mark.slow  # end to end: a subprocess on a pseudo-terminal
 
 PASTED = "before \x1b[31mred\x1b[0m \x1b]0;title\x07 after"
 

@@ -17,6 +17,9 @@ import pytest
 
 from tests.support.pty_app import app_on_a_pty, wait_for
 from tests.support.slow_server import TOKEN, SlowServer
+from tests.support.timeouts import scaled
+
+pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
 
 LEAVE_ALT_SCREEN = b"\x1b[?1049l"
 
@@ -39,7 +42,7 @@ def test_a_signal_mid_reply_stores_it_as_stopped_and_restores_the_terminal(
         if window_closed:
             app.hang_up()
         app.child.send_signal(signum)
-        status = app.child.wait(timeout=30)
+        status = app.child.wait(timeout=scaled(30))
 
     assert status == 128 + signum
     if not window_closed:

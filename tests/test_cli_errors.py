@@ -12,6 +12,7 @@ import pytest
 from app.cli import main
 from app.settings import load_settings
 from app.storage import ChatStore
+from tests.support.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,11 +87,12 @@ def ling_chat(*argv: str, stdout: object) -> subprocess.CompletedProcess[bytes]:
         stdout=stdout,  # type: ignore[arg-type]
         stderr=subprocess.PIPE,
         cwd=ROOT,
-        timeout=60,
+        timeout=scaled(60),
         check=False,
     )
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("long_history")
 def test_history_into_a_closed_pipe_ends_quietly():
     """`ling-chat history | head -1`: the reader leaving early is no error."""
@@ -102,10 +104,11 @@ def test_history_into_a_closed_pipe_ends_quietly():
     )
     assert proc.stdout is not None
     proc.stdout.close()  # before ling-chat has written anything
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=scaled(60))
     assert (proc.returncode, err.decode()) == (0, "")
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("long_history")
 @pytest.mark.parametrize("argv", [["history"], ["export", "-o", "-"]])
 def test_a_full_stdout_is_one_line(argv: list[str]):
@@ -159,13 +162,14 @@ HEAVY = ("pydantic", "pydantic_settings", "sqlite_utils", "textual", "httpx", "r
 """Packages `ling-chat --help` has no use for: together they take seconds to import."""
 
 
+@pytest.mark.slow
 def test_help_imports_no_heavy_package_and_lists_every_command() -> None:
     code = (
         "import sys\nfrom app.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n"
         f"    pass\nprint(sorted(name for name in {HEAVY!r} if name in sys.modules))"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=scaled(60)
     )
     assert done.stdout.splitlines()[-1] == "[]"
     for command in ("doctor", "history", "export", "import", "bench", "serve", "prepare"):

@@ -19,6 +19,7 @@ from app.settings import load_settings
 from app.storage import ChatStore, MessageStatus
 from app.telemetry import reply_stats
 from tests.support.storage import STATS
+from tests.support.timeouts import scaled
 
 
 def cli(*argv: str) -> int:
@@ -212,6 +213,7 @@ def test_export_of_an_unknown_id_writes_nothing(
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_export_to_a_closed_pipe_ends_quietly(filled: Path) -> None:
     """`ling-chat export -o - | head`: the reader leaving early is no error."""
     proc = subprocess.Popen(
@@ -221,7 +223,7 @@ def test_export_to_a_closed_pipe_ends_quietly(filled: Path) -> None:
     )
     assert proc.stdout is not None
     proc.stdout.close()  # before ling-chat has written anything
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=scaled(60))
     assert proc.returncode == 0, err.decode()
     assert b"Traceback" not in err
 

@@ -20,6 +20,7 @@ from app.backend.firststart import probes as preflight_probes
 from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.cli import main
 from tests.support.preflight import HEALTHY_SPARK
+from tests.support.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parent.parent
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
@@ -111,6 +112,7 @@ def test_the_chat_prepares_inside_its_start(model: Path, machine: dict[str, Any]
     assert machine["loaded"] == [("engine",)]  # PreparedBackend: the start-up screen shows it
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU machine may pass")
 def test_doctor_on_a_machine_without_a_gpu_prints_the_preflight_and_exits_3(model: Path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)])}
@@ -119,7 +121,7 @@ def test_doctor_on_a_machine_without_a_gpu_prints_the_preflight_and_exits_3(mode
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=scaled(120),
     )
     assert done.returncode == 3, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("preflight: ")]

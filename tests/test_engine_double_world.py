@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 
 from app.backend.engine.setup import ENGINE_PACKAGES
+from tests.support.timeouts import scaled
+
+pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
 
 ROOT = Path(__file__).resolve().parents[1]
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
@@ -38,7 +41,7 @@ def test_an_installed_engine_is_not_mixed_into_the_double(tmp_path: Path) -> Non
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(map(str, [DOUBLE, ROOT, site]))},
-        timeout=60,
+        timeout=scaled(60),
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (

@@ -17,6 +17,7 @@ from app.backend.engine.engine import EngineBackend
 from app.backend.replay import RecordingBackend
 from app.storage import ChatStore, MessageStatus
 from tests.support.scripted_backend import ScriptedBackendDouble
+from tests.support.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,13 +66,16 @@ def test_the_log_folder_and_sglangs_log_are_private(tmp_path: Path) -> None:
     assert {mode(path) for path in logs} == {0o600}
 
 
+@pytest.mark.slow
 def test_the_log_the_scheduler_writes_its_output_to_is_private(tmp_path: Path) -> None:
     log = tmp_path / "scheduler.log"
     script = (
         "import sys; from app.backend.engine.patches import redirect_output; "
         "redirect_output(sys.argv[1])"
     )
-    subprocess.run([sys.executable, "-c", script, str(log)], cwd=ROOT, check=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "-c", script, str(log)], cwd=ROOT, check=True, timeout=scaled(60)
+    )
     assert mode(log) == 0o600
 
 

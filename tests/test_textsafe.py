@@ -18,6 +18,7 @@ from app.settings import load_settings
 from app.storage import ChatStore, MessageStatus
 from app.telemetry import ReplyStats
 from app.textsafe import TerminalText, is_safe, visible
+from tests.support.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = "\x1b]0;PWNED\x07 \x1b]52;c;cHduZWQ=\x07 \x1b[2J\x9b31m\x90q\x9c\x7f\r"
@@ -120,10 +121,11 @@ def _on_a_tty(*argv: str, status: int = 0) -> str:
         output += chunk
     os.close(leader)
     text = output.decode()
-    assert proc.wait(timeout=60) == status, text
+    assert proc.wait(timeout=scaled(60)) == status, text
     return text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -148,12 +150,13 @@ def test_stored_text_reaches_a_terminal_without_a_control_character(
 def _piped(*argv: str) -> str:
     """What `ling-chat ARGV` writes into a pipe, as `| head` or `| less -R` read it."""
     done = subprocess.run(
-        [sys.executable, "-m", "app", *argv], cwd=ROOT, capture_output=True, timeout=60
+        [sys.executable, "-m", "app", *argv], cwd=ROOT, capture_output=True, timeout=scaled(60)
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.decode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -178,6 +181,7 @@ def test_stored_text_piped_to_a_pager_holds_no_control_character(
         assert shown.count("\r\n") == 2 and "\r" not in shown.replace("\r\n", "")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [("history", "--raw"), ("history", "show", "1", "--raw"), ("export", "--raw", "-o", "-")],
@@ -186,6 +190,7 @@ def test_raw_prints_the_exact_text(hostile_db: Path, argv: tuple[str, ...]) -> N
     assert f"title {HOSTILE}{BIDI}" in _piped(*argv)
 
 
+@pytest.mark.slow
 def test_a_title_with_line_breaks_cannot_draw_rows_of_its_own() -> None:
     with ChatStore.open(load_settings().db_path) as store:
         store.create_conversation("real\n 99  2026-01-01 00:00     1  fake row\tend")
@@ -195,6 +200,7 @@ def test_a_title_with_line_breaks_cannot_draw_rows_of_its_own() -> None:
     assert _piped("history", "--raw").count("\n") == 3
 
 
+@pytest.mark.slow
 def test_an_error_naming_stored_text_reaches_a_terminal_made_visible(tmp_path: Path) -> None:
     bad = tmp_path / f"bad{HOSTILE[:6]}.json"
     bad.write_text("{}")
@@ -203,19 +209,27 @@ def test_an_error_naming_stored_text_reaches_a_terminal_made_visible(tmp_path: P
     assert "\x1b" not in shown and "␛]0;PW" in shown
 
 
+@pytest.mark.slow
 def test_a_file_export_keeps_the_exact_text(hostile_db: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.md"
     subprocess.run(
-        [sys.executable, "-m", "app", "export", "-o", str(out)], cwd=ROOT, check=True, timeout=60
+        [sys.executable, "-m", "app", "export", "-o", str(out)],
+        cwd=ROOT,
+        check=True,
+        timeout=scaled(60),
     )
     text = out.read_bytes().decode()
     assert f"answer {HOSTILE}" in text and f"ask {HOSTILE}" in text
 
 
+@pytest.mark.slow
 def test_the_html_export_escapes_the_text(hostile_db: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.html"
     subprocess.run(
-        [sys.executable, "-m", "app", "export", "-o", str(out)], cwd=ROOT, check=True, timeout=60
+        [sys.executable, "-m", "app", "export", "-o", str(out)],
+        cwd=ROOT,
+        check=True,
+        timeout=scaled(60),
     )
     text = out.read_bytes().decode()
     assert f"answer {HOSTILE}" in text  # exact: nothing in it to escape

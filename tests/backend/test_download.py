@@ -31,6 +31,7 @@ from app.backend.engine.download_stage import (
 from app.cli import main
 from app.core.errors import ModelNotFound
 from tests.fixtures.hub_double import COMMIT, FakeHubDouble, blob_name, serving
+from tests.support.timeouts import scaled
 
 REPO = "inclusionAI/Tiny-fp4"
 FILES = {
@@ -213,6 +214,7 @@ def test_download_command_draws_a_text_bar_and_prints_the_folder(hub, place, mon
     assert re.search(r"^\[#{30}\] 18\.6 kB of 18\.6 kB · .*/s · 0:00 left$", err, re.M), err
 
 
+@pytest.mark.slow
 def test_download_command_offline_and_not_cached_is_one_line(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "empty")}
     done = subprocess.run(
@@ -220,7 +222,7 @@ def test_download_command_offline_and_not_cached_is_one_line(tmp_path):
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=scaled(120),
         cwd=ROOT,
     )
     assert done.returncode == 1

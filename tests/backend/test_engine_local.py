@@ -17,6 +17,7 @@ from app.backend.engine.setup import check_model_path
 from app.backend.engine.sglang_log import SGLangLog, last_error, logging_config
 from app.core.errors import BackendError, ModelNotFound
 from app.core.proof_report import Verdict
+from tests.support.timeouts import scaled
 
 
 def test_missing_local_model_path_is_one_line(tmp_path):
@@ -139,6 +140,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "outcome"),
     [("fixed", "exit code 0"), ("unfixed", "failed: bad value(s) in fds_to_keep")],
@@ -149,6 +151,10 @@ def test_the_engine_can_spawn_its_processes_inside_the_textual_app(tmp_path, mod
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     done = subprocess.run(
-        [sys.executable, str(script), mode], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, str(script), mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=scaled(120),
     )
     assert outcome in done.stdout, done.stdout + done.stderr

@@ -25,6 +25,7 @@ from app.core.errors import ContextFull, EngineCrashed
 from tests.fixtures.engine_double.sglang.srt.parser import (
     reasoning_parser as reasoning_parser_double,
 )
+from tests.support.timeouts import scaled
 from tests.support.waiting import eventually
 
 
@@ -227,7 +228,7 @@ async def test_a_request_whose_scheduler_dies_raises_the_cause_from_this_boot_s_
     backend.processes.died.set()  # a SIGQUIT came and the scheduler is gone
     cause = r"\(ModuleNotFoundError: No module named 'flashinfer'\): restart ling-chat"
     with pytest.raises(EngineCrashed, match=rf"^SGLang's scheduler died {cause}"):
-        await asyncio.wait_for(request, timeout=5)
+        await asyncio.wait_for(request, timeout=scaled(5))
     with pytest.raises(EngineCrashed):  # the next request fails at once
         await asyncio.wait_for(generate(backend, input_ids=[1], sampling_params=params), 1)
     await backend.shutdown()
@@ -246,6 +247,7 @@ async def test_cancelling_a_request_stops_it_on_the_engine_thread(tmp_path):
     await backend.shutdown()
 
 
+@pytest.mark.slow
 async def test_a_stop_returns_even_when_the_engine_loop_hangs(parser_double, tmp_path):
     # The quit stops the reply in flight before shutting SGLang down: it must not wait on
     # an engine loop that never takes the abort.
@@ -256,7 +258,7 @@ async def test_a_stop_returns_even_when_the_engine_loop_hangs(parser_double, tmp
     release = threading.Event()
     backend._thread.loop.call_soon_threadsafe(release.wait, 30)  # the loop hangs
     try:
-        await asyncio.wait_for(backend.stop_reply(), timeout=ABORT_WAIT_S + 1)
+        await asyncio.wait_for(backend.stop_reply(), timeout=scaled(ABORT_WAIT_S + 1))
     finally:
         release.set()
     reply.cancel()
@@ -274,6 +276,7 @@ class WatchdogDouble:
         self.stopped.set()
 
 
+@pytest.mark.slow
 async def test_shutdown_stops_the_watchdog_even_when_the_engine_loop_hangs(tmp_path):
     engine = SGLangEngineDouble(["a"], {"type": "stop"})
     engine.tokenizer_manager._subprocess_watchdog = WatchdogDouble()
@@ -281,7 +284,7 @@ async def test_shutdown_stops_the_watchdog_even_when_the_engine_loop_hangs(tmp_p
     release = threading.Event()
     backend._thread.loop.call_soon_threadsafe(release.wait, 30)  # the loop hangs
     try:
-        await asyncio.wait_for(backend.shutdown(), timeout=15)
+        await asyncio.wait_for(backend.shutdown(), timeout=scaled(15))
     finally:
         release.set()
     assert engine.tokenizer_manager._subprocess_watchdog.stopped.is_set()

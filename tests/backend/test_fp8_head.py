@@ -7,7 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from app.backend.proof import FP8_HEAD_METHOD
+from tests.support.timeouts import scaled
+
+pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
@@ -20,7 +25,7 @@ def test_the_head_method_class_is_named_as_the_proof_expects():
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)])}
     done = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=scaled(60)
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == FP8_HEAD_METHOD

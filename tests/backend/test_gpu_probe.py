@@ -13,6 +13,7 @@ import pytest
 
 from app.backend.firststart.gpu_probe import GpuProbe, probe_gpu, require_gpu
 from app.core.errors import PreflightFailed
+from tests.support.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
@@ -107,10 +108,11 @@ def _without_a_gpu(tmp_path: Path, command: list[str]) -> subprocess.CompletedPr
             "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)]),
             "CUDA_VISIBLE_DEVICES": "",
         },
-        timeout=60,
+        timeout=scaled(60),
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [[], ["serve"]])
 def test_without_a_gpu_ling_chat_is_one_line_before_sglang_is_imported(
     tmp_path: Path, command: list[str]
@@ -122,6 +124,7 @@ def test_without_a_gpu_ling_chat_is_one_line_before_sglang_is_imported(
     assert done.stdout.splitlines()[-2:] == ["sglang not imported", "no app built"]
 
 
+@pytest.mark.slow
 def test_without_a_gpu_the_doctor_prints_its_preflight_before_sglang_is_imported(tmp_path: Path):
     done = _without_a_gpu(tmp_path, ["doctor"])
     assert done.returncode == 3
@@ -130,6 +133,7 @@ def test_without_a_gpu_the_doctor_prints_its_preflight_before_sglang_is_imported
     assert done.stdout.splitlines()[-2:] == ["sglang not imported", "no app built"]
 
 
+@pytest.mark.slow
 def test_doctor_keeps_sglangs_import_warnings_off_the_terminal(tmp_path: Path) -> None:
     model = tmp_path / "model"
     model.mkdir()
@@ -139,7 +143,7 @@ def test_doctor_keeps_sglangs_import_warnings_off_the_terminal(tmp_path: Path) -
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)])},
-        timeout=120,
+        timeout=scaled(120),
     )
     assert "Importing SGLang done" in done.stdout
     assert "an import warning" not in done.stdout + done.stderr
@@ -147,6 +151,7 @@ def test_doctor_keeps_sglangs_import_warnings_off_the_terminal(tmp_path: Path) -
     assert "an import warning, as SGLang 0.5.23 prints three" in log.read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [[], ["serve"], ["doctor"], ["prepare"], ["bench"]])
 def test_without_a_gpu_every_command_that_starts_the_engine_exits_3(
     tmp_path: Path, command: list[str]

@@ -14,6 +14,7 @@ import pytest
 from app.backend.engine.config import EngineConfig
 from app.backend.firststart.overrides import refusal
 from app.core.profiles import PROFILES
+from tests.support.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -149,11 +150,12 @@ def ling_chat(*argv: str, tmp_path: Path, **env: str) -> subprocess.CompletedPro
         env=environment,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         check=False,
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -174,6 +176,7 @@ def test_the_cli_refuses_the_override_with_exit_2_before_the_preflight(argv, tmp
     assert "preflight" not in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_disabled_graphs_and_a_variable_the_same_way(tmp_path):
     done = ling_chat("--sglang-arg", "disable_cuda_graph=true", tmp_path=tmp_path)
     assert done.returncode == 2 and "disable_cuda_graph=true contradicts" in done.stderr
@@ -182,6 +185,7 @@ def test_the_cli_refuses_disabled_graphs_and_a_variable_the_same_way(tmp_path):
     assert "SGLANG_DISABLE_DRAFT_EXTEND_CUDA_GRAPH=1 contradicts" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_missing_lever_package_is_a_preflight_line_before_the_gpu_checks(tmp_path):
     """Through the CLI with the engine double's sglang and torch, and no humming."""
     model = tmp_path / "model"
@@ -199,6 +203,7 @@ def test_a_missing_lever_package_is_a_preflight_line_before_the_gpu_checks(tmp_p
     assert preflight[0].endswith("; fix: pip install humming-kernels==0.1.12 cuda-python (NVRTC)")
 
 
+@pytest.mark.slow
 def test_bench_refuses_per_profile_unless_it_may_measure_unproven_engines(tmp_path):
     model = tmp_path / "model"
     model.mkdir()

@@ -14,6 +14,7 @@ import pytest
 from app.backend.remote.server import judge
 from app.core.errors import BackendError
 from app.core.proof_report import ProofLine, ProofReport, Verdict
+from tests.support.timeouts import scaled
 
 
 def report(verdict: Verdict) -> ProofReport:
@@ -81,10 +82,11 @@ def ling_chat_serve(
             "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)]),
             **(env or {}),
         },
-        timeout=120,
+        timeout=scaled(120),
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("given", ["env", "file", "flag"])
 def test_serve_keeps_the_api_key_out_of_every_log_and_sglang_off_the_terminal(
     tmp_path: Path, given: str
@@ -115,6 +117,7 @@ def test_serve_keeps_the_api_key_out_of_every_log_and_sglang_off_the_terminal(
     assert warned is (given == "flag")
 
 
+@pytest.mark.slow
 def test_a_key_file_others_can_read_is_refused_in_one_line(tmp_path: Path) -> None:
     key_file = tmp_path / "key"
     key_file.write_text(KEY)

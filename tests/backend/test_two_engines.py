@@ -12,6 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.support.timeouts import scaled
+
+pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
+
 ROOT = Path(__file__).resolve().parents[2]
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
 
@@ -23,7 +29,7 @@ def test_shutting_one_engine_down_leaves_the_other_answering(tmp_path):
         capture_output=True,
         text=True,
         env=env,
-        timeout=180,
+        timeout=scaled(180),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])

@@ -12,6 +12,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.support.timeouts import scaled
+
+pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
+
 ROOT = Path(__file__).resolve().parents[2]
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
 ARGS = ["--profiles", "stack", "--input-len", "8", "--output-len", "4", "--num-prompts", "1"]
@@ -50,7 +56,7 @@ def _bench(cwd: Path, app_root: Path, out: Path) -> tuple[subprocess.CompletedPr
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,  # the engine double's zmq context hangs an hour if left open
+        timeout=scaled(60),  # the engine double's zmq context hangs an hour if left open
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done, json.loads(out.read_text())

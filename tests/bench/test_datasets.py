@@ -15,6 +15,7 @@ from app.bench.inputs import datasets
 from app.bench.inputs.gsm8k import load_gsm8k
 from app.core.errors import ConfigError
 from tests.support.gsm8k_hub import HubDouble
+from tests.support.timeouts import scaled
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 ROOT = Path(__file__).parent.parent.parent
@@ -51,6 +52,7 @@ def test_a_row_without_the_final_answer_is_named(tmp_path: Path) -> None:
         datasets.read_parquet_items(path, "openai/gsm8k test")
 
 
+@pytest.mark.slow
 def test_offline_with_an_empty_cache_the_cli_says_so_in_one_line(tmp_path: Path) -> None:
     env = {
         **os.environ,
@@ -64,7 +66,7 @@ def test_offline_with_an_empty_cache_the_cli_says_so_in_one_line(tmp_path: Path)
         text=True,
         env=env,
         cwd=ROOT,
-        timeout=120,
+        timeout=scaled(120),
     )
     assert done.returncode != 0
     assert done.stdout == ""

@@ -23,6 +23,7 @@ import pytest
 from app.core.errors import DatabaseCorrupt, DatabaseLocked, LingChatError, StorageError
 from app.storage import ChatStore, MessageStatus
 from tests.support.storage import write_locked
+from tests.support.timeouts import scaled
 
 Committed = Callable[..., list[dict[str, Any]]]
 
@@ -99,10 +100,11 @@ def one_line(error: LingChatError) -> str:
 
 def python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=scaled(60)
     )
 
 
+@pytest.mark.slow
 def test_sigkill_mid_reply_leaves_a_partial_reply_holding_the_flushed_text(
     db_path: Path, committed: Committed
 ) -> None:
@@ -242,6 +244,7 @@ def test_a_reply_whose_finish_hit_the_lock_can_finish_later(
     )
 
 
+@pytest.mark.slow
 def test_a_read_only_database_is_a_one_line_storage_error() -> None:
     # Not tmp_path: its parents are private to root, and the child may run as nobody.
     folder = Path(tempfile.mkdtemp(prefix="ling-chat-ro-"))
@@ -267,6 +270,7 @@ def test_a_read_only_database_is_a_one_line_storage_error() -> None:
         folder.rmdir()
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_a_one_line_storage_error_and_loses_nothing(db_path: Path) -> None:
     with ChatStore.open(db_path) as store:
         store.add_user_message(store.create_conversation().id, "before")
@@ -281,6 +285,7 @@ def test_a_full_disk_is_a_one_line_storage_error_and_loses_nothing(db_path: Path
         assert [m.content for m in store.messages(1)] == ["before", "after"]
 
 
+@pytest.mark.slow
 def test_a_backup_on_a_full_disk_names_the_backup_and_leaves_no_part_of_it(
     db_path: Path, tmp_path: Path
 ) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +12,7 @@ from textual.widget import Widget
 from textual.widgets import TextArea
 
 from app.ui.screens.chat import ChatScreen
+from tests.support.timeouts import Deadline
 
 SIZE = (120, 40)
 
@@ -20,11 +20,12 @@ SIZE = (120, 40)
 async def wait_until(
     pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = 5
 ) -> None:
-    """Let the app run until `predicate()` is true (fails the test after `timeout` s)."""
-    deadline = time.monotonic() + timeout
+    """Let the app run until `predicate()` is true (fails the test after a
+    `Deadline(timeout)`: scaled, and not eaten by other processes' CPU time)."""
+    deadline = Deadline(timeout)
     while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the app")
+        if deadline.passed():
+            raise AssertionError(f"timed out waiting for the app ({deadline.seconds:g} s)")
         await pilot.pause(0.01)
 
 

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from app.telemetry import ReplyStats
+from tests.support.timeouts import scaled
 
 STATS = ReplyStats(
     prompt_tokens=31,
@@ -50,4 +51,4 @@ def write_locked(path: Path) -> Iterator[None]:
         yield
     finally:
         locker.stdin.close()
-        locker.wait(timeout=10)
+        locker.wait(timeout=scaled(10))

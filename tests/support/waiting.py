@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
+
+from tests.support.timeouts import Deadline
 
 
 async def eventually(predicate: Callable[[], object], timeout: float = 5) -> None:
-    """Let other tasks and threads run until `predicate()` is true (fails after `timeout` s)."""
-    deadline = time.monotonic() + timeout
+    """Let other tasks and threads run until `predicate()` is true (fails after a
+    `Deadline(timeout)`)."""
+    deadline = Deadline(timeout)
     while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the condition")
+        if deadline.passed():
+            raise AssertionError(f"timed out waiting for the condition ({deadline.seconds:g} s)")
         await asyncio.sleep(0.01)

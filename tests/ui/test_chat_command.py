@@ -180,6 +180,7 @@ async def _never_run(app: LingChatApp) -> None:
     raise AssertionError("the app opened")
 
 
+@pytest.mark.slow
 def test_a_replay_keeps_its_replies_out_of_the_users_history(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

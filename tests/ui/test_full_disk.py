@@ -25,6 +25,8 @@ from tests.support.clock import FakeClock
 from tests.support.pilot import Notices, chat_screen, reply_done, send, text_of, wait_until
 from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
 
+pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
+
 SIZE = (120, 40)
 LONG = "x" * 50_000
 """More text than the pages the history has left can hold."""

@@ -25,6 +25,8 @@ from app.ui import LingChatApp
 from app.ui.widgets.speed_panel import SpeedPanel
 from tests.support.pilot import chat_screen, send, text_of, wait_until
 
+pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
+
 TOLERANCE = 0.05
 QUESTIONS = ("What did each lever do?", "And how is accept length measured?")
 AVERAGE = re.compile(r"^average\s+[\d,.]+ tok/s", re.MULTILINE)

@@ -1,10 +1,12 @@
-"""ReplyRun: a reply counts as finished only once its ending is stored."""
+"""ReplyRun: a reply counts as finished only once its ending is stored; ReplyView ends."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from textual.app import App, ComposeResult
+from textual.widgets import Label, Markdown
 
 from app.backend.protocol import ReplyDone, TextChunk
 from app.core.chat import Sampling
@@ -12,7 +14,9 @@ from app.core.errors import DatabaseLocked
 from app.core.reply_usage import ReplyUsage
 from app.storage import ChatStore, MessageStatus
 from app.ui.reply import ReplyRequest, ReplyRun
+from app.ui.widgets.messages import ReplyView
 from tests.support.clock import FakeClock
+from tests.support.pilot import text_of
 from tests.support.storage import write_locked
 
 
@@ -49,3 +53,20 @@ def test_ttft_counts_from_the_moment_the_request_is_sent(
     clock.advance(0.1)
     run.observe(TextChunk("first", "", 1, clock()))
     assert run.ttft_s == pytest.approx(0.1)
+
+
+class OneReply(App[None]):
+    def compose(self) -> ComposeResult:
+        yield ReplyView(streaming=True)
+
+
+async def test_a_reply_ends_when_its_text_stream_is_stopped_before_it_ran() -> None:
+    """Textual stops a Markdown stream by cancelling its task; one cancelled before its first
+    step raised into the reply's end (on a loaded machine), and the reply never ended."""
+    async with OneReply().run_test() as pilot:
+        view = pilot.app.query_one(ReplyView)
+        view.answer = "the whole answer"
+        view._stream("answer")  # its task is created, and has not run yet
+        await view.finish("✓ done")
+        assert view.query_one(".answer", Markdown).source == "the whole answer"
+        assert text_of(view.query_one(".reply-footer", Label)) == "✓ done"

@@ -30,6 +30,8 @@ from tests.support.scripted_backend import (
     long_passing_report,
 )
 
+pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
+
 MakeApp = Callable[..., LingChatApp]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Final
 
 from markdown_it import MarkdownIt
@@ -105,8 +106,10 @@ class ReplyView(Vertical, can_focus=True):
 
     async def finish(self, footer: str) -> None:
         """Flush the streams and show the final stats line."""
-        for stream in self._streams.values():
-            await stream.stop()
+        for part, stream in self._streams.items():
+            if not await _stopped(stream):  # its text may be unshown: show it whole
+                text = self.answer if part == "answer" else self.reasoning
+                await self.query_one(f".{part}", Markdown).update(visible(text))
         self._streams.clear()
         self._streaming = False
         self.thinking.title = _thinking_title(self.reasoning)
@@ -145,3 +148,20 @@ def message_widget(message: StoredMessage) -> Widget | None:
     if message.role is Role.ASSISTANT:
         return ReplyView.from_stored(message)
     return None
+
+
+async def _stopped(stream: MarkdownStream) -> bool:
+    """Stop `stream`; False when its task had not started (its text not all shown).
+
+    Textual's `MarkdownStream.stop` cancels the stream's task and awaits it: a task cancelled
+    before its first step raises CancelledError into the awaiter, which here is the end of a
+    reply (the reply would never end).
+    """
+    try:
+        await stream.stop()
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise  # the reply itself is being cancelled
+        return False
+    return True
