@@ -8,7 +8,7 @@ import stat
 import sys
 from pathlib import Path
 
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 
 API_KEY_ENV = "LING_CHAT_API_KEY"
 PS_WARNING = (

@@ -23,8 +23,8 @@ from typing import Any
 
 from app import __version__
 from app.commands import chat
-from app.crash import crash_line
-from app.errors import LeverOverridden, LingChatError, PreflightFailed
+from app.core.errors import LeverOverridden, LingChatError, PreflightFailed
+from app.plumbing.crash import crash_line
 from app.textsafe import made_visible
 
 COMMANDS: dict[str, str] = {

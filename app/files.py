@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from app.errors import ExportError
+from app.core.errors import ExportError
 
 
 def write_atomic(path: Path, chunks: Iterable[str]) -> None:

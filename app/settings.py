@@ -25,16 +25,16 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from app.backend.engine_config import (
+from app.core.chat import Sampling
+from app.core.errors import ConfigError
+from app.core.profiles import (
     DEFAULT_MEM_FRACTION,
     DEFAULT_MIN_ACCEPT_LENGTH,
     DEFAULT_PROFILE,
     DSPARK_DRAFT,
     PROFILES,
 )
-from app.backend.server_wait import DEFAULT_SERVER_WAIT_S
-from app.chat import Sampling
-from app.errors import ConfigError
+from app.core.server_wait import DEFAULT_SERVER_WAIT_S
 
 APP_NAME = "ling-chat"
 DEFAULT_MODEL = "inclusionAI/Ling-3.0-flash-fp4"
@@ -47,7 +47,7 @@ def config_file() -> Path:
 
 
 _SAMPLING = Sampling()
-"""Ling-3.0-flash's recommended sampling, defined once in app.chat."""
+"""Ling-3.0-flash's recommended sampling, defined once in app.core.chat."""
 
 
 class SamplingSettings(BaseModel):

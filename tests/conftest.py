@@ -70,7 +70,7 @@ def isolated_kernel_caches(
 def engine_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The `engine` extra reads as missing in this process, installed or not: importing any
     of its packages fails and `find_spec` finds none (modules already loaded are set aside)."""
-    from app.backend.engine_setup import ENGINE_PACKAGES
+    from app.backend.engine.setup import ENGINE_PACKAGES
 
     for name in ENGINE_PACKAGES:
         for loaded in [m for m in sys.modules if m.startswith(f"{name}.")]:

@@ -9,9 +9,9 @@ import pytest
 from app.cli import build_parser, main
 from app.commands import serve
 from app.commands.common import sglang_overrides
-from app.commands.doctor import format_report
-from app.errors import ConfigError
-from app.proof_report import ProofLine, ProofReport, Verdict
+from app.core.errors import ConfigError
+from app.core.proof_report import ProofLine, ProofReport, Verdict
+from app.render.proof import format_report
 
 
 def serve_args(*argv: str) -> argparse.Namespace:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from app.commands import export, history
-from app.errors import LingChatError
-from app.reply_usage import ReplyUsage
+from app.core.errors import LingChatError
+from app.core.reply_usage import ReplyUsage
 from app.settings import load_settings
 from app.storage import ChatStore, MessageStatus
 from app.telemetry import reply_stats

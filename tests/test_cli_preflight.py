@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -13,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from app.backend import gpu_probe, preflight_probes
+from app import launch
+from app.backend.firststart import gpu_probe
+from app.backend.firststart import probes as preflight_probes
 from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.cli import main
-from app.commands import prepare as prepare_cmd
 from tests.support.preflight import HEALTHY_SPARK
 from tests.support.timeouts import scaled
 
@@ -50,9 +52,9 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         state["loaded"].append(("engine",))
         raise SystemExit(0)
 
-    monkeypatch.setattr(prepare_cmd, "prepare_printing", prepared)
-    monkeypatch.setattr(prepare_cmd, "PreparedBackend", loaded)
-    monkeypatch.setattr("app.backend.server.serve", loaded)
+    monkeypatch.setattr(launch, "prepare_printing", prepared)
+    monkeypatch.setattr(launch, "PreparedBackend", loaded)
+    monkeypatch.setattr("app.backend.remote.server.serve", loaded)
     return state
 
 
@@ -127,3 +129,28 @@ def test_doctor_on_a_machine_without_a_gpu_prints_the_preflight_and_exits_3(mode
     assert lines[0].startswith("preflight: FAIL lever package humming-kernels: `import humming`")
     assert "preflight: FAIL GPU memory: no CUDA GPU found" in lines[5]
     assert "Importing SGLang" not in done.stdout
+
+
+@pytest.mark.parametrize("command", [["prepare"], ["serve"], ["doctor"], []])
+def test_each_start_builds_its_engine_config_once_and_runs_each_check_once(
+    command: list[str], model: Path, machine: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+):
+    """The chat and serve checked twice (once with the GPU, once in the preflight) and the
+    doctor built its config twice; `app.launch` does each once."""
+    calls: list[str] = []
+    check, build = launch.check_engine_can_start, launch.engine_config
+
+    def counted_check(*args: Any, **kwargs: Any) -> None:
+        calls.append("check")
+        check(*args, **kwargs)
+
+    def counted_build(*args: Any, **kwargs: Any) -> Any:
+        calls.append("config")
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(launch, "check_engine_can_start", counted_check)
+    monkeypatch.setattr(launch, "engine_config", counted_build)
+    with contextlib.suppress(SystemExit):  # the engine "loaded" (the fixture's double)
+        main([*command, "--model", str(model)])
+    assert calls == ["config", "check"]
+    assert machine["loaded"]

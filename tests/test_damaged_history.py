@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.chat import Sampling
 from app.cli import main
+from app.core.chat import Sampling
 from app.settings import load_settings
 from app.storage import ChatStore, MessageStatus
 from tests.support.storage import STATS

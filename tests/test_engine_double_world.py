@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.engine_setup import ENGINE_PACKAGES
+from app.backend.engine.setup import ENGINE_PACKAGES
 from tests.support.timeouts import scaled
 
 pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
 
 ROOT = Path(__file__).resolve().parents[1]
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
-GPU_FACTS = "from app.backend.engine_setup import gpu_facts; print(gpu_facts())"
+GPU_FACTS = "from app.backend.engine.setup import gpu_facts; print(gpu_facts())"
 
 
 def installed_engine_double(site: Path) -> Path:

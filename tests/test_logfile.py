@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import ConfigError
-from app.logfile import log_file, logging_to
+from app.core.errors import ConfigError
+from app.plumbing.logfile import log_file, logging_to
 
 
 def test_the_log_holds_a_bugs_traceback_in_a_private_file_while_the_block_runs(

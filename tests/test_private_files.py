@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.engine import EngineBackend
-from app.backend.engine_config import EngineConfig
+from app.backend.engine.config import EngineConfig
+from app.backend.engine.engine import EngineBackend
 from app.backend.replay import RecordingBackend
 from app.storage import ChatStore, MessageStatus
 from tests.support.scripted_backend import ScriptedBackendDouble
@@ -70,7 +70,8 @@ def test_the_log_folder_and_sglangs_log_are_private(tmp_path: Path) -> None:
 def test_the_log_the_scheduler_writes_its_output_to_is_private(tmp_path: Path) -> None:
     log = tmp_path / "scheduler.log"
     script = (
-        "import sys; from app.backend.patches import redirect_output; redirect_output(sys.argv[1])"
+        "import sys; from app.backend.engine.patches import redirect_output; "
+        "redirect_output(sys.argv[1])"
     )
     subprocess.run(
         [sys.executable, "-c", script, str(log)], cwd=ROOT, check=True, timeout=scaled(60)

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.engine_config import PROFILES, EngineConfig
-from app.backend.remote import RemoteBackend
-from app.errors import ConfigError
+from app.backend.engine.config import EngineConfig
+from app.backend.remote.remote import RemoteBackend
+from app.core.errors import ConfigError
+from app.core.profiles import PROFILES
 from app.settings import load_settings
 
 

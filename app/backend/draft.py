@@ -38,7 +38,7 @@ def draft_in_use(facts: object, args: Mapping[str, Any]) -> DraftShape | None:
 
 
 def from_facts(facts: object) -> DraftShape | None:
-    """From `ling_chat_proof` (app/backend/patches/evidence.py): the DSpark worker's gamma
+    """From `ling_chat_proof` (app/backend/engine/patches/evidence.py): the DSpark worker's gamma
     and verify window, or the NEXTN draft worker's steps and draft tokens."""
     if not isinstance(facts, Mapping):
         return None

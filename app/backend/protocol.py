@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from app.chat import ChatMessage, Sampling
-from app.proof_report import ProofReport
-from app.reply_usage import ReplyUsage
+from app.core.chat import ChatMessage, Sampling
+from app.core.proof_report import ProofReport
+from app.core.reply_usage import ReplyUsage
 
 
 @dataclass(frozen=True, slots=True)

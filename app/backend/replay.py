@@ -45,11 +45,11 @@ from app.backend.protocol import (
 )
 from app.backend.sglang_meta import usage_from_meta_info
 from app.backend.wire import chat_messages
-from app.chat import ChatMessage, Sampling
-from app.errors import BackendError, ExportError
+from app.core.chat import ChatMessage, Sampling
+from app.core.errors import BackendError, ExportError
+from app.core.proof_report import ProofReport
+from app.core.reply_usage import ReplyUsage, check_count
 from app.files import private_dir, write_atomic
-from app.proof_report import ProofReport
-from app.reply_usage import ReplyUsage, check_count
 
 TRACE_FORMAT: Final = "ling-chat-trace"
 TRACE_VERSION: Final = 1

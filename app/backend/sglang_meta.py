@@ -1,24 +1,34 @@
-"""SGLang's `meta_info` (the dict on every chunk of `Engine.async_generate`) read into records."""
+"""SGLang's `meta_info` (the dict on every chunk of `Engine.async_generate`) read into records.
+
+SGLang's names of the speculative counters are stated here once; `wire` reads the same keys
+from a server's `sglext.spec_tokens_details`. Past these two readers every record names them
+as `ReplyUsage` does (`verify_rounds`, `correct_drafts`, ...).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
-from app.reply_usage import ReplyUsage
+from app.core.reply_usage import ReplyUsage
+
+SGLANG_VERIFY_ROUNDS: Final = "spec_verify_ct"
+SGLANG_CORRECT_DRAFTS: Final = "spec_num_correct_drafts"
+SGLANG_PROPOSED_DRAFTS: Final = "spec_num_proposed_drafts"
+SGLANG_ACCEPT_HISTOGRAM: Final = "spec_correct_drafts_histogram"
 
 
 def usage_from_meta_info(meta_info: Mapping[str, Any]) -> ReplyUsage:
     """The reply's usage from SGLang's final meta_info (`spec_*` keys only appear there)."""
-    histogram = meta_info.get("spec_correct_drafts_histogram")
+    histogram = meta_info.get(SGLANG_ACCEPT_HISTOGRAM)
     cached = meta_info.get("cached_tokens")
     return ReplyUsage(
         completion_tokens=int(meta_info.get("completion_tokens") or 0),
         prompt_tokens=int(meta_info.get("prompt_tokens") or 0),
         cached_tokens=int(cached) if cached is not None else None,
-        verify_rounds=int(meta_info.get("spec_verify_ct") or 0),
-        correct_drafts=int(meta_info.get("spec_num_correct_drafts") or 0),
-        proposed_drafts=int(meta_info.get("spec_num_proposed_drafts") or 0),
+        verify_rounds=int(meta_info.get(SGLANG_VERIFY_ROUNDS) or 0),
+        correct_drafts=int(meta_info.get(SGLANG_CORRECT_DRAFTS) or 0),
+        proposed_drafts=int(meta_info.get(SGLANG_PROPOSED_DRAFTS) or 0),
         accept_histogram=tuple(int(n) for n in histogram) if histogram else None,
     )
 

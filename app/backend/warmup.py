@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from app.backend.protocol import ChatBackend, ReplyDone, ReplyError
-from app.chat import ChatMessage, Role, Sampling
-from app.errors import BackendError
+from app.core.chat import ChatMessage, Role, Sampling
+from app.core.errors import BackendError
 
 WARMUP_MESSAGES = (ChatMessage(Role.USER, "Count from 1 to 60 in words, separated by commas."),)
 WARMUP_SAMPLING = Sampling(temperature=0.0, top_p=1.0, top_k=-1, max_new_tokens=64)

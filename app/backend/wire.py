@@ -31,8 +31,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.backend.protocol import ReplyDone, ReplyError, ReplyEvent, TextChunk
-from app.chat import ChatMessage, Sampling
-from app.reply_usage import ReplyUsage, check_count
+from app.backend.sglang_meta import (
+    SGLANG_ACCEPT_HISTOGRAM,
+    SGLANG_CORRECT_DRAFTS,
+    SGLANG_PROPOSED_DRAFTS,
+    SGLANG_VERIFY_ROUNDS,
+)
+from app.core.chat import ChatMessage, Sampling
+from app.core.reply_usage import ReplyUsage, check_count
 
 _FINISH_REASONS = {"stop": "stop", "length": "length", "abort": "abort", "tool_calls": "stop"}
 """Chat finish reasons (`protocol.py:1373-1377`) as the protocol's three; others read as stop."""
@@ -211,15 +217,15 @@ class ChatStream:
         """What arrived so far: the `usage` and `sglext.spec_tokens_details` chunks."""
         details = self._usage.get("prompt_tokens_details")
         cached = details.get("cached_tokens") if isinstance(details, dict) else None
-        histogram = self._spec.get("spec_correct_drafts_histogram")
+        histogram = self._spec.get(SGLANG_ACCEPT_HISTOGRAM)
         try:
             return ReplyUsage(
                 completion_tokens=self.completion_tokens,
                 prompt_tokens=_count(self._usage, "prompt_tokens"),
                 cached_tokens=cached if isinstance(cached, int) else None,
-                verify_rounds=_count(self._spec, "spec_verify_ct"),
-                correct_drafts=_count(self._spec, "spec_num_correct_drafts"),
-                proposed_drafts=_count(self._spec, "spec_num_proposed_drafts"),
+                verify_rounds=_count(self._spec, SGLANG_VERIFY_ROUNDS),
+                correct_drafts=_count(self._spec, SGLANG_CORRECT_DRAFTS),
+                proposed_drafts=_count(self._spec, SGLANG_PROPOSED_DRAFTS),
                 accept_histogram=(
                     tuple(histogram)
                     if isinstance(histogram, list)

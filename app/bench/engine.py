@@ -8,13 +8,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from app.backend.engine import EngineBackend
-from app.backend.engine_config import EngineConfig
+from app.backend.engine.config import EngineConfig
+from app.backend.engine.engine import EngineBackend
 from app.bench.engine_calls import generate
 from app.bench.protocol import BenchSample, EngineFactory
-from app.chat import ChatMessage, Role
-from app.errors import BackendError, ProofFailed
-from app.proof_report import ProofReport
+from app.core.chat import ChatMessage, Role
+from app.core.errors import BackendError, ProofFailed
+from app.core.proof_report import ProofReport
 
 
 class EngineBench:

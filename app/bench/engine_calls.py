@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from app.backend.engine import EngineBackend
+from app.backend.engine.engine import EngineBackend
 from app.backend.protocol import TimedGeneration
 from app.backend.sglang_meta import chunk_ending, chunk_tokens
 

@@ -1,6 +1,6 @@
 """The narrow engine interface the benchmark drives, and what one request returns.
 
-The real implementation wraps the in-process SGLang engine (`app.backend.engine`);
+The real implementation wraps the in-process SGLang engine (`app.backend.engine.engine`);
 tests drive the runner with a scripted double. Timestamps are `time.perf_counter()`
 values taken by the engine adapter as the stream is consumed.
 """

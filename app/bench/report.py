@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.backend.engine_config import PROFILES
 from app.bench.acceptance import SIMULATE_ENV, position_cell
 from app.bench.results import BenchRun, ProfileResult, RooflineColumns, WorkloadSummary
+from app.core.profiles import PROFILES
 from app.render.bars import CEILING, bars
 
 BASELINE = "baseline"

@@ -34,14 +34,9 @@ class RequestRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RequestRecord:
-        """Rebuild a record written by `to_dict`."""
+        """Rebuild a record written by `to_dict` (of this version or an older one)."""
         stats = data["stats"]
-        if stats is not None:
-            histogram = stats["accept_histogram"]
-            stats = ReplyStats(
-                **{**stats, "accept_histogram": tuple(histogram) if histogram else None}
-            )
-        return cls(**{**data, "stats": stats})
+        return cls(**{**data, "stats": ReplyStats.from_dict(stats) if stats is not None else None})
 
 
 @dataclass(frozen=True, slots=True)

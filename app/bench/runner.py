@@ -22,7 +22,7 @@ from app.bench.results import (
     WorkloadSummary,
 )
 from app.bench.stats import summarize
-from app.errors import BackendError, LingChatError
+from app.core.errors import BackendError, LingChatError
 from app.telemetry.metrics import reply_stats, speed_parts
 
 RooflineFn = Callable[[str, WorkloadSummary, Mapping[str, Any]], RooflineColumns | None]

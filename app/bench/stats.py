@@ -35,7 +35,7 @@ def summarize(records: Sequence[RequestRecord], *, natural_stop: bool) -> Worklo
     done = [r.stats for r in measured if r.stats is not None]
     tpots = _tpots(done)
     latencies = [s.latency_s for s in done]
-    speculative = [s for s in done if s.verify_ct]
+    speculative = [s for s in done if s.verify_rounds]
     graded = [r for r in measured if r.expected is not None]
     tpot = percentile(tpots, 50)
     by_rep: dict[int, list[ReplyStats]] = {}

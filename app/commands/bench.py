@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from app import __version__
-from app.backend.engine_config import PROFILES, draft_models
-from app.backend.engine_setup import check_model_path, engine_missing
+from app.backend.engine.config import draft_models
+from app.backend.engine.setup import check_model_path, engine_missing
 from app.bench.bytemodel.bandwidth import roofline_columns
 from app.bench.bytemodel.roofline import DGX_SPARK_GBPS
 from app.bench.compare import compare_runs, render_comparison
@@ -28,16 +28,11 @@ from app.bench.report import render_run, tables_json
 from app.bench.results import BenchRun, ProfileResult
 from app.bench.runner import run_bench
 from app.bench.summary import published_json, render_published
-from app.commands.common import (
-    add_model_arguments,
-    engine_config,
-    settings_from,
-    sglang_overrides,
-)
-from app.commands.download import fetch_model
-from app.commands.prepare import prepare_engines
-from app.errors import ConfigError
+from app.commands.common import add_model_arguments, settings_from, sglang_overrides
+from app.core.errors import ConfigError
+from app.core.profiles import PROFILES
 from app.files import write_atomic
+from app.launch import fetch_model, launch_plan, prepare_engines
 
 DEFAULT_PROFILES = ("baseline", "humming", "humming+fp8", "stack")
 APP_PACKAGE = Path(__file__).resolve().parents[1]
@@ -211,9 +206,15 @@ def _bench(args: argparse.Namespace) -> int:
         from app.bench.engine import bench_engine_factory
     except ModuleNotFoundError as exc:
         raise engine_missing(exc) from exc
-    config = engine_config(settings, overrides)
+    start = launch_plan(
+        settings,
+        overrides,
+        skip_preflight=getattr(args, "skip_preflight", False),
+        allow_unproven=args.allow_unproven,
+    )
+    config = start.config
     configs = [dataclasses.replace(config, profile=p) for p in profiles]
-    prepare_engines(settings, args, configs)
+    prepare_engines(start, configs)
     for model in [settings.model_path, *draft_models(configs)]:
         fetch_model(model)  # after the preflight, which checks the disk for them
     factory = bench_engine_factory(config, require_proof=not args.allow_unproven)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from app.api_key import add_api_key_arguments, api_key
 from app.commands.common import add_data_arguments, add_model_arguments, settings_from
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 
 if TYPE_CHECKING:
     import asyncio
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from app.backend.replay import RecordingBackend
-    from app.logfile import logging_to
+    from app.plumbing.logfile import logging_to
     from app.settings import source_of
 
     if not (math.isfinite(args.replay_speed) and args.replay_speed > 0):
@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     backend = _backend(args, settings)  # refuses a missing GPU before Textual is imported
     from app.storage import ChatStore
     from app.ui import LingChatApp
+    from app.ui.paste_input import guard_pastes
 
     with (
         logging_to(settings.log_dir),
@@ -107,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
             allow_unoptimized=args.allow_unoptimized,
             log_dir=settings.log_dir,
         )
+        guard_pastes()
         asyncio.run(_run_app(app))
     if app.crash_message:
         print(app.crash_message, file=sys.stderr)
@@ -184,8 +186,8 @@ def _backend(args: argparse.Namespace, settings: Settings) -> ChatBackend:
     if args.replay:
         backend = ReplayBackend(trace_path(args.replay), speed=args.replay_speed)
     elif args.server:
-        from app.backend.redact import protect
-        from app.backend.remote import RemoteBackend
+        from app.backend.remote.remote import RemoteBackend
+        from app.plumbing.redact import protect
 
         key = api_key(args)
         protect(key)  # out of any log and of the error log's tracebacks
@@ -198,11 +200,10 @@ def _backend(args: argparse.Namespace, settings: Settings) -> ChatBackend:
             server_wait=settings.server_wait,
         )
     else:
-        from app.commands.common import check_engine_can_start, engine_config, sglang_overrides
-        from app.commands.prepare import engine_backend
+        from app import launch
+        from app.commands.common import launch_plan_from
 
-        check_engine_can_start(settings, [engine_config(settings, sglang_overrides(args))])
-        backend = engine_backend(settings, args)
+        backend = launch.engine_backend(launch_plan_from(args))
     if args.record:
         backend = RecordingBackend(backend, args.record)
     return backend

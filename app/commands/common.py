@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from app.backend.engine_config import (
-    DEFAULT_PROFILE,
-    DSPARK_DRAFT,
-    PROFILES,
-    EngineConfig,
-    draft_models,
-)
-from app.errors import ConfigError, LeverOverridden
+from app.core.errors import ConfigError
+from app.core.profiles import DEFAULT_PROFILE, DSPARK_DRAFT, PROFILES
 
 if TYPE_CHECKING:
-    from app.backend.protocol import ChatBackend
+    from app.launch import LaunchPlan
     from app.settings import Settings
+
+
+USER_PROFILES = (DEFAULT_PROFILE, "dspark", "baseline")
+"""The profiles `--profile` lists; the other PROFILES, A/B rigs for `bench --profiles`, are
+accepted but not offered."""
+
+
+def _profile(text: str) -> str:
+    if text not in PROFILES:
+        raise argparse.ArgumentTypeError(
+            f"unknown profile {text!r}; choose from {', '.join(USER_PROFILES)}"
+        )
+    return text
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,9 +39,11 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--profile",
-        choices=list(PROFILES),
+        type=_profile,
+        metavar="{" + ",".join(USER_PROFILES) + "}",
         default=argparse.SUPPRESS,
-        help=f"optimizations to engage (default: {DEFAULT_PROFILE}; the others are for A/B runs)",
+        help=f"{DEFAULT_PROFILE}: all three optimizations (default); dspark: DSpark's draft in"
+        " place of NEXTN; baseline: the official recipe without them, to compare with",
     )
     parser.add_argument(
         "--dspark-draft",
@@ -107,57 +115,16 @@ def sglang_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return overrides
 
 
-def engine_config(settings: Settings, overrides: dict[str, Any] | None = None) -> EngineConfig:
-    """The engine's configuration from Settings (the backend never sees Settings)."""
-    return EngineConfig(
-        model_path=settings.model_path,
-        profile=settings.profile,
-        mem_fraction=settings.mem_fraction,
-        log_dir=settings.log_dir,
-        min_accept_length=settings.min_accept_length,
-        dspark_draft=settings.dspark_draft,
-        overrides=overrides or {},
+def launch_plan_from(
+    args: argparse.Namespace, overrides: dict[str, Any] | None = None
+) -> LaunchPlan:
+    """The launch the flags ask for: settings, --sglang-arg (or serve's `overrides`, which
+    hold them), --skip-preflight and bench's --allow-unproven."""
+    from app.launch import launch_plan
+
+    return launch_plan(
+        settings_from(args),
+        sglang_overrides(args) if overrides is None else overrides,
+        skip_preflight=getattr(args, "skip_preflight", False),
+        allow_unproven=getattr(args, "allow_unproven", False),
     )
-
-
-def check_engine_can_start(
-    settings: Settings,
-    configs: Sequence[EngineConfig],
-    *,
-    gpu: bool = True,
-    unproven: bool = False,
-) -> None:
-    """The one-line refusals before SGLang is imported: overrides that contradict a lever
-    (unless `unproven`: `bench --allow-unproven` measures such engines), model path, engine
-    packages, GPU (`gpu=False`: the caller reports a missing GPU itself, as the doctor's
-    preflight does).
-
-    Raises:
-        LeverOverridden: an --sglang-arg or variable contradicts a profile's lever.
-        BackendError: the model or the engine's packages are missing.
-        PreflightFailed: no usable GPU.
-    """
-    import importlib.util
-    import os
-
-    from app.backend.engine_setup import ENGINE_PACKAGES, check_model_path, engine_missing
-    from app.backend.gpu_probe import require_gpu
-    from app.backend.overrides import refusal
-
-    for config in configs:
-        if not unproven and (problem := refusal(config, os.environ)):
-            raise LeverOverridden(problem)
-    check_model_path(settings.model_path, draft_models(configs))
-    for package in ENGINE_PACKAGES[:2]:  # the levers' packages are the preflight's
-        if importlib.util.find_spec(package) is None:
-            raise engine_missing(ImportError(name=package))
-    if gpu:
-        require_gpu()
-
-
-def make_engine_backend(settings: Settings, args: argparse.Namespace | None = None) -> ChatBackend:
-    """The in-process SGLang engine for these settings (and any --sglang-arg flags)."""
-    from app.backend.engine import EngineBackend
-
-    overrides = sglang_overrides(args) if args is not None else {}
-    return EngineBackend(engine_config(settings, overrides))

@@ -9,18 +9,12 @@ import shutil
 from collections.abc import Callable
 from importlib import metadata
 
-from app.backend.engine_config import draft_models
+from app.backend.engine.config import draft_models
 from app.backend.protocol import ChatBackend
-from app.commands.common import (
-    add_data_arguments,
-    add_model_arguments,
-    engine_config,
-    settings_from,
-    sglang_overrides,
-)
-from app.proof_report import ProofReport, Verdict
+from app.commands.common import add_data_arguments, add_model_arguments, launch_plan_from
+from app.core.proof_report import ProofReport
+from app.render.proof import format_report
 
-MARKS = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.OFF: "off "}
 PACKAGES = ("sglang", "sglang-kernel", "torch", "humming-kernels", "flashinfer-python")
 """The engine's packages; SGLang 0.5.23 itself requires sglang-kernel and flashinfer-python."""
 
@@ -31,17 +25,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.backend.sglang_log import route_sglang_logging
-    from app.backend.to_log import output_to_log
-    from app.commands.download import fetch_model
-    from app.commands.prepare import engine_backend
+    from app import launch
+    from app.backend.engine.sglang_log import route_sglang_logging
+    from app.plumbing.to_log import output_to_log
 
     print(environment())
-    settings = settings_from(args)
-    backend = engine_backend(settings, args, show=_preflight_line)  # the preflight first
-    drafts = draft_models([engine_config(settings, sglang_overrides(args))])
-    for model in [settings.model_path, *drafts]:
-        fetch_model(model)  # a text bar here, not one line per progress stage
+    plan = launch_plan_from(args)
+    backend = launch.engine_backend(plan, gpu=False, show=_preflight_line)  # the preflight first
+    settings = plan.settings
+    for model in [settings.model_path, *draft_models([plan.config])]:
+        launch.fetch_model(model)  # a text bar here, not one line per progress stage
     log_file = settings.log_dir / "sglang.log"
     route_sglang_logging(log_file)
     with output_to_log(log_file) as terminal:  # SGLang's import warnings, its logging
@@ -84,18 +77,3 @@ async def run_doctor(backend: ChatBackend, out: Callable[[str], None] = print) -
     finally:
         await backend.shutdown()
     return report
-
-
-def format_report(report: ProofReport) -> str:
-    """The report as plain text: a line per lever, evidence and fix indented below."""
-    lines = [f"ling-chat proof ({report.summary()})"]
-    ran = report.facts.get("ran_with")
-    if isinstance(ran, dict) and "error" not in ran:  # what SGLang resolved, every override in
-        lines.append("  engine ran with: " + ", ".join(f"{k}={v!r}" for k, v in ran.items()))
-    for line in report.lines:
-        lines.append(f"  {MARKS[line.verdict]}  {line.title}")
-        lines.append(f"        {line.evidence}")
-        if line.verdict is Verdict.FAIL and line.fix:
-            lines.append(f"        fix: {line.fix}")
-    lines.append("ready: every optimization is engaged" if report.ok else "refused to start")
-    return "\n".join(lines)

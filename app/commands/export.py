@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from app.commands.common import add_data_arguments, add_raw_argument, settings_from
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 from app.files import write_atomic
 from app.render.formats import FORMATS
 from app.storage import ChatStore

@@ -9,8 +9,8 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from app.chat import Role
 from app.commands.common import add_data_arguments, add_raw_argument, settings_from
+from app.core.chat import Role
 from app.render.chats import SPEAKERS, local_time, settings_line, speed_line, status_note
 from app.render.speed import speed_by_context
 from app.storage import ChatStore, Conversation, StoredMessage

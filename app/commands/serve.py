@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import argparse
 
+from app import launch
 from app.api_key import add_api_key_arguments, api_key
-from app.backend.engine_config import draft_models
-from app.backend.remote import is_loopback
+from app.backend.engine.config import draft_models
+from app.backend.remote.remote import is_loopback
 from app.commands.common import (
     add_data_arguments,
     add_model_arguments,
-    check_engine_can_start,
-    engine_config,
-    settings_from,
+    launch_plan_from,
     sglang_overrides,
 )
-from app.commands.doctor import format_report
-from app.commands.download import fetch_model
-from app.commands.prepare import prepare_engines
-from app.errors import ConfigError
+from app.core.errors import ConfigError
+from app.render.proof import format_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,14 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    overrides = serve_overrides(args)
-    settings = settings_from(args)
-    config = engine_config(settings, overrides)
-    check_engine_can_start(settings, [config])
-    prepare_engines(settings, args, [config])  # the preflight first: its disk check too
-    for model in [settings.model_path, *draft_models([config])]:
-        fetch_model(model)
-    from app.backend.server import serve
+    plan = launch_plan_from(args, serve_overrides(args))
+    config = plan.config
+    launch.prepare_engines(plan, [config], gpu=True)  # the preflight first: its disk check too
+    for model in [plan.settings.model_path, *draft_models([config])]:
+        launch.fetch_model(model)
+    from app.backend.remote.server import serve
 
     ok = serve(config, format_report)
     return 0 if ok else 2

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from html import escape
 
-from app.chat import Role
+from app.core.chat import Role
 from app.storage.models import Conversation, MessageStatus, StoredMessage, Thread
 from app.telemetry import ReplyStats, speed_parts
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from app import __version__
-from app.errors import DatabaseCorrupt, DatabaseLocked, StorageError
+from app.core.errors import DatabaseCorrupt, DatabaseLocked, StorageError
 from app.files import private_dir, private_file
 from app.storage.schema import MIGRATIONS, unknown_migrations
 

@@ -42,7 +42,7 @@ _STATS_COLUMNS = (
     "latency_s",
     "accept_length",
     "accept_rate",
-    "verify_ct",
+    "verify_rounds",
 )
 CSV_COLUMNS = (
     "conversation_id",

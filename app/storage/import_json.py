@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from app.errors import ImportFailed
+from app.core.errors import ImportFailed
 
 MAX_TEXT_CHARS: Final = 1 << 20
 """The longest string an import takes: 1,048,576 characters, the model's whole context

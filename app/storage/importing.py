@@ -21,14 +21,15 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from app.chat import Role, Sampling
-from app.errors import ImportFailed
+from app.core.chat import Role, Sampling
+from app.core.errors import ImportFailed
 from app.storage import rows
 from app.storage.export import SCHEMA_VERSION
 from app.storage.import_json import documents, read_text
 from app.storage.models import MessageStatus
 from app.storage.store import ChatStore
 from app.telemetry import ReplyStats
+from app.telemetry.metrics import LEGACY_VERIFY_ROUNDS
 
 _RUN_KEYS = ("kind", "model", "sglang_version", "profile", "proof_summary", "started_at")
 _ERRORS = (
@@ -49,7 +50,9 @@ _MAX_DRAFT_POSITIONS = 64
 _MAX_COUNT = 1 << 53
 """The largest count an import takes: past it a float no longer holds every whole number."""
 _STATS_NUMBERS = [f.name for f in fields(ReplyStats) if f.name not in ("accept_histogram", "extra")]
-_STATS_WHOLE = frozenset({"prompt_tokens", "completion_tokens", "verify_ct"})
+_STATS_WHOLE = frozenset(
+    {"prompt_tokens", "completion_tokens", "verify_rounds", "cached_tokens", LEGACY_VERIFY_ROUNDS}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +230,7 @@ def _stats(message: Mapping[str, Any]) -> ReplyStats:
     """A reply's measurements: finite numbers >= 0, token counts whole (or null)."""
     data = _object(message, "stats")
     with _within("stats"):
-        for key in _STATS_NUMBERS:
+        for key in (*_STATS_NUMBERS, LEGACY_VERIFY_ROUNDS):
             _number(data, key, whole=key in _STATS_WHOLE)
         histogram = data.get("accept_histogram")
         if histogram is not None and not (
@@ -240,7 +243,7 @@ def _stats(message: Mapping[str, Any]) -> ReplyStats:
                 f"from 0 to {_MAX_COUNT}"
             )
         extra = data.get("extra")
-        if extra is not None:
+        if extra is not None:  # an export of an older version kept cached_tokens there
             _number(_object(data, "extra"), "cached_tokens", whole=True)
         return ReplyStats.from_dict(data)
 

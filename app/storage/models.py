@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from app.chat import Role, Sampling
+from app.core.chat import Role, Sampling
 from app.telemetry import ReplyStats
 
 

@@ -11,7 +11,7 @@ from typing import Any, TypeVar, cast
 
 from sqlite_utils import Database
 
-from app.chat import Role, Sampling
+from app.core.chat import Role, Sampling
 from app.storage.models import Conversation, EngineRun, MessageStatus, StoredMessage
 from app.telemetry import ReplyStats
 
@@ -27,9 +27,10 @@ _MEASURED = (
     "decode_tps",
     "accept_length",
     "accept_rate",
-    "verify_ct",
+    "verify_rounds",
+    "cached_tokens",
 )
-_WHOLE = frozenset({"prompt_tokens", "completion_tokens", "verify_ct"})
+_WHOLE = frozenset({"prompt_tokens", "completion_tokens", "verify_rounds", "cached_tokens"})
 _REQUIRED = ("prompt_tokens", "completion_tokens", "latency_s")
 """Stats that cannot be unknown: a damaged one reads as 0."""
 _STATS_COLUMNS = f"{', '.join(f'r.{c}' for c in _MEASURED)}, r.accept_histogram, r.extra"

@@ -121,3 +121,21 @@ def m001_initial(db: Database) -> None:
     db.table("messages").enable_fts(
         ["content", "reasoning"], tokenize="trigram", create_triggers=True
     )
+
+
+@MIGRATIONS()
+def m002_counter_names(db: Database) -> None:
+    """One name per counter, as the records name them: `verify_ct` becomes `verify_rounds`,
+    and `cached_tokens` moves from the `extra` JSON to a column of its own (an `extra` that
+    is not valid JSON is left as it is)."""
+    db.execute("ALTER TABLE measurements RENAME COLUMN verify_ct TO verify_rounds")
+    db.table("measurements").add_column("cached_tokens", int)
+    db.execute(
+        """
+        UPDATE measurements
+        SET cached_tokens = json_extract(extra, '$.cached_tokens'),
+            extra = json_remove(extra, '$.cached_tokens')
+        WHERE json_valid(extra) AND json_type(extra) = 'object'
+            AND json_type(extra, '$.cached_tokens') = 'integer'
+        """
+    )

@@ -14,10 +14,10 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from app.chat import Role, Sampling
-from app.errors import StorageError
+from app.core.chat import Role, Sampling
+from app.core.errors import StorageError
+from app.core.proof_report import ProofReport
 from app.files import private_file
-from app.proof_report import ProofReport
 from app.storage import rows
 from app.storage.database import Connection, utc_now
 from app.storage.import_json import MAX_TEXT_CHARS

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from sqlite_utils import Database
 
-from app.chat import Role
-from app.errors import StorageError
+from app.core.chat import Role
+from app.core.errors import StorageError
 from app.storage import rows
 from app.storage.database import Connection, utc_now
 from app.storage.models import MessageStatus, StoredMessage

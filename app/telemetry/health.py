@@ -126,10 +126,10 @@ def check_collapse(
         min_rounds: Verify rounds needed before judging.
     """
     recent = replies[-window:] if window > 0 else ()
-    with_stats = [r for r in recent if r.verify_ct]
+    with_stats = [r for r in recent if r.verify_rounds]
     if with_stats:
         tokens = sum(r.completion_tokens for r in with_stats)
-        rounds = sum(r.verify_ct or 0 for r in with_stats)
+        rounds = sum(r.verify_rounds or 0 for r in with_stats)
     else:
         tokens = sum(r.completion_tokens for r in recent)
         rounds = 0

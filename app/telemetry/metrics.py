@@ -1,6 +1,6 @@
 """Pure functions from token arrival times and a reply's usage record to reply metrics.
 
-Definitions (the README's glossary repeats them):
+Definitions (docs/performance.md repeats them):
 - TTFT: first text arrival minus request start.
 - TPOT: (latency - TTFT) / (completion_tokens - 1); the first token is prefill's.
 - decode tokens/s: 1 / TPOT.
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from app.reply_usage import ReplyUsage
+from app.core.reply_usage import ReplyUsage
 
 
 def time_per_output_token(latency_s: float, ttft_s: float, completion_tokens: int) -> float | None:
@@ -26,8 +26,8 @@ def time_per_output_token(latency_s: float, ttft_s: float, completion_tokens: in
 
 def pooled_accept_length(replies: Iterable[ReplyStats]) -> float | None:
     """Tokens per verify round over the replies that report rounds, pooled as SGLang does."""
-    speculative = [r for r in replies if r.verify_ct]
-    rounds = sum(r.verify_ct or 0 for r in speculative)
+    speculative = [r for r in replies if r.verify_rounds]
+    rounds = sum(r.verify_rounds or 0 for r in speculative)
     return sum(r.completion_tokens for r in speculative) / rounds if rounds else None
 
 
@@ -50,17 +50,14 @@ class ReplyStats:
     decode_tps: float | None
     accept_length: float | None = None
     accept_rate: float | None = None
-    verify_ct: int | None = None
+    verify_rounds: int | None = None
+    """Speculative verify rounds (`ReplyUsage.verify_rounds`); None without speculation."""
+    cached_tokens: int | None = None
+    """Prompt tokens served from SGLang's prefix cache, when it reported them."""
     accept_histogram: tuple[int, ...] | None = None
     """Verify rounds that accepted 0, 1, 2, ... drafts, when SGLang reports it."""
     extra: Mapping[str, Any] = field(default_factory=dict)
-    """Facts with no column of their own, e.g. `cached_tokens` (prompt tokens reused)."""
-
-    @property
-    def cached_tokens(self) -> int | None:
-        """Prompt tokens served from SGLang's prefix cache, when it reported them."""
-        value = self.extra.get("cached_tokens")
-        return int(value) if value is not None else None
+    """Facts with no field of their own (none today; kept for what a newer version adds)."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; `from_dict` reads it back."""
@@ -73,15 +70,25 @@ class ReplyStats:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReplyStats:
-        """Rebuild stats written by `to_dict`; keys of other versions are dropped."""
+        """Rebuild stats written by `to_dict`, or by a version that named the counters
+        otherwise (`verify_ct`, `extra["cached_tokens"]`); other keys are dropped."""
         values = {k: v for k, v in data.items() if k in _STATS_FIELDS}
         histogram = values.get("accept_histogram")
         values["accept_histogram"] = tuple(histogram) if histogram is not None else None
-        values["extra"] = dict(values.get("extra") or {})
+        extra = dict(values.get("extra") or {})
+        if values.get("verify_rounds") is None:
+            values["verify_rounds"] = data.get(LEGACY_VERIFY_ROUNDS)
+        if values.get("cached_tokens") is None:
+            values["cached_tokens"] = extra.get("cached_tokens")
+        extra.pop("cached_tokens", None)
+        values["extra"] = extra
         return cls(**values)
 
 
 _STATS_FIELDS = {f.name for f in fields(ReplyStats)}
+LEGACY_VERIFY_ROUNDS = "verify_ct"
+"""What stats stored and exported before this version called `verify_rounds`; their
+`cached_tokens` sat in `extra`."""
 
 
 def reply_stats(
@@ -108,9 +115,9 @@ def reply_stats(
         decode_tps=decode_tokens_per_second(tpot),
         accept_length=usage.accept_length,
         accept_rate=usage.accept_rate,
-        verify_ct=usage.verify_rounds or None,
+        verify_rounds=usage.verify_rounds or None,
+        cached_tokens=usage.cached_tokens,
         accept_histogram=usage.accept_histogram,
-        extra={"cached_tokens": usage.cached_tokens} if usage.cached_tokens is not None else {},
     )
 
 

@@ -17,10 +17,10 @@ from textual.screen import Screen
 from textual.worker import WorkerFailed
 
 from app.backend.protocol import ChatBackend
-from app.chat import Sampling
-from app.crash import crash_line
-from app.errors import BackendError, ExportError, LingChatError, ProofFailed, StorageError
-from app.proof_report import ProofReport
+from app.core.chat import Sampling
+from app.core.errors import BackendError, ExportError, LingChatError, ProofFailed, StorageError
+from app.core.proof_report import ProofReport
+from app.plumbing.crash import crash_line
 from app.storage import ChatStore
 from app.textsafe import visible
 from app.ui.bindings import APP_ACTIONS, CHAT_ACTIONS, action_by_id, keys_for

@@ -8,7 +8,7 @@ from typing import Final
 
 from textual.binding import Binding
 
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)

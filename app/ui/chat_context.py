@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from app.backend.protocol import ChatBackend
-from app.chat import Sampling
-from app.proof_report import ProofReport
+from app.core.chat import Sampling
+from app.core.proof_report import ProofReport
 from app.storage import ChatStore
 from app.ui.recovery import RecoveryFile
 

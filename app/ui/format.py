@@ -6,7 +6,7 @@ from typing import Final
 
 from rich.text import Span, Text
 
-from app.proof_report import ProofReport, Verdict
+from app.core.proof_report import ProofReport, Verdict
 from app.storage import MessageStatus
 from app.telemetry import ReplyStats
 from app.textsafe import is_safe, visible
@@ -70,7 +70,7 @@ def stats_line(status: MessageStatus, stats: ReplyStats | None, error: str | Non
         if stats.decode_tps is not None:
             parts.append(rate(stats.decode_tps))
         if stats.accept_length is not None:
-            parts.append(f"accept {ratio(stats.accept_length)} ({stats.verify_ct} rounds)")
+            parts.append(f"accept {ratio(stats.accept_length)} ({stats.verify_rounds} rounds)")
         if stats.ttft_s is not None:
             parts.append(f"TTFT {seconds(stats.ttft_s)}")
         parts.append(f"{stats.completion_tokens:,} tokens in {seconds(stats.latency_s)}")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from app.errors import ExportError
+from app.core.errors import ExportError
 from app.files import write_atomic
 from app.ui.reply import ReplyRun, recovery_markdown
 

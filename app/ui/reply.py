@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.backend.protocol import ReplyDone, ReplyError, ReplyEvent, TextChunk
-from app.chat import ChatMessage, Role, Sampling
-from app.reply_usage import ReplyUsage
+from app.core.chat import ChatMessage, Role, Sampling
+from app.core.reply_usage import ReplyUsage
 from app.storage import MessageStatus, ReplyWriter, StoredMessage
 from app.telemetry import ReplyStats, reply_stats
 from app.telemetry.windows import LiveRate, LiveSnapshot

@@ -21,8 +21,8 @@ from typing import Any, Final, Protocol
 from textual.notifications import SeverityLevel
 
 from app.backend.protocol import ChatBackend
-from app.errors import BackendError, LingChatError, StorageError
-from app.logfile import log_file
+from app.core.errors import BackendError, LingChatError, StorageError
+from app.plumbing.logfile import log_file
 from app.ui.format import stats_line
 from app.ui.pacing import DrawPacer
 from app.ui.reply import ReplyRun

@@ -14,11 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from app.backend.engine_config import NEXTN_STEPS
 from app.bench.bytemodel.kernels import KernelProfile, Phase
 from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.bench.bytemodel.mtp import Routing
 from app.bench.bytemodel.unit_bytes import unit_bytes
+from app.core.profiles import NEXTN_STEPS
 from lab.research.draft_chain import (
     SGLANG_BATCH1,
     AdaptiveRule,

@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Final
 
-from app.backend.engine_config import NEXTN_STEPS
+from app.core.profiles import NEXTN_STEPS
 
 
 def accept_length(steps: int, p: float) -> float:

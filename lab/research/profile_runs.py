@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.backend.engine_config import NEXTN_STEPS, PROFILES, nextn_depth_args, replayssm_args
+from app.backend.engine.config import nextn_depth_args, replayssm_args
+from app.core.profiles import NEXTN_STEPS, PROFILES
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,10 +30,10 @@ from textual.widgets import Markdown, TextArea
 
 from app.backend.protocol import ReplyEvent, TextChunk
 from app.backend.replay import TRACE_FORMAT, TRACE_VERSION, ReplayBackend
-from app.chat import ChatMessage, Sampling
+from app.core.chat import ChatMessage, Sampling
+from app.core.proof_report import ProofLine, ProofReport, Verdict
+from app.core.reply_usage import ReplyUsage
 from app.files import write_atomic
-from app.proof_report import ProofLine, ProofReport, Verdict
-from app.reply_usage import ReplyUsage
 from app.storage import ChatStore
 from app.ui import LingChatApp
 from app.ui.screens.chat import ChatScreen

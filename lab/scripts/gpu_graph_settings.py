@@ -21,8 +21,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from app.backend.engine import EngineBackend  # noqa: E402
-from app.backend.engine_config import EngineConfig  # noqa: E402
+from app.backend.engine.config import EngineConfig
+from app.backend.engine.engine import EngineBackend  # noqa: E402
 from tests.gpu import known_answer, models  # noqa: E402
 
 SGLANG_DEFAULTS = {

@@ -2,7 +2,7 @@
 
 Rows: BF16 matmul (SGLang's default head), FP32 logits (`enable_fp32_lm_head`: BF16
 weight, FP32 output), SGLang's `Fp8LinearMethod.apply`, and every candidate kernel the
-FP8 head picks from at load (app/backend/patches/fp8_head.py: SGLang's CUTLASS path,
+FP8 head picks from at load (app/backend/engine/patches/fp8_head.py: SGLang's CUTLASS path,
 cuBLASLt row-wise `torch._scaled_mm`, the Triton GEMV in each tiling), each against the
 byte floor of its weight at the nominal peak, at the copy bandwidth measured here, and at
 the read bandwidth of the fastest pass that only reads the FP8 head's own bytes (torch's
@@ -32,8 +32,8 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from app.backend.patches import fp8_gemv, fp8_head  # noqa: E402
-from app.backend.patches.head_choice import floor_us  # noqa: E402
+from app.backend.engine.patches import fp8_gemv, fp8_head  # noqa: E402
+from app.backend.engine.patches.head_choice import floor_us  # noqa: E402
 
 VOCAB, HIDDEN = 157184, 2560
 STREAM_TILES = ((4096, 4), (8192, 8), (16384, 8))

@@ -39,11 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gpu_stack_ab import boot  # noqa: E402
 
-from app.backend.engine import EngineBackend  # noqa: E402
-from app.backend.engine_config import PROFILES  # noqa: E402
+from app.backend.engine.engine import EngineBackend  # noqa: E402
 from app.bench.bytemodel.checkpoint import ModelShape  # noqa: E402
 from app.bench.bytemodel.kernels import KernelRecord, target_forwards  # noqa: E402
 from app.bench.engine_calls import call_tokenizer_manager, generate  # noqa: E402
+from app.core.profiles import PROFILES
 from lab.research.profile_runs import ProfileRun, profile_runs  # noqa: E402
 from tests.gpu import dspark_models, known_answer, models  # noqa: E402
 

@@ -62,7 +62,7 @@ def truncate(paths: list[Path]) -> int:
 
 def break_caches() -> str:
     """Truncate the kernel caches' binaries as a full disk or a killed first start would."""
-    from app.backend.kernel_cache import caches
+    from app.backend.engine.kernel_cache import caches
 
     found = caches(os.environ)
     humming = [p for c in found if c.name == "Humming" for p in c.root.rglob("kernel.cubin")]
@@ -80,7 +80,8 @@ def break_caches() -> str:
 
 def doctor(case: str, model: Path, data: Path) -> int:
     """One case, in this process: the known-answer entry, then `ling-chat doctor`."""
-    from app.backend import overrides, patches
+    from app.backend.engine import patches
+    from app.backend.firststart import overrides
     from app.cli import main
     from tests.gpu import known_answer, models
 

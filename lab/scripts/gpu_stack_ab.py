@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import psutil  # noqa: E402
 
-from app.backend.engine import EngineBackend  # noqa: E402
-from app.backend.engine_config import EngineConfig  # noqa: E402
+from app.backend.engine.config import EngineConfig
+from app.backend.engine.engine import EngineBackend  # noqa: E402
 from app.bench.engine_calls import call_tokenizer_manager, generate  # noqa: E402
 from tests.gpu import known_answer, models  # noqa: E402
 

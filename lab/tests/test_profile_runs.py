@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.backend.engine_config import EngineConfig, GpuFacts, server_args
+from app.backend.engine.config import EngineConfig, GpuFacts, server_args
 from lab.research.profile_runs import ProfileRun, profile_runs
 
 H200 = GpuFacts(sm=90, has_fa3=True, has_flashinfer=True, has_xgrammar=True)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from huggingface_hub import constants
 
-from app.backend import download
-from app.backend.download import (
+from app.backend.engine import download
+from app.backend.engine.config import EngineConfig
+from app.backend.engine.download import (
     DownloadFailed,
     HubPlace,
     NotEnoughDisk,
@@ -21,15 +22,14 @@ from app.backend.download import (
     bytes_missing,
     fetch_checkpoint,
 )
-from app.backend.engine_config import EngineConfig
-from app.backend.engine_download import (
+from app.backend.engine.download_stage import (
     DOWNLOAD_STAGE,
     DRAFT_DOWNLOAD_STAGE,
     download_stages,
     engine_downloads,
 )
 from app.cli import main
-from app.errors import ModelNotFound
+from app.core.errors import ModelNotFound
 from tests.fixtures.hub_double import COMMIT, FakeHubDouble, blob_name, serving
 from tests.support.timeouts import scaled
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from app.backend.draft import draft_in_use, from_args, from_facts
-from app.backend.engine_config import PROFILES, EngineConfig, GpuFacts, server_args
-from app.backend.patches import evidence
+from app.backend.engine.config import EngineConfig, GpuFacts, server_args
+from app.backend.engine.patches import evidence
 from app.backend.protocol import DraftShape
+from app.core.profiles import PROFILES
 from tests.fixtures.sglang_objects import (
     SourcesDouble,
     dspark_facts,

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.engine_config import (
-    DSPARK_DRAFT,
-    PROFILES,
+from app.backend.engine.config import (
     EngineConfig,
     GpuFacts,
     draft_models,
@@ -18,8 +16,10 @@ from app.backend.engine_config import (
     server_args,
 )
 from app.cli import main
-from app.commands.common import engine_config, settings_from
-from app.errors import ConfigError
+from app.commands.common import settings_from
+from app.core.errors import ConfigError
+from app.core.profiles import DSPARK_DRAFT, PROFILES
+from app.launch import engine_config
 from app.settings import Settings
 
 H200 = GpuFacts(sm=90, has_fa3=True, has_flashinfer=True, has_xgrammar=True)
@@ -97,7 +97,7 @@ def test_the_cli_refuses_a_bad_ring_with_one_line_before_anything_starts(capsys)
 
 
 def test_a_dspark_engine_reports_speculation_on_so_the_collapse_check_watches_it():
-    from app.backend.engine import EngineBackend
+    from app.backend.engine.engine import EngineBackend
 
     assert EngineBackend(EngineConfig("/m", profile="dspark")).info.speculative
     assert not EngineBackend(EngineConfig("/m", profile="humming")).info.speculative

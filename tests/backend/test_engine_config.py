@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine_config import (
+from app.backend.engine.config import (
     CHAT_TEMPLATE,
     ENVIRONMENT,
-    PROFILES,
     REASONING_PARSER,
     SERVER_ARGS,
     EngineConfig,
@@ -22,11 +21,12 @@ from app.backend.engine_config import (
     nextn_depth_args,
     server_args,
 )
-from app.backend.engine_setup import set_engine_environment
+from app.backend.engine.setup import set_engine_environment
 from app.commands.common import sglang_overrides
+from app.core.profiles import PROFILES
 from tests.fixtures.engine_double.sglang.srt.entrypoints import engine as engine_double
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SETTINGS_DOC = Path(__file__).resolve().parents[2] / "docs" / "engine-settings.md"
 H200_KIT = GpuFacts(sm=90, has_fa3=False, has_flashinfer=False, has_xgrammar=False)
 H200_FULL = GpuFacts(sm=90, has_fa3=True, has_flashinfer=True, has_xgrammar=True)
 SPARK = GpuFacts(sm=121, has_fa3=False, has_flashinfer=True, has_xgrammar=True)
@@ -185,7 +185,7 @@ def _shown(value: Any) -> str:
 
 
 def engine_settings_table() -> str:
-    """The README's "Engine settings" table, from the code's tables."""
+    """The table of docs/engine-settings.md, from the code's tables."""
     rows = [
         "| setting | kind | DGX Spark (sm_121) | H200 (sm_90) | why |",
         "|---|---|---|---|---|",
@@ -203,6 +203,6 @@ def engine_settings_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-def test_the_readme_table_is_the_code_s():
+def test_the_settings_doc_table_is_the_code_s():
     table = engine_settings_table()
-    assert table in README.read_text(), f"README's Engine settings table should be:\n{table}"
+    assert table in SETTINGS_DOC.read_text(), f"docs/engine-settings.md's table should be:\n{table}"

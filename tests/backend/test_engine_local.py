@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.engine import EngineBackend
-from app.backend.engine_config import EngineConfig
-from app.backend.engine_setup import check_model_path
-from app.backend.patches import PLAN_ENV, PatchPlan, refusal
-from app.backend.sglang_log import SGLangLog, last_error, logging_config
-from app.errors import BackendError, ModelNotFound
-from app.proof_report import Verdict
+from app.backend.engine.config import EngineConfig
+from app.backend.engine.engine import EngineBackend
+from app.backend.engine.patches import PLAN_ENV, PatchPlan, refusal
+from app.backend.engine.setup import check_model_path
+from app.backend.engine.sglang_log import SGLangLog, last_error, logging_config
+from app.core.errors import BackendError, ModelNotFound
+from app.core.proof_report import Verdict
 from tests.support.timeouts import scaled
 
 
@@ -115,8 +115,8 @@ def test_a_log_folder_that_cannot_be_written_is_one_line(tmp_path):
 SPAWN_UNDER_TEXTUAL = """
 import asyncio, multiprocessing, os, sys
 from textual.app import App
-from app.backend.engine_thread import EngineThread
-from app.backend.sglang_processes import start_resource_tracker
+from app.backend.engine.thread import EngineThread
+from app.backend.engine.sglang_processes import start_resource_tracker
 
 def spawn() -> int:  # what SGLang's Engine does from the engine thread
     child = multiprocessing.get_context("spawn").Process(target=os.getpid)

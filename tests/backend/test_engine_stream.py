@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine import ABORT_WAIT_S, EngineBackend
-from app.backend.engine_config import EngineConfig
-from app.backend.engine_thread import EngineThread
+from app.backend.engine.config import EngineConfig
+from app.backend.engine.engine import ABORT_WAIT_S, EngineBackend
+from app.backend.engine.thread import EngineThread
 from app.backend.protocol import ReplyDone, ReplyError, TextChunk
 from app.bench.engine_calls import generate
-from app.chat import ChatMessage, Role, Sampling, fit_to_context
-from app.errors import ContextFull, EngineCrashed
+from app.core.chat import ChatMessage, Role, Sampling, fit_to_context
+from app.core.errors import ContextFull, EngineCrashed
 from tests.fixtures.engine_double.sglang.srt.parser import (
     reasoning_parser as reasoning_parser_double,
 )

@@ -7,10 +7,10 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from app.backend.patches import FP8_HEAD_METHOD
-from app.backend.patches.evidence import collect
-from app.backend.proof import build_report
-from app.proof_report import ProofLine, Verdict
+from app.backend.engine.patches.evidence import collect
+from app.backend.proof import FP8_HEAD_METHOD
+from app.backend.proof.rules import build_report
+from app.core.proof_report import ProofLine, Verdict
 from tests.fixtures.sglang_objects import (
     GEMV,
     HUMMING_CACHE,
@@ -151,7 +151,7 @@ def test_a_head_never_quantized_is_reported_without_reading_the_method():
 
 
 def test_the_doctor_prints_what_sglang_resolved_every_override_in():
-    from app.commands.doctor import format_report
+    from app.render.proof import format_report
 
     facts = collect(stack_scheduler(), SourcesDouble())
     assert facts["ran_with"]["cuda_graph_config"] == {"decode": {"backend": "full", "bs": [1]}}

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from app.backend.gpu_probe import GpuProbe, probe_gpu, require_gpu
-from app.errors import PreflightFailed
+from app.backend.firststart.gpu_probe import GpuProbe, probe_gpu, require_gpu
+from app.core.errors import PreflightFailed
 from tests.support.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from app.backend.patches.head_choice import floor_share, floor_us, pick, total_us
+from app.backend.engine.patches.head_choice import floor_share, floor_us, pick, total_us
 
 
 def test_the_fastest_over_both_token_counts_wins():

@@ -9,10 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from app.backend import kernel_cache
-from app.backend.first_start import PreparedBackend
-from app.backend.kernel_cache import Cache, binary_problem, caches, heal
-from app.backend.prepare import CACHE_STAGE, PREPARE_STAGE, heal_kernel_caches, marker_dir
+from app.backend.engine import kernel_cache
+from app.backend.engine.kernel_cache import Cache, binary_problem, caches, heal
+from app.backend.firststart.first_start import PreparedBackend
+from app.backend.firststart.prepare import (
+    CACHE_STAGE,
+    PREPARE_STAGE,
+    heal_kernel_caches,
+    marker_dir,
+)
 from tests.backend.test_prepare import DummyEngineDouble, spec  # noqa: F401 - the fixture
 
 SECTIONS = 3
@@ -171,10 +176,9 @@ def test_a_symlinked_binary_is_left_alone(tmp_path, name):
 
 def test_a_kernel_cuda_refuses_names_its_file_and_cache_as_the_humming_line(tmp_path):
     """The scheduler's guard over Humming's load; the engine turns its refusal into the line."""
-    from app.backend.engine_config import PROFILES  # noqa: F401 - the refusal's profile exists
-    from app.backend.patches import REFUSAL
-    from app.backend.patches.kernel_load import guarded
-    from app.backend.proof import refusal_report
+    from app.backend.engine.patches import REFUSAL
+    from app.backend.engine.patches.kernel_load import guarded
+    from app.backend.proof.rules import refusal_report
 
     cubin = tmp_path / "cache" / "abcd" / "kernel.cubin"
 
@@ -194,7 +198,7 @@ def test_a_kernel_cuda_refuses_names_its_file_and_cache_as_the_humming_line(tmp_
 
 
 def test_another_load_failure_passes_through_the_guard_unchanged():
-    from app.backend.patches.kernel_load import guarded
+    from app.backend.engine.patches.kernel_load import guarded
 
     def load(kernel: object) -> None:
         raise AssertionError("(file, name, [])")

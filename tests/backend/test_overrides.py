@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine_config import PROFILES, EngineConfig
-from app.backend.overrides import refusal
+from app.backend.engine.config import EngineConfig
+from app.backend.firststart.overrides import refusal
+from app.core.profiles import PROFILES
 from tests.support.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -194,10 +195,12 @@ def test_a_missing_lever_package_is_a_preflight_line_before_the_gpu_checks(tmp_p
     done = ling_chat("doctor", "--model", str(model), tmp_path=tmp_path, PYTHONPATH=str(double))
     assert done.returncode == 3, done.stdout + done.stderr
     preflight = [line for line in done.stdout.splitlines() if line.startswith("preflight: ")]
+    # The double's world hides an installed humming too (its message then says so).
     assert preflight[0].startswith(
         "preflight: FAIL lever package humming-kernels: `import humming` failed: "
-        "ModuleNotFoundError: No module named 'humming'; fix: pip install humming-kernels"
+        "ModuleNotFoundError: "
     )
+    assert preflight[0].endswith("; fix: pip install humming-kernels==0.1.12 cuda-python (NVRTC)")
 
 
 @pytest.mark.slow

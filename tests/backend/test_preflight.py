@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.backend import preflight_probes as probes_mod
-from app.backend.preflight import (
+from app.backend.firststart import probes as probes_mod
+from app.backend.firststart.preflight import (
     GIB,
     KNOWN_DRAFT_BYTES,
     KNOWN_WEIGHTS_BYTES,
@@ -165,8 +165,8 @@ def test_the_plan_counts_what_the_cache_lacks_of_a_hub_draft(tmp_path: Path):
 
 
 def test_each_profile_needs_the_packages_its_levers_run_on():
-    from app.backend.engine_config import PROFILES
-    from app.backend.preflight import lever_packages
+    from app.backend.firststart.preflight import lever_packages
+    from app.core.profiles import PROFILES
 
     assert lever_packages(PROFILES["stack"]) == ("humming", "flashinfer")
     assert lever_packages(PROFILES["baseline"]) == ("humming", "flashinfer")

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from app.backend import prepare as prepare_mod
-from app.backend.engine_config import EngineConfig
-from app.backend.first_start import PreparedBackend
-from app.backend.preflight import GIB
-from app.backend.prepare import (
+from app.backend.engine.config import EngineConfig
+from app.backend.firststart import prepare as prepare_mod
+from app.backend.firststart.first_start import PreparedBackend
+from app.backend.firststart.preflight import GIB
+from app.backend.firststart.prepare import (
     PREPARE_STAGE,
     PrepareSpec,
     build_env,
@@ -27,9 +27,9 @@ from app.backend.prepare import (
 )
 from app.backend.protocol import BackendInfo, LoadStage, ReplyEvent
 from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
-from app.chat import ChatMessage, Sampling
-from app.errors import BackendError
-from app.proof_report import ProofLine, ProofReport, Verdict
+from app.core.chat import ChatMessage, Sampling
+from app.core.errors import BackendError
+from app.core.proof_report import ProofLine, ProofReport, Verdict
 
 
 def layer_plan(config: dict[str, Any]) -> list[tuple[str, str]]:
@@ -299,8 +299,8 @@ def test_the_module_stays_small():
 
 
 def test_settings_that_change_no_kernel_share_one_marker(tmp_path: Path):
-    from app.backend.preflight import GpuInfo, Probes
-    from app.commands.prepare import prepare_spec
+    from app.backend.firststart.preflight import GpuInfo, Probes
+    from app.launch import prepare_spec
 
     gpu = GpuInfo("NVIDIA H200", 90, 140 * GIB)
     probes = Probes(None, None, None, None, gpu, 128 * GIB, 100 * GIB, False, (), 500 * GIB)

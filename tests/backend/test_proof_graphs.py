@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.backend.patches.evidence import collect
-from app.proof_report import Verdict
+from app.backend.engine.patches.evidence import collect
+from app.core.proof_report import Verdict
 from tests.fixtures.sglang_objects import (
     SourcesDouble,
     graph_runner_double,
@@ -116,7 +116,7 @@ def test_an_unreadable_graph_fact_fails_the_line():
 
 
 def test_a_prefill_runner_s_token_sizes_count_and_an_eager_runner_holds_no_graph():
-    from app.backend.patches.graph_runners import graph_runner
+    from app.backend.engine.patches.graph_runners import graph_runner
     from tests.fixtures.sglang_objects import of_class
 
     backend = of_class("FullCudaGraphBackend", _graphs={1: object(), 2: object()})

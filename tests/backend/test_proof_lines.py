@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine_config import PROFILES
-from app.proof_report import Verdict
+from app.core.profiles import PROFILES
+from app.core.proof_report import Verdict
 from tests.fixtures.sglang_objects import dspark_facts, stack_facts, stack_recurrent_facts
 from tests.support.proof import judge
 

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine_config import PROFILES, EngineConfig, GpuFacts, server_args
-from app.backend.patches import PatchPlan
-from app.proof_report import Verdict
+from app.backend.engine.config import EngineConfig, GpuFacts, server_args
+from app.backend.engine.patches import PatchPlan
+from app.core.profiles import PROFILES
+from app.core.proof_report import Verdict
 from tests.fixtures.sglang_objects import stack_facts, stack_recurrent_facts
 from tests.support.proof import judge, verdict
 

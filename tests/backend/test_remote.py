@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.backend import remote
+from app.backend.proof import PROOF_KEY
 from app.backend.protocol import (
     BackendInfo,
     DraftShape,
@@ -32,13 +32,14 @@ from app.backend.protocol import (
     ReplyEvent,
     TextChunk,
 )
-from app.backend.remote import PROOF_KEY, RemoteBackend, is_loopback
+from app.backend.remote import remote
+from app.backend.remote.remote import RemoteBackend, is_loopback
 from app.backend.warmup import SAMPLED_WARMUP, WARMUP_SAMPLING
 from app.backend.wire import ChatStream, SSELines, WireError
-from app.chat import ChatMessage, Role, Sampling
-from app.errors import BackendError, ConfigError, ProofFailed, ServerError
-from app.proof_report import ProofLine, ProofReport, Verdict
-from app.reply_usage import ReplyUsage
+from app.core.chat import ChatMessage, Role, Sampling
+from app.core.errors import BackendError, ConfigError, ProofFailed, ServerError
+from app.core.proof_report import ProofLine, ProofReport, Verdict
+from app.core.reply_usage import ReplyUsage
 from app.telemetry.metrics import reply_stats
 
 URL = "http://127.0.0.1:30000"
@@ -111,7 +112,7 @@ def server_info(proof: dict[str, Any] | None = PROOF, speculative: str | None = 
         "frontend": "python",
     }
     if proof is not None:
-        info["ling_chat_proof"] = proof
+        info[PROOF_KEY] = proof
     return info
 
 
@@ -270,7 +271,7 @@ class FakeSGLangServerDouble:
 
 
 class BuildReportDouble:
-    """Stands in for `app.backend.proof.build_report`: records calls, passes everything."""
+    """Stands in for `app.backend.proof.rules.build_report`: records calls, passes everything."""
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from app.backend.protocol import ReplyError
-from app.backend.remote import RemoteBackend
-from app.chat import ChatMessage, Role, Sampling
-from app.errors import BadServerAnswer, LingChatError
+from app.backend.remote.remote import RemoteBackend
+from app.core.chat import ChatMessage, Role, Sampling
+from app.core.errors import BadServerAnswer, LingChatError
 from app.storage import ChatStore, MessageStatus
 from app.ui.reply import ReplyRequest, ReplyRun
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.server import judge
-from app.errors import BackendError
-from app.proof_report import ProofLine, ProofReport, Verdict
+from app.backend.remote.server import judge
+from app.core.errors import BackendError
+from app.core.proof_report import ProofLine, ProofReport, Verdict
 from tests.support.timeouts import scaled
 
 
@@ -134,7 +134,7 @@ def test_a_key_file_others_can_read_is_refused_in_one_line(tmp_path: Path) -> No
 
 
 def test_the_self_proof_reaches_the_server_where_it_listens_ipv6_included():
-    from app.backend.server import local_url
+    from app.backend.remote.server import local_url
 
     assert local_url("0.0.0.0", 30000) == "http://127.0.0.1:30000"
     assert local_url("::1", 30000) == "http://[::1]:30000"

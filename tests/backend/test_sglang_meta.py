@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.backend.sglang_meta import chunk_ending, chunk_tokens, usage_from_meta_info
-from app.reply_usage import ReplyUsage
+from app.core.reply_usage import ReplyUsage
 
 FINAL_META = {
     # The last meta_info of a 30-token reply on the H200 (assets/ demo trace), trimmed.

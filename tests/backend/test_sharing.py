@@ -6,8 +6,12 @@ from typing import Any
 
 import pytest
 
-from app.backend.patches import REFUSAL
-from app.backend.patches.sharing import check_draft_head, install_check, set_lm_head_from_target
+from app.backend.engine.patches import REFUSAL
+from app.backend.engine.patches.sharing import (
+    check_draft_head,
+    install_check,
+    set_lm_head_from_target,
+)
 from tests.fixtures.sglang_objects import TensorDouble, of_class, stack_scheduler
 
 

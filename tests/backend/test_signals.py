@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 
-from app.backend.signals import SignalDispatcher
+from app.plumbing.signals import SignalDispatcher
 
 
 def test_every_subscriber_hears_a_signal_until_it_unsubscribes():

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.backend.patches.evidence import FAKING_ENV
+from app.backend.engine.patches.evidence import FAKING_ENV
 from app.bench.acceptance import (
     SIMULATE_ENV,
     pooled_position_acceptance,

@@ -14,7 +14,7 @@ import pytest
 from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.bench.results import BenchRun
 from app.commands import bench
-from app.errors import BackendError, ConfigError
+from app.core.errors import BackendError, ConfigError
 from tests.support.bench_builders import profile, run
 from tests.support.bench_cli import bench_main
 from tests.support.bench_doubles import ScriptedEngineDouble, sample
@@ -51,7 +51,7 @@ def _checkpoint_at_hand(monkeypatch: pytest.MonkeyPatch) -> None:
 def _engine(monkeypatch: pytest.MonkeyPatch, script: list[Any]) -> _EngineModule:
     module = _EngineModule(script)
     monkeypatch.setitem(sys.modules, "app.bench.engine", module)
-    monkeypatch.setattr(bench, "prepare_engines", lambda settings, args, configs: None)
+    monkeypatch.setattr(bench, "prepare_engines", lambda plan, configs: None)
     return module
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from app.bench.inputs import datasets
 from app.bench.inputs.gsm8k import load_gsm8k
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 from tests.support.gsm8k_hub import HubDouble
 from tests.support.timeouts import scaled
 

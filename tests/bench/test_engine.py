@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine import EngineBackend
-from app.backend.engine_config import EngineConfig
-from app.backend.engine_thread import EngineThread
+from app.backend.engine.config import EngineConfig
+from app.backend.engine.engine import EngineBackend
+from app.backend.engine.thread import EngineThread
 from app.bench.engine import EngineBench
-from app.errors import BackendError
-from app.proof_report import ProofReport
+from app.core.errors import BackendError
+from app.core.proof_report import ProofReport
 
 
 class TemplateTokenizerDouble:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from app.bench.inputs.gsm8k import answers_match, extract_answer, few_shot_prompt, load_gsm8k
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "gsm8k_small.jsonl"
 

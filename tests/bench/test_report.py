@@ -19,7 +19,7 @@ from app.bench.report import (
 )
 from app.bench.results import SCHEMA, BenchRun, ProfileResult, RooflineColumns
 from app.commands.bench import read_json, write_json
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 from app.render.bars import CEILING, bar, bars
 from tests.support.bench_builders import SYNTHETIC_PLAN, profile, run
 
@@ -254,7 +254,7 @@ def test_json_schema_keys(tmp_path: Path) -> None:
     assert set(request) == {
         "rep", "index", "stats", "finish_reason", "error", "expected", "extracted", "correct",
     }  # fmt: skip
-    assert request["stats"]["verify_ct"] == 2
+    assert request["stats"]["verify_rounds"] == 2
     assert data["tables"]["synthetic"][1] == {
         "profile": "humming",
         "lever": "+Humming",

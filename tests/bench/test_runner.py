@@ -11,7 +11,7 @@ from app.bench.inputs.gsm8k import load_gsm8k
 from app.bench.inputs.workloads import reasoning_workload, synthetic_workload
 from app.bench.results import RooflineColumns, WorkloadSummary
 from app.bench.runner import run_bench
-from app.errors import BackendError, ProofFailed
+from app.core.errors import BackendError, ProofFailed
 from tests.support.bench_doubles import EngineFactoryDouble, ScriptedEngineDouble, sample
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "gsm8k_small.jsonl"
@@ -30,7 +30,7 @@ def _baseline_script() -> list[Any]:
 def _stack_script() -> list[Any]:
     # TPOT 0.01; (completion, verify rounds): accept lengths 3.0, 2.25, 2.5, 2.0.
     return [WARMUP] + [
-        sample(ttft=0.2, tpot=0.01, tokens=n, verify_ct=v)
+        sample(ttft=0.2, tpot=0.01, tokens=n, verify_rounds=v)
         for n, v in ((9, 3), (9, 4), (10, 4), (6, 3))
     ]
 

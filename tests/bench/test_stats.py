@@ -94,9 +94,9 @@ def test_empty_workload_has_no_numbers() -> None:
 
 def test_measured_histograms_pool_into_acceptance_by_position() -> None:
     records = [
-        _record(None, ttft=9.0, tpot=1.0, tokens=3, verify_ct=9, histogram=(9,)),
-        _record(0, ttft=0.1, tpot=0.01, tokens=10, verify_ct=4, histogram=(1, 1, 1, 1)),
-        _record(1, ttft=0.1, tpot=0.01, tokens=5, verify_ct=2, histogram=(0, 1, 1)),
+        _record(None, ttft=9.0, tpot=1.0, tokens=3, verify_rounds=9, histogram=(9,)),
+        _record(0, ttft=0.1, tpot=0.01, tokens=10, verify_rounds=4, histogram=(1, 1, 1, 1)),
+        _record(1, ttft=0.1, tpot=0.01, tokens=5, verify_rounds=2, histogram=(0, 1, 1)),
     ]
     summary = summarize(records, natural_stop=False)
     positions = summary.accept_positions
@@ -109,6 +109,6 @@ def test_measured_histograms_pool_into_acceptance_by_position() -> None:
 
 def test_no_histogram_no_positions() -> None:
     summary = summarize(
-        [_record(0, ttft=0.1, tpot=0.01, tokens=8, verify_ct=3)], natural_stop=False
+        [_record(0, ttft=0.1, tpot=0.01, tokens=8, verify_rounds=3)], natural_stop=False
     )
     assert summary.accept_positions is None

@@ -13,7 +13,7 @@ import pytest
 from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.bench.inputs import datasets
 from app.commands import bench
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 from tests.support.bench_cli import bench_main
 from tests.support.bench_doubles import ScriptedEngineDouble, sample
 from tests.support.gsm8k_hub import HubDouble
@@ -41,7 +41,7 @@ class _PerProfileEngines(types.ModuleType):
 def _engines(monkeypatch: pytest.MonkeyPatch, scripts: dict[str, list[Any]]) -> _PerProfileEngines:
     module = _PerProfileEngines(scripts)
     monkeypatch.setitem(sys.modules, "app.bench.engine", module)
-    monkeypatch.setattr(bench, "prepare_engines", lambda settings, args, configs: None)
+    monkeypatch.setattr(bench, "prepare_engines", lambda plan, configs: None)
     return module
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from app.bench.inputs.gsm8k import load_gsm8k
 from app.bench.inputs.suites import nvidia_suite, recipes_suite
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 TEST = load_gsm8k(FIXTURES / "gsm8k_small.jsonl")

@@ -8,7 +8,7 @@ import pytest
 
 from app.bench.inputs.gsm8k import load_gsm8k
 from app.bench.inputs.workloads import reasoning_workload, synthetic_workload
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "gsm8k_small.jsonl"
 

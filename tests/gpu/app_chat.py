@@ -8,7 +8,7 @@ from pathlib import Path
 from textual.widgets import Static
 
 from app.backend.protocol import ChatBackend
-from app.chat import Role, Sampling
+from app.core.chat import Role, Sampling
 from app.storage import ChatStore, MessageStatus, StoredMessage
 from app.ui import LingChatApp
 from app.ui.screens.chat import ChatScreen

@@ -1,7 +1,7 @@
 """Test-only scheduler entry: ling-chat's patches, known-answer weights, deliberate breakage.
 
 Only GPU tests name this module (through `EngineBackend(scheduler_entry=...)`); the
-product's engine always runs `app.backend.patches.run_scheduler_process`, so none of
+product's engine always runs `app.backend.engine.patches.run_scheduler_process`, so none of
 this can be active in a normal run.
 
 Environment (set by the test before the engine starts; spawned children inherit it):
@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-from app.backend.engine import EngineBackend
-from app.backend.engine_config import EngineConfig
+from app.backend.engine.config import EngineConfig
+from app.backend.engine.engine import EngineBackend
 from tests.gpu import models
 
 KNOWN_ANSWER_ENV = "LING_CHAT_TEST_KNOWN_ANSWER"
@@ -63,7 +63,7 @@ def engine(
 
 def run_scheduler_process(*args: Any, **kwargs: Any) -> None:
     """Like the product's entry, plus the test's weights and breakage."""
-    from app.backend import patches
+    from app.backend.engine import patches
 
     plan = patches.PatchPlan.from_env()
     patches.redirect_output(plan.log_file)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 import sys
 
-from app.backend.engine_config import EngineConfig
-from app.backend.server import serve
-from app.commands.doctor import format_report
+from app.backend.engine.config import EngineConfig
+from app.backend.remote.server import serve
+from app.render.proof import format_report
 from tests.gpu import known_answer, models
 
 

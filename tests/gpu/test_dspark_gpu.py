@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine import EngineBackend
+from app.backend.engine.engine import EngineBackend
 from app.backend.protocol import ReplyDone, TextChunk
-from app.chat import ChatMessage, Role, Sampling
-from app.commands.doctor import format_report, run_doctor
-from app.errors import ConfigError
-from app.proof_report import Verdict
+from app.commands.doctor import run_doctor
+from app.core.chat import ChatMessage, Role, Sampling
+from app.core.errors import ConfigError
+from app.core.proof_report import Verdict
+from app.render.proof import format_report
 from tests.gpu import dspark_models, models
 from tests.gpu.app_chat import chat_through_app
 

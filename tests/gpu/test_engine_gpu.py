@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine import EngineBackend
-from app.backend.engine_config import PROFILES
+from app.backend.engine.engine import EngineBackend
 from app.backend.protocol import ReplyDone, TextChunk
-from app.chat import ChatMessage, Role, Sampling
-from app.commands.doctor import format_report, run_doctor
-from app.errors import EngineCrashed
-from app.proof_report import ProofReport, Verdict
+from app.commands.doctor import run_doctor
+from app.core.chat import ChatMessage, Role, Sampling
+from app.core.errors import EngineCrashed
+from app.core.profiles import PROFILES
+from app.core.proof_report import ProofReport, Verdict
+from app.render.proof import format_report
 from tests.gpu import models
 
 known_answer = pytest.importorskip("tests.gpu.known_answer", reason="needs torch and SGLang")

@@ -17,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="needs torch and Triton")
 triton = pytest.importorskip("triton", reason="needs torch and Triton")
-from app.backend.patches import fp8_gemv  # noqa: E402
+from app.backend.engine.patches import fp8_gemv  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from app.backend.protocol import ReplyDone, TextChunk
-from app.backend.remote import RemoteBackend
-from app.chat import ChatMessage, Role, Sampling
+from app.backend.remote.remote import RemoteBackend
+from app.core.chat import ChatMessage, Role, Sampling
 from tests.gpu import models
 from tests.gpu.app_chat import MIN_ACCEPT, chat_through_app
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("sglang", reason="needs SGLang")
-from app.backend.engine_config import DEFAULT_PROFILE  # noqa: E402
 from app.backend.replay import DEMO_TRACE, RecordingBackend, ReplayBackend  # noqa: E402
-from app.reply_usage import ReplyUsage  # noqa: E402
+from app.core.profiles import DEFAULT_PROFILE
+from app.core.reply_usage import ReplyUsage  # noqa: E402
 from tests.gpu.app_chat import chat_through_app  # noqa: E402
 from tests.gpu.test_engine_gpu import make_backend  # noqa: E402
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from app.errors import DatabaseCorrupt, DatabaseLocked, LingChatError, StorageError
+from app.core.errors import DatabaseCorrupt, DatabaseLocked, LingChatError, StorageError
 from app.storage import ChatStore, MessageStatus
 from tests.support.storage import write_locked
 from tests.support.timeouts import scaled
@@ -45,7 +45,7 @@ for i in range(10_000_000):
 READ_ONLY = """
 import os, sys
 from pathlib import Path
-from app.errors import StorageError
+from app.core.errors import StorageError
 from app.storage import ChatStore
 
 if os.geteuid() == 0:  # root ignores file modes: become nobody (modules already loaded)
@@ -62,7 +62,7 @@ except StorageError as exc:
 DISK_FULL = """
 import resource, signal, sys
 from pathlib import Path
-from app.errors import StorageError
+from app.core.errors import StorageError
 from app.storage import ChatStore
 
 store = ChatStore.open(Path(sys.argv[1]))
@@ -79,7 +79,7 @@ store.add_user_message(conversation.id, "after")  # the store still works
 BACKUP_DISK_FULL = """
 import resource, signal, sys
 from pathlib import Path
-from app.errors import StorageError
+from app.core.errors import StorageError
 from app.storage import ChatStore
 
 store = ChatStore.open(Path(sys.argv[1]))

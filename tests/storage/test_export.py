@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from app.chat import Sampling
-from app.errors import ExportError, StorageError
+from app.core.chat import Sampling
+from app.core.errors import ExportError, StorageError
 from app.files import write_atomic
 from app.render.chats import speed_line
 from app.render.formats import FORMATS

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from app.chat import Sampling
-from app.errors import ImportFailed
+from app.core.chat import Sampling
+from app.core.errors import ImportFailed
 from app.files import write_atomic
 from app.render.formats import FORMATS
 from app.storage import ChatStore, MessageStatus
@@ -332,3 +332,25 @@ def test_a_file_with_nothing_to_import_is_one_line(tmp_path: Path, text: str, me
         import_export(target, path)
     assert "\n" not in str(caught.value)
     assert caught.match(message)
+
+
+def test_an_export_of_an_older_version_reads_its_counters_under_their_one_name(
+    source: ChatStore, tmp_path: Path
+) -> None:
+    """Before one name per counter, exports said `verify_ct` and kept `cached_tokens` in
+    `extra`; they import into `verify_rounds` and `cached_tokens`."""
+    path = export_file(source, tmp_path / "export.json")
+    document = json.loads(path.read_text())
+    stats = _stats(document)["stats"]
+    stats["verify_ct"] = stats.pop("verify_rounds")
+    del stats["cached_tokens"]
+    stats["extra"] = {**stats["extra"], "cached_tokens": 9}
+    path.write_text(json.dumps(document))
+    with ChatStore.open(tmp_path / "target.db") as target:
+        import_export(target, path)
+        copied = next(m.stats for m in target.messages(1) if m.stats is not None)
+    assert (copied.verify_rounds, copied.cached_tokens, copied.extra) == (
+        STATS.verify_rounds,
+        9,
+        STATS.extra,
+    )

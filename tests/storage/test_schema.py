@@ -9,7 +9,7 @@ import pytest
 from sqlite_utils import Database
 
 from app import __version__
-from app.errors import StorageError
+from app.core.errors import StorageError
 from app.storage import ChatStore
 from app.storage.schema import MIGRATIONS
 
@@ -57,7 +57,8 @@ EXPECTED_COLUMNS = {
         "latency_s": float,
         "accept_length": float,
         "accept_rate": float,
-        "verify_ct": int,
+        "verify_rounds": int,
+        "cached_tokens": int,
         "accept_histogram": str,
         "extra": str,
     },
@@ -84,7 +85,7 @@ def test_opening_a_missing_file_creates_folders_and_the_full_schema(db_path: Pat
         ("measurements", "message_id", "CASCADE"),
         ("measurements", "engine_run_id", "SET NULL"),
     }
-    assert applied == ["m001_initial"]
+    assert applied == ["m001_initial", "m002_counter_names"]
     assert pending == []
 
 
@@ -99,7 +100,7 @@ def test_reopening_applies_nothing_twice_and_keeps_the_data(db_path: Path) -> No
 
     with Database(db_path) as db:
         assert db.schema == schema
-        assert db.table("_sqlite_migrations").count == 1
+        assert db.table("_sqlite_migrations").count == 2  # each migration once
 
 
 def test_the_connection_uses_wal_full_sync_foreign_keys_and_the_busy_timeout(
@@ -146,3 +147,33 @@ def test_a_history_from_a_newer_ling_chat_is_refused_in_one_line_and_left_untouc
     )
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == files
+
+
+def test_a_history_of_the_first_schema_reads_its_counters_under_their_one_name(
+    db_path: Path,
+) -> None:
+    """m002: `verify_ct` became `verify_rounds`, and `extra`'s `cached_tokens` a column; an
+    `extra` that is no JSON object stays as it was."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with Database(db_path) as db:
+        MIGRATIONS.apply(db, stop_before="m002_counter_names")
+        now = "2026-12-01T00:00:00+00:00"
+        db["conversations"].insert(
+            {"id": 1, "title": "t", "system_prompt": "", "model": "m", "sampling": "{}"}
+            | {"created_at": now, "updated_at": now}
+        )
+        for message_id, extra in ((1, '{"cached_tokens": 7, "x": 1}'), (2, "not json")):
+            db["messages"].insert(
+                {"id": message_id, "conversation_id": 1, "role": "assistant", "content": "a"}
+                | {"reasoning": "", "status": "complete", "created_at": now, "updated_at": now}
+            )
+            db["measurements"].insert(
+                {"message_id": message_id, "prompt_tokens": 3, "completion_tokens": 26}
+                | {"latency_s": 1.0, "verify_ct": 13, "extra": extra}
+            )
+    with ChatStore.open(db_path) as store:
+        stats = [m.stats for m in store.messages(1)]
+    assert [(s.verify_rounds, s.cached_tokens, s.extra) for s in stats if s] == [
+        (13, 7, {"x": 1}),
+        (13, None, {}),
+    ]

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from app.chat import Role, Sampling
-from app.errors import StorageError
-from app.proof_report import ProofLine, ProofReport, Verdict
+from app.core.chat import Role, Sampling
+from app.core.errors import StorageError
+from app.core.proof_report import ProofLine, ProofReport, Verdict
 from app.storage import ChatStore, MessageStatus
 from app.telemetry import ReplyStats
 
@@ -25,7 +25,7 @@ STATS = ReplyStats(
     decode_tps=50.0,
     accept_length=3.1,
     accept_rate=0.7,
-    verify_ct=13,
+    verify_rounds=13,
     accept_histogram=(1, 2, 10),
 )
 

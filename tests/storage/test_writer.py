@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.chat import Role
-from app.errors import StorageError
+from app.core.chat import Role
+from app.core.errors import StorageError
 from app.storage import ChatStore, Conversation, MessageStatus
 from app.telemetry import ReplyStats
 from tests.support.clock import FakeClock

@@ -61,7 +61,7 @@ def profile(
     **overrides: Any,
 ) -> ProfileResult:
     """A profile that ran one workload with one recorded request."""
-    s = sample(ttft=4.0, tpot=0.03, tokens=5, verify_ct=2)
+    s = sample(ttft=4.0, tpot=0.03, tokens=5, verify_rounds=2)
     record = RequestRecord(
         rep=0,
         index=0,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.bench.protocol import BenchSample
-from app.reply_usage import ReplyUsage
+from app.core.reply_usage import ReplyUsage
 
 
 def sample(
@@ -15,7 +15,7 @@ def sample(
     ttft: float,
     tpot: float,
     tokens: int,
-    verify_ct: int | None = None,
+    verify_rounds: int | None = None,
     text: str = "",
     finish: str = "length",
     prompt_tokens: int = 4,
@@ -25,7 +25,7 @@ def sample(
     usage = ReplyUsage(
         completion_tokens=tokens,
         prompt_tokens=prompt_tokens,
-        verify_rounds=verify_ct or 0,
+        verify_rounds=verify_rounds or 0,
         accept_histogram=histogram,
     )
     end = ttft + tpot * (tokens - 1)

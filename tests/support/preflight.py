@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.backend.preflight import GIB, GpuInfo, Probes
+from app.backend.firststart.preflight import GIB, GpuInfo, Probes
 
 SPARK_MEMTOTAL = 121 * GIB
 GB10 = GpuInfo(name="NVIDIA GB10", sm=121, total_bytes=int(119.6 * GIB))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.backend.proof import build_report
-from app.proof_report import ProofReport, Verdict
+from app.backend.proof.rules import build_report
+from app.core.proof_report import ProofReport, Verdict
 
 
 def judge(facts: dict[str, Any], accept: float | None = 3.2, profile: str = "stack") -> ProofReport:

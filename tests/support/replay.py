@@ -6,7 +6,7 @@ from pathlib import Path
 
 from app.backend.protocol import ChatBackend, ReplyEvent
 from app.backend.replay import RecordingBackend
-from app.chat import ChatMessage, Role, Sampling
+from app.core.chat import ChatMessage, Role, Sampling
 from tests.support.clock import FakeClock
 from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
 

@@ -20,10 +20,10 @@ from app.backend.protocol import (
     ReplyEvent,
     TextChunk,
 )
-from app.chat import ChatMessage, Sampling
-from app.errors import BackendError
-from app.proof_report import ProofLine, ProofReport, Verdict
-from app.reply_usage import ReplyUsage
+from app.core.chat import ChatMessage, Sampling
+from app.core.errors import BackendError
+from app.core.proof_report import ProofLine, ProofReport, Verdict
+from app.core.reply_usage import ReplyUsage
 from tests.support.clock import FakeClock
 
 

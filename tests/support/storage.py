@@ -20,7 +20,7 @@ STATS = ReplyStats(
     decode_tps=52.3,
     accept_length=3.12,
     accept_rate=0.71,
-    verify_ct=64,
+    verify_rounds=64,
     accept_histogram=(3, 5, 8, 48),
     extra={"finish_reason": "stop"},
 )

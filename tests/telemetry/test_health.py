@@ -25,7 +25,7 @@ def _reply(completion: int, verify: int) -> ReplyStats:
         tpot_s=None,
         decode_tps=None,
         accept_length=completion / verify if verify else None,
-        verify_ct=verify or None,
+        verify_rounds=verify or None,
     )
 
 

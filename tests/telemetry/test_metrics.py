@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.reply_usage import ReplyUsage
+from app.core.reply_usage import ReplyUsage
 from app.telemetry import (
     ReplyStats,
     decode_tokens_per_second,
@@ -37,7 +37,7 @@ def test_reply_stats_hand_computed() -> None:
     assert stats.decode_tps == pytest.approx(10.0)
     assert stats.accept_length == pytest.approx(3.0)  # 21 / 7
     assert stats.accept_rate == pytest.approx(2 / 3)
-    assert stats.verify_ct == 7
+    assert stats.verify_rounds == 7
     assert stats.accept_histogram == (1, 2, 3, 1)
     assert stats.cached_tokens == 8
 
@@ -48,7 +48,7 @@ def test_reply_stats_without_speculative_decoding() -> None:
     assert stats.tpot_s == pytest.approx(0.1)  # (0.6 - 0.2) / 4
     assert stats.accept_length is None
     assert stats.accept_rate is None
-    assert stats.verify_ct is None
+    assert stats.verify_rounds is None
     assert stats.accept_histogram is None
     assert stats.cached_tokens is None
 

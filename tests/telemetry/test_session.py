@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.reply_usage import ReplyUsage
+from app.core.reply_usage import ReplyUsage
 from app.telemetry import ReplyStats, reply_stats, summarize_session
 
 

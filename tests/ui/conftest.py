@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.chat import Sampling
+from app.core.chat import Sampling
 from app.storage import ChatStore
 from app.ui import LingChatApp
 from tests.support.clock import FakeClock

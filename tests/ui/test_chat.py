@@ -14,9 +14,9 @@ from textual.pilot import Pilot
 from textual.widgets import Collapsible, Label, Markdown, Static, TextArea
 
 from app.backend.protocol import DraftShape
-from app.chat import Role, Sampling
-from app.errors import BackendError, ConfigError
-from app.logfile import logging_to
+from app.core.chat import Role, Sampling
+from app.core.errors import BackendError, ConfigError
+from app.plumbing.logfile import logging_to
 from app.storage import ChatStore, MessageStatus, StoredMessage
 from app.ui import LingChatApp, reply_controller
 from app.ui.app import EXIT_REPLY_UNSAVED

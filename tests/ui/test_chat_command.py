@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.remote import RemoteBackend
+from app.backend.remote.remote import RemoteBackend
 from app.backend.replay import RecordingBackend, ReplayBackend
 from app.commands import chat
 from app.commands.common import settings_from
-from app.errors import ConfigError
-from app.logfile import log_file
+from app.core.errors import ConfigError
+from app.plumbing.logfile import log_file
 from app.storage import ChatStore
 from app.ui import LingChatApp
 from tests.support.replay import collect, record

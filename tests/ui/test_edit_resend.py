@@ -10,7 +10,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import TextArea
 
-from app.chat import Sampling
+from app.core.chat import Sampling
 from app.storage import ChatStore
 from app.ui import LingChatApp
 from app.ui.screens.chat import ChatScreen

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Label
 
-from app.chat import Sampling
+from app.core.chat import Sampling
 from app.storage import ChatStore, MessageStatus
 from app.ui import LingChatApp
 from app.ui.app import EXIT_REPLY_UNSAVED

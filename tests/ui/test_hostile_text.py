@@ -11,7 +11,7 @@ from textual import events
 from textual.pilot import Pilot
 from textual.widgets import TextArea
 
-from app.proof_report import ProofLine, ProofReport, Verdict
+from app.core.proof_report import ProofLine, ProofReport, Verdict
 from app.storage import ChatStore, MessageStatus
 from app.telemetry import ReplyStats
 from app.ui import LingChatApp

@@ -11,7 +11,7 @@ from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Static, TextArea
 
-from app.chat import Role, Sampling
+from app.core.chat import Role, Sampling
 from app.storage import ChatStore
 from app.ui import LingChatApp
 from app.ui.screens.chat import ChatScreen

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from app.backend.engine_config import EngineConfig
-from app.backend.first_start import PreparedBackend
-from app.backend.prepare import PREPARE_STAGE, PrepareSpec, build_env
+from app.backend.engine.config import EngineConfig
+from app.backend.firststart.first_start import PreparedBackend
+from app.backend.firststart.prepare import PREPARE_STAGE, PrepareSpec, build_env
 from app.backend.protocol import LoadStage
 from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.ui import LingChatApp

@@ -19,9 +19,9 @@ from app.backend.replay import (
     read_trace,
     trace_path,
 )
-from app.chat import Sampling
-from app.errors import BackendError
-from app.reply_usage import ReplyUsage
+from app.core.chat import Sampling
+from app.core.errors import BackendError
+from app.core.reply_usage import ReplyUsage
 from app.storage import ChatStore, MessageStatus
 from app.ui import LingChatApp
 from tests.support.clock import FakeClock

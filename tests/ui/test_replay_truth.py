@@ -19,7 +19,7 @@ import pytest
 from textual.widgets import Label, Static
 
 from app.backend.replay import ReplayBackend, trace_path
-from app.chat import Role, Sampling
+from app.core.chat import Role, Sampling
 from app.storage import ChatStore, MessageStatus
 from app.ui import LingChatApp
 from app.ui.widgets.speed_panel import SpeedPanel
@@ -200,7 +200,9 @@ async def test_a_replay_shows_and_stores_the_recorded_speed(
     for reply, message in zip(recorded, stored, strict=True):
         stats = message.stats
         assert message.status is MessageStatus.COMPLETE and stats is not None
-        assert stats.completion_tokens == reply.tokens and stats.verify_ct == reply.verify_rounds
+        assert (
+            stats.completion_tokens == reply.tokens and stats.verify_rounds == reply.verify_rounds
+        )
         assert stats.tpot_s == pytest.approx(reply.tpot_s, rel=1e-6)
         assert stats.decode_tps == pytest.approx(1 / reply.tpot_s, rel=1e-6)
         assert stats.accept_length == pytest.approx(reply.accept, rel=1e-9)

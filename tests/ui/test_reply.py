@@ -9,9 +9,9 @@ from textual.app import App, ComposeResult
 from textual.widgets import Label, Markdown
 
 from app.backend.protocol import ReplyDone, TextChunk
-from app.chat import Sampling
-from app.errors import DatabaseLocked
-from app.reply_usage import ReplyUsage
+from app.core.chat import Sampling
+from app.core.errors import DatabaseLocked
+from app.core.reply_usage import ReplyUsage
 from app.storage import ChatStore, MessageStatus
 from app.ui.reply import ReplyRequest, ReplyRun
 from app.ui.widgets.messages import ReplyView

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from app.backend.remote import MAX_MODEL_NAME, RemoteBackend
+from app.backend.remote.remote import MAX_MODEL_NAME, RemoteBackend
 from app.storage import ChatStore
 from app.ui import LingChatApp
 from tests.backend.test_remote import URL, FakeSGLangServerDouble, server_info

@@ -46,7 +46,7 @@ def stats(tps: float, accept: float, tokens: int = 600) -> ReplyStats:
         tpot_s=tpot,
         decode_tps=tps,
         accept_length=accept,
-        verify_ct=round(tokens / accept),
+        verify_rounds=round(tokens / accept),
     )
 
 

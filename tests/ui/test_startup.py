@@ -11,8 +11,8 @@ from textual.widgets import ProgressBar, Static
 from textual.worker import WorkerFailed
 
 from app.backend.protocol import LoadStage
-from app.errors import BackendError, ProofFailed
-from app.proof_report import ProofReport
+from app.core.errors import BackendError, ProofFailed
+from app.core.proof_report import ProofReport
 from app.storage import ChatStore
 from app.ui import LingChatApp
 from app.ui.screens.startup import StartupScreen

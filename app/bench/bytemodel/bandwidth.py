@@ -12,13 +12,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from app.backend.engine_config import NEXTN_STEPS, PROFILES
 from app.bench.bytemodel.checkpoint import ModelShape, Precision
 from app.bench.bytemodel.kernels import Phase
 from app.bench.bytemodel.mtp import mtp_cycle, mtp_speedup_ceiling
 from app.bench.bytemodel.roofline import achieved_gbps, roofline, share_of_peak
 from app.bench.bytemodel.unit_bytes import lm_head, unit_bytes
 from app.bench.results import RooflineColumns, WorkloadSummary
+from app.core.profiles import NEXTN_STEPS, PROFILES
 
 
 def roofline_columns(

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Final
 
-from app.backend.engine_config import NEXTN_STEPS, PROFILES
+from app.core.profiles import NEXTN_STEPS, PROFILES
 
 
 class Phase(StrEnum):
@@ -55,7 +55,7 @@ class Category(StrEnum):
 
 
 HEAD_KERNEL_PREFIX: Final = "_fp8_head_"
-"""ling-chat's Triton FP8 head kernels are named so (app/backend/patches/fp8_gemv.py)."""
+"""ling-chat's Triton FP8 head kernels are named so (app/backend/engine/patches/fp8_gemv.py)."""
 KDA_UPDATE_KERNEL: Final = "fused_sigmoid_gating_delta_rule_update"
 """SGLang's KDA state update at decode and verify: once a KDA layer in each target forward
 (prefill runs chunked kernels instead; neither draft has KDA layers)."""

@@ -6,12 +6,12 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from app.backend.engine_config import DSPARK_BLOCK, DSPARK_WINDOW, NEXTN_STEPS, PROFILES
 from app.bench.bytemodel.checkpoint import LmHead, ModelShape, Precision, WeightFormat
 from app.bench.bytemodel.kernels import Category, Phase
 from app.bench.bytemodel.ling_config import DSPARK_DRAFT_PARAMS
 from app.bench.bytemodel.mtp import DraftBytes, Routing, mtp_cycle
 from app.bench.bytemodel.roofline import StepBytes, decode_step_bytes
+from app.core.profiles import DSPARK_BLOCK, DSPARK_WINDOW, NEXTN_STEPS, PROFILES
 
 
 def lm_head(profile: str) -> LmHead:

@@ -12,7 +12,7 @@ from huggingface_hub import hf_hub_download
 from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
 from app.bench.inputs.gsm8k import GsmItem, item_from_row
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 
 GSM8K_REPO = "openai/gsm8k"
 GSM8K_FILES = {

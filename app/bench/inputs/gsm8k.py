@@ -14,7 +14,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 
 THINK_END = "</think>"
 STOP = ("Question:",)

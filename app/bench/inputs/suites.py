@@ -25,7 +25,7 @@ from app.bench.inputs.workloads import (
     Workload,
     synthetic_workload,
 )
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 
 SUITES = ("nvidia", "recipes")
 SYNTHETIC_IN, SYNTHETIC_OUT = 32_768, 2_048

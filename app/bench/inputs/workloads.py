@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.bench.inputs.gsm8k import STOP, GsmItem, few_shot_prompt
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 
 LING_VOCAB_SIZE = 157_184
 SHOTS = 5

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import replace
 from functools import partial
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header, Static, TextArea
 
-from app.chat import Role
-from app.errors import StorageError
-from app.render.speed import speed_by_context
+from app.core.chat import Role
+from app.core.errors import StorageError
 from app.storage import Conversation, MessageStatus
 from app.telemetry import ReplyStats
 from app.telemetry.health import check_collapse
@@ -23,18 +20,17 @@ from app.telemetry.session import summarize_session
 from app.textsafe import visible
 from app.ui.bindings import CHAT_ACTIONS, action_by_id, keys_for
 from app.ui.chat_context import ChatContext
-from app.ui.format import proof_text, title_from
+from app.ui.format import title_from
 from app.ui.reply import ReplyRequest, ReplyRun, request_messages
 from app.ui.reply_controller import ReplyController
 from app.ui.screens.dialogs import (
     ChatSettings,
     ConfirmDialog,
     RenameDialog,
-    ReportScreen,
     SettingsDialog,
 )
 from app.ui.screens.exchange_edit import ExchangeEdit
-from app.ui.screens.view_actions import ViewActionsScreen
+from app.ui.screens.report_actions import ReportActionsScreen
 from app.ui.widgets.banner import Banner
 from app.ui.widgets.composer import Composer
 from app.ui.widgets.messages import UserMessage, message_widget
@@ -43,7 +39,7 @@ from app.ui.widgets.speed_panel import SpeedPanel
 from app.ui.widgets.transcript import Transcript
 
 
-class ChatScreen(ViewActionsScreen):
+class ChatScreen(ReportActionsScreen):
     """One conversation at a time, with its reply streaming into the transcript."""
 
     # Help comes first (the app's priority binding takes its place) so that the footer
@@ -79,14 +75,6 @@ class ChatScreen(ViewActionsScreen):
                 yield Composer(id="prompt", placeholder="Ask Ling anything…")
             yield SpeedPanel(id="speed")
         yield Footer()
-
-    @contextmanager
-    def _storage_errors_reported(self) -> Iterator[None]:
-        """Run store calls; a StorageError ends the block with a one-line error notice."""
-        try:
-            yield
-        except StorageError as exc:
-            self.notify(str(exc), severity="error")
 
     def _keys(self, action_id: str) -> str:
         """The keys of a chat action, as remapped by the keymap."""
@@ -382,19 +370,6 @@ class ChatScreen(ViewActionsScreen):
             )
             self.conversation = store.get_conversation(self.conversation.id)
             self.notify("Chat settings saved.")
-
-    # Views
-
-    def action_show_proof(self) -> None:
-        """Show the start-up proof report."""
-        self.app.push_screen(ReportScreen(proof_text(self._ctx.proof)))
-
-    def action_speed_by_context(self) -> None:
-        """Show how decoding slowed as the stored conversations grew."""
-        with self._storage_errors_reported():
-            report = speed_by_context(self._ctx.store)
-            title = Text("Speed by context length (prompt tokens)\n\n", style="bold")
-            self.app.push_screen(ReportScreen(title + Text(report)))
 
 
 def _note(text: str) -> Static:

@@ -20,7 +20,7 @@ from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from app.chat import Sampling
+from app.core.chat import Sampling
 from app.textsafe import visible
 from app.ui.bindings import ALL_ACTIONS, action_by_id, keys_for
 

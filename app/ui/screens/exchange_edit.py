@@ -14,7 +14,7 @@ from typing import Final
 from textual.widget import Widget
 from textual.widgets import TextArea
 
-from app.chat import Role
+from app.core.chat import Role
 from app.storage import StoredMessage
 from app.textsafe import visible
 

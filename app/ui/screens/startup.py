@@ -15,9 +15,9 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
 
-from app.backend.boot_log import LOAD_STAGE, describe
+from app.backend.engine.boot_log import LOAD_STAGE, describe
 from app.backend.protocol import BackendInfo, LoadStage
-from app.proof_report import ProofReport
+from app.core.proof_report import ProofReport
 from app.ui.format import proof_text, seconds, visible_text
 
 SPINNER: Final = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from app.proof_report import ProofReport
+from app.core.proof_report import ProofReport
 from app.telemetry.health import CollapseVerdict, SpecHealth
 from app.textsafe import visible
 

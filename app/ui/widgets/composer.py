@@ -4,7 +4,8 @@ A paste holding characters a terminal acts on (`app.textsafe`) goes into the doc
 visible (`␛`, `⟨U+202E⟩`), so the screen never draws them raw, and is remembered: `message`
 puts the exact pasted characters back wherever that pasted text is still whole. A pasted
 text the user then edited is sent as shown. Line breaks are the TextArea's: CRLF and CR
-become newlines, as for any paste.
+become newlines, as for any paste. A pasted ESC comes from the terminal as `ESC_STAND_IN`
+(`app.ui.paste_input`) and goes back to ESC here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from textual.widgets import TextArea
 from textual.widgets.text_area import EditResult
 
 from app.textsafe import is_safe, visible
+from app.ui.paste_input import ESC, ESC_STAND_IN
 
 
 class Composer(TextArea):
@@ -39,7 +41,7 @@ class Composer(TextArea):
 
     async def _on_paste(self, event: events.Paste) -> None:
         """A paste with characters to make visible; TextArea's own handler takes the rest."""
-        text = event.text.replace("\r\n", "\n").replace("\r", "\n")
+        text = event.text.replace("\r\n", "\n").replace("\r", "\n").replace(ESC_STAND_IN, ESC)
         if is_safe(text) or self.read_only:
             return
         event.prevent_default()  # TextArea's handler would insert the raw text

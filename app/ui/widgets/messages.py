@@ -13,7 +13,7 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, Label, Markdown, Static
 from textual.widgets.markdown import MarkdownFence, MarkdownStream
 
-from app.chat import Role
+from app.core.chat import Role
 from app.storage import StoredMessage
 from app.textsafe import visible
 from app.ui.format import stats_line

@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Label, Sparkline, Static
 
 from app.backend.protocol import DraftShape
-from app.proof_report import ProofReport
+from app.core.proof_report import ProofReport
 from app.storage import MessageStatus
 from app.telemetry import ReplyStats
 from app.telemetry.session import SessionSummary
@@ -116,7 +116,7 @@ class SpeedPanel(VerticalScroll, can_focus=False):
         if stats is None:
             self.query_one("#reply-numbers", Static).update(_rows(("decode", "–")))
             return
-        verify = f"{stats.verify_ct:,} rounds" if stats.verify_ct else "–"
+        verify = f"{stats.verify_rounds:,} rounds" if stats.verify_rounds else "–"
         self.query_one("#reply-numbers", Static).update(
             _rows(
                 ("decode", rate(stats.decode_tps)),

@@ -1,0 +1,1 @@
+"""The in-process SGLang engine: config, setup, the boot, replies, SGLang's processes and log."""

@@ -1,0 +1,340 @@
+"""What the engine is asked to run: a profile's levers as engine settings (pure).
+
+The profiles themselves are app/core/profiles.py; the proof checks the running model
+against them, never against these arguments. The other settings (server arguments,
+environment, chat template, reasoning parser) are tables of name, value and reason; the
+table of docs/engine-settings.md is rendered from them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.core.errors import ConfigError
+from app.core.profiles import (
+    DEFAULT_MEM_FRACTION,
+    DEFAULT_MIN_ACCEPT_LENGTH,
+    DEFAULT_PROFILE,
+    DSPARK_BLOCK,
+    DSPARK_DRAFT,
+    DSPARK_WINDOW,
+    NEXTN_DRAFT_TOKENS,
+    NEXTN_STEPS,
+    NEXTN_TOPK,
+    PROFILES,
+    Levers,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuFacts:
+    """What the local GPU and installed kernels allow (read by the engine at start)."""
+
+    sm: int
+    """Compute capability as major*10+minor: 90 for H100/H200, 121 for the DGX Spark's GB10."""
+    has_fa3: bool
+    has_flashinfer: bool
+    has_xgrammar: bool
+
+    @property
+    def sm12x(self) -> bool:
+        """An sm_12x GPU: the DGX Spark's GB10 (sm_121), or an RTX Blackwell (sm_120)."""
+        return self.sm // 10 == 12
+
+
+RECIPE = "the official Spark recipe"
+"""inclusionAI's ling-cookbook DGX Spark notebook, the recipe NVIDIA measured its levers with."""
+
+
+def _fp8_gemm(gpu: GpuFacts) -> str | None:
+    return "cutlass" if gpu.sm12x else None
+
+
+def _attention(gpu: GpuFacts) -> str:
+    if gpu.sm12x:
+        return "flashinfer" if gpu.has_flashinfer else "triton"
+    return "fa3" if gpu.sm == 90 and gpu.has_fa3 else "triton"
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One engine setting, the value ling-chat gives it and why (docs/engine-settings.md's rows)."""
+
+    name: str
+    value: Any
+    """The value, or a function of the GPU; None: not passed (SGLang's or the checkpoint's)."""
+    why: str
+
+    def on(self, gpu: GpuFacts) -> Any:
+        """The value on this GPU."""
+        return self.value(gpu) if callable(self.value) else self.value
+
+
+SERVER_ARGS: tuple[Setting, ...] = (
+    Setting("dtype", "bfloat16", "the checkpoint's unquantized parts are BF16"),
+    Setting(
+        "mem_fraction_static",
+        DEFAULT_MEM_FRACTION,
+        "the `mem_fraction` setting; 0.65 as in the recipe's scripts (its notebook: 0.68); "
+        "0.75 wedged a Spark under load",
+    ),
+    Setting("max_running_requests", 1, f"{RECIPE}: one person, one request at a time"),
+    Setting("cuda_graph_backend_decode", "full", f"{RECIPE} (SGLang's default)"),
+    Setting(
+        "cuda_graph_bs_decode",
+        [1],
+        f"{RECIPE}: decode graphs for batch 1 only; on the H200 (6 layers) the stack's captures "
+        "took 3.7 s and 0.25 GB against 21.4 s and 1.15 GB for SGLang's list (batch 1-12)",
+    ),
+    Setting("cuda_graph_max_bs_decode", 1, RECIPE),
+    Setting(
+        "cuda_graph_backend_prefill",
+        "disabled",
+        f"{RECIPE} (SGLang 0.5.23 turns them off for KDA models too)",
+    ),
+    Setting("page_size", 64, RECIPE),
+    Setting(
+        "max_mamba_cache_size",
+        64,
+        f"{RECIPE}: caps the KDA state pool: 5.2 GB at 42 layers on the H200, "
+        "11.2 GB at SGLang's default",
+    ),
+    Setting("chunked_prefill_size", 8192, RECIPE),
+    Setting("max_prefill_tokens", 16384, f"{RECIPE} (SGLang's default)"),
+    Setting("disable_flashinfer_autotune", True, f"{RECIPE}: no autotuning pass at start"),
+    Setting(
+        "disable_shared_experts_fusion",
+        True,
+        f"{RECIPE}; SGLang keeps them apart anyway beside MXFP4 routed experts",
+    ),
+    Setting(
+        "fp8_gemm_runner_backend",
+        _fp8_gemm,
+        f"sm_12x: {RECIPE} (`--fp8-gemm-backend`; `auto` resolves to it there too); "
+        "elsewhere `auto`: SGLang 0.5.23 refuses `cutlass` off sm_12x",
+    ),
+    Setting(
+        "attention_backend",
+        _attention,
+        f"sm_12x: {RECIPE}; sm_90: FA3, SGLang's MLA default on Hopper (FA3 is Hopper-only). "
+        "Triton without that kernel (every H200 run so far): MLA, the draft's multi-step "
+        "backend and CUDA graphs (torch_native/flex would disable them)",
+    ),
+    Setting(
+        "sampling_backend",
+        lambda gpu: "flashinfer" if gpu.has_flashinfer else "pytorch",
+        "SGLang's default when FlashInfer is installed; PyTorch sampling otherwise",
+    ),
+    Setting(
+        "grammar_backend",
+        lambda gpu: "xgrammar" if gpu.has_xgrammar else "none",
+        "chat needs no constrained decoding; without xgrammar SGLang must be told so",
+    ),
+    Setting(
+        "context_length",
+        None,
+        f"{RECIPE}: the checkpoint's native 262,144, no YaRN override "
+        "(the `context_length` setting lowers it)",
+    ),
+    Setting(
+        "startup_weight_load_mode",
+        "serial",
+        "overlap mode captures graphs before the real weights (and the FP8 head) are in place",
+    ),
+    Setting(
+        "sleep_on_idle",
+        True,
+        "between requests the scheduler sleeps on its sockets instead of polling, "
+        "one CPU core at 100%",
+    ),
+    Setting("log_level", "warning", "SGLang's log goes to a file; warnings and up"),
+)
+"""Server arguments of every profile; each profile's levers add theirs (server_args)."""
+
+ENVIRONMENT: tuple[Setting, ...] = (
+    Setting(
+        "SGLANG_ENABLE_JIT_DEEPGEMM",
+        "0",
+        f"{RECIPE}; on sm_90 DeepGEMM would JIT-compile at first start, and no H200 run "
+        "so far had it",
+    ),
+    Setting("SGLANG_JIT_DEEPGEMM_PRECOMPILE", "0", RECIPE),
+    Setting(
+        "HUMMING_COMPILER",
+        "nvrtc",
+        f"{RECIPE}; Humming would fall back to nvcc silently without NVRTC",
+    ),
+    Setting("HUMMING_CACHE_DIR", "~/.humming/cache", f"{RECIPE} (Humming's default)"),
+    Setting(
+        "SGLANG_FP8_IGNORED_LAYERS",
+        None,
+        f"{RECIPE} sets it empty, which in SGLang 0.5.23 is unset; any other value is "
+        "refused before the start, and by the proof",
+    ),
+)
+"""Variables for SGLang and its processes; one the user has set keeps its value."""
+
+CHAT_TEMPLATE: tuple[Setting, ...] = (
+    Setting(
+        "enable_thinking",
+        True,
+        f"{RECIPE}; thinking off cost 17 (math) to 31 (reasoning) points in a second Spark "
+        "recipe, and was not faster",
+    ),
+)
+"""Keyword arguments of the model's chat template (`ling-chat serve`: its defaults)."""
+
+REASONING_PARSER = Setting(
+    "reasoning_parser",
+    "ling3",
+    "SGLang 0.5.23's Ling3 rules: the reply is thinking from its start up to `</think>` "
+    "(forced reasoning, as SGLang's chat server parses Ling3 with thinking on)",
+)
+"""The parser that splits thinking from the answer (in-process, and `ling-chat serve`)."""
+
+
+def engine_environment() -> dict[str, str]:
+    """The variables of ENVIRONMENT that are set, with `~` expanded."""
+    return {s.name: os.path.expanduser(s.value) for s in ENVIRONMENT if s.value is not None}
+
+
+def chat_template_kwargs() -> dict[str, Any]:
+    """The chat template's keyword arguments."""
+    return {s.name: s.value for s in CHAT_TEMPLATE}
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Everything the in-process engine needs; built by the CLI from Settings."""
+
+    model_path: str
+    profile: str = DEFAULT_PROFILE
+    mem_fraction: float = DEFAULT_MEM_FRACTION
+    log_dir: Path | None = None
+    min_accept_length: float = DEFAULT_MIN_ACCEPT_LENGTH
+    context_length: int | None = None
+    dspark_draft: str = DSPARK_DRAFT
+    """The `dspark` profile's draft model: a Hugging Face id or a local folder."""
+    overrides: dict[str, Any] = field(default_factory=dict)
+    """Extra SGLang server arguments (tests: load_format="dummy"; serve: host, port, tp).
+
+    A None value removes ling-chat's setting, so that SGLang's own default applies."""
+
+    def __post_init__(self) -> None:
+        speculative = speculative_args(self.levers, self.dspark_draft)
+        if problem := replayssm_problem({**speculative, **self.overrides}):
+            raise ConfigError(problem)
+
+    @property
+    def levers(self) -> Levers:
+        """The levers of this profile; unknown profiles are a programming error."""
+        return PROFILES[self.profile]
+
+    @property
+    def draft_model(self) -> str | None:
+        """The draft model this profile loads beside the checkpoint (DSpark's; an override of
+        `speculative_draft_model_path` wins), or None."""
+        if not self.levers.dspark:
+            return None
+        return self.overrides.get("speculative_draft_model_path", self.dspark_draft)
+
+
+def draft_models(configs: Iterable[EngineConfig]) -> list[str]:
+    """The draft models these engines load beside their checkpoints, each once, in order."""
+    return list(dict.fromkeys(c.draft_model for c in configs if c.draft_model is not None))
+
+
+def server_args(config: EngineConfig, gpu: GpuFacts) -> dict[str, Any]:
+    """SGLang `ServerArgs` keyword arguments for a profile at batch size 1."""
+    args: dict[str, Any] = {s.name: s.on(gpu) for s in SERVER_ARGS}
+    args.update(
+        model_path=config.model_path,
+        mem_fraction_static=config.mem_fraction,
+        context_length=config.context_length,
+    )
+    args.update(lever_args(config))
+    args.update(config.overrides)
+    return {name: value for name, value in args.items() if value is not None}
+
+
+def lever_args(config: EngineConfig) -> dict[str, Any]:
+    """The server arguments that engage (or keep off) the profile's levers."""
+    levers = config.levers
+    args: dict[str, Any] = {
+        # `auto` silently resolves to flashinfer_mxfp4 for this model; never leave it.
+        "moe_runner_backend": "humming" if levers.humming else "flashinfer_mxfp4",
+        # The FP8 head replaces the BF16 matmul that FP32 logits would upcast: exclusive.
+        "enable_fp32_lm_head": levers.fp32_logits and not levers.fp8_head,
+    }
+    if levers.nextn:  # the model is its own NEXTN draft
+        args["speculative_draft_model_path"] = config.model_path
+    args.update(speculative_args(levers, config.dspark_draft))
+    return args
+
+
+def speculative_args(levers: Levers, dspark_draft: str) -> dict[str, Any]:
+    """The server arguments of a profile's draft model and verify (`dspark_draft`: where
+    the DSpark draft is)."""
+    if levers.nextn:
+        replay = replayssm_args(NEXTN_DRAFT_TOKENS) if levers.replayssm else {}
+        return {"speculative_algorithm": "NEXTN", **nextn_depth_args(NEXTN_STEPS), **replay}
+    if levers.dspark:
+        return {
+            "speculative_algorithm": "DSPARK",
+            "speculative_draft_model_path": dspark_draft,
+            "speculative_dspark_block_size": DSPARK_BLOCK,
+            "speculative_num_steps": 1,
+            "speculative_eagle_topk": 1,
+            "speculative_num_draft_tokens": DSPARK_WINDOW,
+            **replayssm_args(DSPARK_WINDOW),
+        }
+    return {}
+
+
+def nextn_depth_args(steps: int) -> dict[str, Any]:
+    """A top-1 NEXTN chain of `steps` draft steps: the verify reads the drafts and the bonus.
+
+    Raises:
+        ValueError: steps < 1.
+    """
+    if steps < 1:
+        raise ValueError(f"a NEXTN chain needs at least one draft step, got {steps}")
+    return {
+        "speculative_num_steps": steps,
+        "speculative_eagle_topk": NEXTN_TOPK,
+        "speculative_num_draft_tokens": steps + 1,
+    }
+
+
+def replayssm_args(window: int) -> dict[str, Any]:
+    """KDA ReplaySSM verify for a verify window of `window` tokens, with the shortest ring
+    SGLang accepts: a power of two >= 2x the window (32 for DSpark's 9, 8 for NEXTN's 4)."""
+    return {
+        "enable_linear_replayssm_spec": True,
+        "linear_replayssm_cache_len": 1 << (2 * window - 1).bit_length(),
+    }
+
+
+def replayssm_problem(args: dict[str, Any]) -> str | None:
+    """Why these server arguments' ReplaySSM verify ring cannot work, or None.
+
+    SGLang 0.5.23 sizes the KDA ring at `linear_replayssm_cache_len` and refuses, only
+    while allocating the cache, a length that is not a power of two or is under twice
+    the verify window (`speculative_num_draft_tokens`).
+    """
+    if not args.get("enable_linear_replayssm_spec"):
+        return None
+    ring = args.get("linear_replayssm_cache_len", 16)
+    window = int(args.get("speculative_num_draft_tokens") or 0)
+    if not isinstance(ring, int) or ring < 1 or ring & (ring - 1):
+        return f"linear_replayssm_cache_len={ring!r}: the ReplaySSM ring must be a power of two"
+    if ring < 2 * window:
+        return (
+            f"linear_replayssm_cache_len={ring}: the ReplaySSM ring must be >= 2 x the "
+            f"verify window of {window} tokens ({2 * window})"
+        )
+    return None

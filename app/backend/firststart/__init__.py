@@ -1,0 +1,1 @@
+"""Before the first start: overrides, preflight checks, GPU probe, kernel builds."""

@@ -1,0 +1,65 @@
+"""The CUDA graphs proof: each phase's runner in, whether the phases a profile needs hold
+graphs out (and the recipe's prefill graphs stated off).
+
+A pure function over the `cuda_graphs` phases that app/backend/engine/patches/graph_runners.py
+reads in SGLang's scheduler; app/backend/proof/rules.py judges with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from app.core.proof_report import ProofLine, Verdict
+
+RECIPE_PREFILL = "cuda_graph_backend_prefill=disabled"
+GRAPH_LINES = frozenset({"cuda_graphs", "dspark_graphs"})
+CAPTURE_LINES = frozenset({"humming", "fp8_head", "dspark_head"})
+"""Lines that count what ran while a graph was being captured."""
+NO_GRAPHS_FIX = (
+    "see the CUDA graphs line: without its graphs nothing runs in capture, which this line "
+    "counts; fix that first"
+)
+
+
+def judge(phases: Any, need: tuple[str, ...]) -> tuple[bool, str] | None:
+    """Whether every phase in `need` holds graphs, and the evidence; None when `phases` is a
+    list of names (an older engine's facts, which cannot tell captured from not)."""
+    if not isinstance(phases, Mapping):
+        return None
+    missing = [p for p in need if not phases.get(p, {}).get("captured")]
+    held = [
+        f"{p} {phases[p]['graphs']} graph(s) at batch {phases[p]['capture_bs']}"
+        for p in need
+        if p not in missing
+    ]
+    parts = [f"captured: {', '.join(held) or 'none'}"]
+    if missing:
+        absent = ", ".join(f"{p} (runner {phases.get(p, {}).get('runner')})" for p in missing)
+        parts.append(f"not captured: {absent}")
+    prefill = phases.get("prefill", {})
+    parts.append(
+        "prefill: captured"
+        if prefill.get("captured")
+        else f"prefill: off ({RECIPE_PREFILL}, as the recipe sets)"
+    )
+    return not missing, "; ".join(parts)
+
+
+def follow_graphs(lines: list[ProofLine]) -> list[ProofLine]:
+    """With a graphs line failed on a phase not captured, the failed lines that count what
+    ran in capture point at it as their cause instead of their own fix."""
+    if not any(
+        line.key in GRAPH_LINES
+        and line.verdict is Verdict.FAIL
+        and "not captured:" in line.evidence
+        for line in lines
+    ):
+        return lines
+    return [
+        replace(line, fix=NO_GRAPHS_FIX)
+        if line.key in CAPTURE_LINES and line.verdict is Verdict.FAIL
+        else line
+        for line in lines
+    ]

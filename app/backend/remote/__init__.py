@@ -1,0 +1,1 @@
+"""Remote chat over HTTP, and `ling-chat serve`."""

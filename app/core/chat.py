@@ -1,0 +1,61 @@
+"""Plain chat data shared by every layer: roles, messages, sampling settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from app.core.errors import ContextFull
+
+
+class Role(StrEnum):
+    """Who wrote a message."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One turn of a conversation as the model sees it."""
+
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """Sampling parameters sent with every request (the engine applies no defaults)."""
+
+    temperature: float = 0.6
+    top_p: float = 0.95
+    top_k: int = 29
+    max_new_tokens: int = 4096
+
+    def as_sglang(self) -> dict[str, float | int]:
+        """The `sampling_params` dict SGLang's generate API takes."""
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
+            "max_new_tokens": self.max_new_tokens,
+        }
+
+
+def fit_to_context(sampling: Sampling, used: int, context: int) -> Sampling:
+    """`sampling` with its reply cut to the room left in the context.
+
+    SGLang rejects a request whose prompt plus `max_new_tokens` exceeds the context, so a
+    long conversation would otherwise fail outright instead of getting a shorter reply.
+
+    Raises:
+        ContextFull: `used` leaves no token for the reply.
+    """
+    room = context - used
+    if room < 1:
+        raise ContextFull(
+            f"the conversation ({used} tokens) fills the model's context ({context} tokens): "
+            "start a new conversation or shorten the system prompt"
+        )
+    return replace(sampling, max_new_tokens=min(sampling.max_new_tokens, room))
