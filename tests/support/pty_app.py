@@ -51,7 +51,7 @@ class PtyApp:
         os.close(self.leader)
         self.leader = -1
         if self.reader:
-            self.reader.join(timeout=5)
+            self.reader.join(timeout=scaled(5))
 
 
 @contextmanager
@@ -85,7 +85,7 @@ def app_on_a_pty(server_url: str, data_dir: Path) -> Iterator[PtyApp]:
     finally:
         if child.poll() is None:
             child.kill()
-            child.wait(timeout=30)
-        app.reader.join(timeout=5)
+            child.wait(timeout=scaled(30))
+        app.reader.join(timeout=scaled(5))
         if app.leader >= 0:
             os.close(app.leader)
