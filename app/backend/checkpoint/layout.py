@@ -13,8 +13,7 @@ or packed weight in another dtype would lose its bytes: those are refused.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 FLOAT = ("BF16", "F16", "F32")
 """Unquantized tensors, cast into the parameter's dtype on load (the first one is written)."""
@@ -26,9 +25,9 @@ SCALE = ("F32", "F8_E8M0")
 ARCHITECTURE = "BailingMoeV3ForCausalLM"
 
 
-@dataclass(frozen=True, slots=True)
-class TensorSpec:
-    """One tensor the loader needs: its checkpoint name, shape and accepted dtypes."""
+class TensorSpec(NamedTuple):
+    """One tensor the loader needs: its checkpoint name, shape and accepted dtypes (a tuple:
+    a checkpoint has 127,000)."""
 
     name: str
     shape: tuple[int, ...]
@@ -197,17 +196,17 @@ class _Model:
         found = [TensorSpec(f"{at}.gate.weight", (experts, hidden), FLOAT)]
         if c.get("moe_router_enable_expert_bias", False):
             found.append(TensorSpec(f"{at}.gate.expert_bias", (experts,), FLOAT))
-        for e in range(experts):
-            for proj, rows, cols in (
-                ("gate_proj", inner, hidden),
-                ("up_proj", inner, hidden),
-                ("down_proj", hidden, inner),
-            ):
+        new = tuple.__new__  # 126,000 expert tensors at 42 layers: NamedTuple's __new__ is slow
+        for proj, rows, cols in (
+            ("gate_proj", inner, hidden),
+            ("up_proj", inner, hidden),
+            ("down_proj", hidden, inner),
+        ):
+            packed, scale = (rows, cols // 2), (rows, cols // self.group)
+            for e in range(experts):
                 name = f"{at}.experts.{e}.{proj}"
-                found.append(TensorSpec(f"{name}.weight", (rows, cols // 2), PACKED_FP4))
-                found.append(
-                    TensorSpec(f"{name}.weight_scale_inv", (rows, cols // self.group), SCALE)
-                )
+                found.append(new(TensorSpec, (f"{name}.weight", packed, PACKED_FP4, ())))
+                found.append(new(TensorSpec, (f"{name}.weight_scale_inv", scale, SCALE, ())))
         shared = _shared_size(c, inner)
         if shared:
             found += self.mlp(f"{at}.shared_experts", shared)
