@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +29,13 @@ Entry = tuple[str, str, list[int], bytes]
 
 def break_copy(good: Path, dest: Path, breakage: str) -> tuple[str, str]:
     """`dest`: `good` with `breakage`; returns (tensor or "", file) the refusal must name."""
-    dest.mkdir(parents=True)
-    for item in good.iterdir():
-        os.link(item, dest / item.name)
+    linked_copy(good, dest)
     weight_map: dict[str, str] = json.loads((good / INDEX).read_text())["weight_map"]
     scale = next(n for n in weight_map if ".experts.1.down_proj.weight_scale_inv" in n)
     moe_shard = weight_map[scale]
     smallest = min(set(weight_map.values()), key=lambda f: (good / f).stat().st_size)
+    if breakage in ("missing_tensor", "scale_as_raw_bytes", "scale_shape", "shard_deleted"):
+        (dest / moe_shard).unlink()  # a link to the good file: written anew, never through it
     if breakage == "missing_tensor":
         rewrite(good / moe_shard, dest / moe_shard, lambda e: None if e[0] == scale else e)
         return scale, moe_shard
@@ -47,14 +46,13 @@ def break_copy(good: Path, dest: Path, breakage: str) -> tuple[str, str]:
         rewrite(good / moe_shard, dest / moe_shard, lambda e: _halved(e, scale))
         return scale, moe_shard
     if breakage == "shard_deleted":
-        (dest / moe_shard).unlink()
         return "", moe_shard
     (dest / smallest).unlink()
     if breakage == "shard_truncated":
-        size = (good / smallest).stat().st_size
+        keep = (good / smallest).stat().st_size - 1000
         with (good / smallest).open("rb") as src, (dest / smallest).open("wb") as out:
-            out.write(src.read(size - 1000))
-        return _last_tensor(good / smallest), smallest
+            out.write(src.read(keep))
+        return _cut_tensor(good / smallest, keep), smallest
     if breakage == "header_garbage":
         data = bytearray((good / smallest).read_bytes())
         data[8:16] = b"<html>\n "  # a proxy's error page where the JSON header was
@@ -70,8 +68,19 @@ def read_entries(path: Path) -> tuple[dict[str, Any], int]:
         return json.loads(shard.read(length)), 8 + length
 
 
-def rewrite(src: Path, dest: Path, edit: Callable[[Entry], Entry | None]) -> None:
-    """Copy shard `src` to `dest` tensor by tensor through `edit` (None drops the tensor)."""
+def linked_copy(good: Path, dest: Path) -> Path:
+    """`dest` holding hard links to `good`'s files (unlink one before writing it anew)."""
+    dest.mkdir(parents=True)
+    for item in good.iterdir():
+        os.link(item, dest / item.name)
+    return dest
+
+
+def rewrite(
+    src: Path, dest: Path, edit: Callable[[Entry], Entry | None], extra: Sequence[Entry] = ()
+) -> None:
+    """Copy shard `src` to `dest` tensor by tensor through `edit` (None drops the tensor),
+    then `extra`."""
     header, start = read_entries(src)
     header.pop("__metadata__", None)
     kept: list[Entry] = []
@@ -82,6 +91,7 @@ def rewrite(src: Path, dest: Path, edit: Callable[[Entry], Entry | None]) -> Non
             edited = edit((name, entry["dtype"], entry["shape"], shard.read(end - begin)))
             if edited is not None:
                 kept.append(edited)
+    kept += extra
     new: dict[str, Any] = {"__metadata__": {"format": "pt"}}
     offset = 0
     for name, dtype, shape, data in kept:
@@ -111,13 +121,9 @@ def _halved(entry: Entry, name: str) -> Entry:
     return (name, entry[1], [rows, cols // 2], data)
 
 
-def _last_tensor(path: Path) -> str:
-    """The tensor whose data ends the shard (a cut takes it first)."""
-    header, _ = read_entries(path)
+def _cut_tensor(path: Path, keep: int) -> str:
+    """The first tensor a cut after `keep` bytes leaves incomplete."""
+    header, start = read_entries(path)
     header.pop("__metadata__", None)
-    return max(header, key=lambda n: header[n]["data_offsets"][1])
-
-
-def copy_folder(good: Path, dest: Path) -> None:
-    """A plain copy (for a test that edits the index)."""
-    shutil.copytree(good, dest)
+    ends = [(start + entry["data_offsets"][1], name) for name, entry in header.items()]
+    return min(end for end in ends if end[0] > keep)[1]
