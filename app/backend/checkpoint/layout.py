@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 FLOAT = ("BF16", "F16", "F32")
 """Unquantized tensors, cast into the parameter's dtype on load (the first one is written)."""
 FP8 = ("F8_E4M3",)
-PACKED_FP4 = ("U8", "I8")
+PACKED_FP4 = ("I8", "U8")
 """Two E2M1 values a byte, copied bit for bit into SGLang's int8 parameter."""
 SCALE = ("F32", "F8_E8M0")
 """Block scales, read into float32 by value."""
