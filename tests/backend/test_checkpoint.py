@@ -202,3 +202,33 @@ def test_doctor_refuses_a_broken_checkpoint_in_the_preflight_and_exits_3(
     (line,) = [x for x in done.stdout.splitlines() if x.startswith("preflight: FAIL checkpoint")]
     assert f"{file}: {tensor} is U8" in line
     assert "Importing SGLang" not in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"hidden_size": "wide"}, "config.json has a value of the wrong type (invalid literal"),
+        ({"num_experts": None}, "config.json has a value of the wrong type (int() argument"),
+        ({"layer_group_size": "six"}, "config.json has a value of the wrong type ('>' not"),
+    ],
+)
+def test_a_config_the_loader_cannot_read_is_one_line(
+    change: dict[str, Any], says: str, good: Path, tmp_path: Path
+):
+    folder = broken.linked_copy(good, tmp_path / "config")
+    (folder / "config.json").unlink()
+    (folder / "config.json").write_text(json.dumps({**small_config(), **change}))
+    report = check_checkpoint(folder)
+    assert report.line().startswith(says), report.line()
+
+
+def test_another_architecture_is_read_but_not_compared(good: Path, tmp_path: Path):
+    folder = broken.linked_copy(good, tmp_path / "other")
+    (folder / "config.json").unlink()
+    other = {**small_config(), "architectures": ["Qwen3ForCausalLM"]}
+    (folder / "config.json").write_text(json.dumps(other))
+    report = check_checkpoint(folder)
+    assert report.ok
+    assert report.line().endswith(
+        "names not checked: architecture Qwen3ForCausalLM, not BailingMoeV3ForCausalLM"
+    )
