@@ -10,6 +10,7 @@ each beside it, are refused by `ling-chat doctor`'s preflight before it imports 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -34,7 +35,8 @@ from tests.support.broken_checkpoint import BREAKAGES, break_copy
 pytestmark = pytest.mark.gpu
 CHECKPOINT_ENV = "LING_CHAT_TEST_CHECKPOINT"
 WRITTEN = "written-by-tests-gpu-checkpoint"
-"""A file the writer's run leaves last: a folder without it was cut short and is written again."""
+"""A file the writer's run leaves last, holding `writer_key()`: a folder without it (cut short)
+or with another key (written by other code or at another depth) is written again."""
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -42,14 +44,24 @@ ROOT = Path(__file__).resolve().parents[2]
 def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The 6-layer known-answer checkpoint, written once (kept where CHECKPOINT_ENV says)."""
     folder = Path(os.environ.get(CHECKPOINT_ENV) or tmp_path_factory.mktemp("ckpt") / "ckpt6")
-    if not (folder / WRITTEN).is_file():
+    key = writer_key(models.layers())
+    marker = folder / WRITTEN
+    if not marker.is_file() or marker.read_text() != key:
         shutil.rmtree(folder, ignore_errors=True)
         began = time.monotonic()
         write_checkpoint(folder, models.layers())
-        (folder / WRITTEN).touch()
+        marker.write_text(key)
         size = sum(f.stat().st_size for f in folder.glob("*.safetensors"))
         print(f"wrote {folder}: {size / 1e9:.1f} GB in {time.monotonic() - began:.0f} s")
     return folder
+
+
+def writer_key(layers: int) -> str:
+    """The depth and a digest of the code that writes the checkpoint."""
+    sources = ["tests/gpu/checkpoint.py", "tests/gpu/checkpoint_bytes.py", "tests/gpu/models.py"]
+    sources.append("app/backend/checkpoint/layout.py")
+    digest = hashlib.sha256(b"".join((ROOT / s).read_bytes() for s in sources)).hexdigest()
+    return f"{layers} layers, {digest}"
 
 
 @pytest.fixture
@@ -103,7 +115,7 @@ async def test_the_stack_boots_from_the_files_passes_every_line_and_streams_the_
 
 @pytest.mark.parametrize("breakage", BREAKAGES)
 def test_a_broken_copy_is_refused_by_the_preflight_naming_tensor_and_file(
-    breakage: str, good: Path, broken_dir: Path, tmp_path: Path
+    breakage: str, good: Path, broken_dir: Path
 ):
     tensor, file = break_copy(good, broken_dir, breakage)
     done = subprocess.run(
