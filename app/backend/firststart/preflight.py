@@ -73,7 +73,8 @@ class Probes:
     """The lever packages (of Plan.packages) that failed to import: module -> the error."""
     checkpoint: CheckpointReport | None = None
     """The local checkpoint folder's headers against the loader's tensors; None when no
-    weights are read here (a Hugging Face id, checked by its download; load_format=dummy)."""
+    weights are read here (a Hugging Face id: the engine checks it after its download;
+    load_format=dummy: none are read)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +258,7 @@ def _disk(p: Probes, plan: Plan) -> Check:
 def _checkpoint(p: Probes) -> Check:
     report = p.checkpoint
     if report is None:
-        return Check("checkpoint", True, "no local folder to read (a Hub id, or dummy weights)")
+        return Check("checkpoint", True, "not read here (a Hub id: after its download)")
     if report.ok:
         return Check("checkpoint", True, report.line())
     return Check(
