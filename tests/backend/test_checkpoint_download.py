@@ -14,7 +14,7 @@ from app.backend.engine.config import EngineConfig
 from app.backend.engine.download import fetch_checkpoint
 from app.backend.engine.download_stage import DOWNLOAD_STAGE
 from app.backend.engine.engine import EngineBackend
-from app.core.errors import PreflightFailed
+from app.core.errors import BackendError, CheckpointRefused, PreflightFailed
 from tests.backend.test_checkpoint import small_config
 from tests.fixtures.hub_double import FakeHubDouble, serving
 from tests.gpu.checkpoint import write_checkpoint
@@ -43,8 +43,10 @@ def test_a_whole_download_passes_and_a_broken_one_is_refused_naming_tensor_and_f
     tensor, file = broken.break_copy(good, tmp_path / "broken", "scale_shape")
     with serving(FakeHubDouble("inclusionAI/Ling-broken", files(tmp_path / "broken"))):
         fetch_checkpoint("inclusionAI/Ling-broken")
-    with pytest.raises(PreflightFailed) as refused:
+    with pytest.raises(CheckpointRefused) as refused:
         refuse_unloadable_download(EngineConfig("inclusionAI/Ling-broken"))
+    assert isinstance(refused.value, BackendError)  # the chat's start-up screen shows it
+    assert isinstance(refused.value, PreflightFailed)  # the commands exit 3
     assert f"{file}: {tensor} has shape" in str(refused.value)
     assert "\n" not in str(refused.value)
     dummy = EngineConfig("inclusionAI/Ling-broken", overrides={"load_format": "dummy"})
@@ -70,7 +72,7 @@ async def test_the_engine_refuses_it_after_the_download_before_loading(
     backend = EngineBackend(EngineConfig(REPO, log_dir=tmp_path))
     stages = []
     hub = FakeHubDouble(REPO, files(tmp_path / "broken"))
-    with serving(hub), pytest.raises(PreflightFailed, match=f"{file}: lacks {tensor}"):
+    with serving(hub), pytest.raises(CheckpointRefused, match=f"{file}: lacks {tensor}"):
         async for stage in backend.start():
             stages.append(stage.name)
     assert DOWNLOAD_STAGE in stages and LOAD_STAGE not in stages

@@ -5,14 +5,14 @@ from __future__ import annotations
 from app.backend.checkpoint.verify import check_checkpoint
 from app.backend.engine.config import EngineConfig
 from app.backend.engine.download import cached_snapshot, is_hub_id
-from app.core.errors import PreflightFailed
+from app.core.errors import CheckpointRefused
 
 
 def refuse_unloadable_download(config: EngineConfig) -> None:
     """Check the Hugging Face snapshot `config` loads, from its safetensors headers.
 
     Raises:
-        PreflightFailed: a tensor the loader reads is missing or of the wrong dtype or shape,
+        CheckpointRefused: a tensor the loader reads is missing or of the wrong dtype or shape,
             or a shard is missing, truncated or malformed (one line naming file and tensor).
         ModelNotFound: the snapshot is not in the cache.
     """
@@ -21,4 +21,4 @@ def refuse_unloadable_download(config: EngineConfig) -> None:
     folder = cached_snapshot(config.model_path)
     report = check_checkpoint(folder)
     if not report.ok:
-        raise PreflightFailed(f"checkpoint {folder}: {report.line()}")
+        raise CheckpointRefused(f"checkpoint {folder}: {report.line()}")
