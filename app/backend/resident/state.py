@@ -32,13 +32,18 @@ LOCK_NAME = "engine.lock"
 """Held (flock) by the chat attached to the engine: one window at a time, and not idle."""
 
 
+def runtime_path() -> Path:
+    """Where the user's runtime folder for ling-chat is (it may not exist)."""
+    return Path(os.environ.get(RUNTIME_DIR_ENV) or user_runtime_path("ling-chat"))
+
+
 def runtime_dir() -> Path:
     """The user's runtime folder for ling-chat, created 0700.
 
     Raises:
         ConfigError: it belongs to another user or is open to others and cannot be closed.
     """
-    folder = Path(os.environ.get(RUNTIME_DIR_ENV) or user_runtime_path("ling-chat"))
+    folder = runtime_path()
     try:
         private_dir(folder)
         info = folder.stat()
