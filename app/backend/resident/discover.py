@@ -45,8 +45,9 @@ class Found:
     """One line for the user (stale, hung, mismatch)."""
 
 
-def discover(folder: Path, settings: dict[str, Any], answer_s: float = ANSWER_S) -> Found:
-    """The resident engine in `folder` as seen by a chat with these engine settings."""
+def discover(folder: Path, settings: dict[str, Any], answer_s: float | None = None) -> Found:
+    """The resident engine in `folder` as seen by a chat with these engine settings
+    (`answer_s`: how long it may take to answer, default `ANSWER_S`)."""
     state = read_state(folder)
     if state is None:
         if state_path(folder).exists():
@@ -70,7 +71,7 @@ def discover(folder: Path, settings: dict[str, Any], answer_s: float = ANSWER_S)
         )
     if not state.ready:
         return Found(Outcome.LOADING, state)
-    if problem := unanswered(state, answer_s):
+    if problem := unanswered(state, ANSWER_S if answer_s is None else answer_s):
         return Found(
             Outcome.HUNG,
             state,
