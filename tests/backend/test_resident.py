@@ -11,8 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -22,47 +20,17 @@ from app import launch
 from app.backend.protocol import ChatBackend, ReplyDone, TextChunk
 from app.backend.remote.resident import ResidentBackend
 from app.backend.resident import discover as discovery
-from app.backend.resident import process, spawn
+from app.backend.resident import process
 from app.backend.resident.discover import Outcome, discover
 from app.backend.resident.state import engine_settings, read_state, runtime_dir
 from app.core.chat import ChatMessage, Role, Sampling
 from app.core.errors import ConfigError, EngineCrashed
-from app.settings import load_settings
+from tests.support import resident
+from tests.support.resident import plan_for, wait_until
 from tests.support.timeouts import scaled
 
-ROOT = Path(__file__).resolve().parents[2]
-DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
+world = resident.world
 HELLO = (ChatMessage(Role.USER, "hello"),)
-
-
-def passing_preflight_double(*args: object, **kwargs: object) -> None:
-    """The preflight as a machine with a free GPU answers it (it has its own tests)."""
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A runtime folder, a model folder and the resident double as the engine `serve` runs;
-    every engine it left is stopped afterwards."""
-    monkeypatch.setenv("LING_CHAT_RUNTIME_DIR", str(tmp_path / "run"))
-    monkeypatch.setenv("LING_CHAT_CONFIG", "/dev/null")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(DOUBLE), str(ROOT)]))
-    monkeypatch.setattr(
-        spawn, "SERVE_COMMAND", [sys.executable, str(DOUBLE / "resident_double.py")]
-    )
-    monkeypatch.setattr(launch, "preflight_gate", passing_preflight_double)
-    (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text("{}")
-    yield tmp_path
-    state = read_state(tmp_path / "run")
-    if state is not None and process.alive(state.pid):
-        process.stop(state.pid, grace_s=5)
-
-
-def plan_for(world: Path, keep: str = "60s", **settings: object) -> launch.LaunchPlan:
-    chosen = load_settings(
-        model_path=str(world / "model"), data_dir=str(world / "data"), keep_engine=keep, **settings
-    )
-    return launch.launch_plan(chosen)
 
 
 async def start(backend: ChatBackend) -> list[str]:
@@ -77,15 +45,6 @@ async def reply(backend: ChatBackend) -> tuple[str, ReplyDone]:
         last = event
     assert isinstance(last, ReplyDone), last
     return text, last
-
-
-def wait_until(condition: object, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + scaled(timeout)
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def chat_once(plan: launch.LaunchPlan) -> tuple[ResidentBackend, list[str], str]:
