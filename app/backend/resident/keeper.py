@@ -44,6 +44,8 @@ class Keeper:
         self._poll_s = poll_s
         self._clock = clock
         self._in_flight = 0
+        self._ended_at = 0.0
+        """When the last request ended (one between two ticks counts too)."""
         self._count = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="ling-chat-idle", daemon=True)
@@ -72,6 +74,7 @@ class Keeper:
     def end(self) -> None:
         with self._count:
             self._in_flight -= 1
+            self._ended_at = self._clock()
 
     def busy(self) -> bool:
         """A request in flight, or a chat window attached."""
@@ -83,14 +86,14 @@ class Keeper:
     def check(self) -> bool:
         """One tick of the timer: records activity; True once idle for `idle_s`."""
         now = self._clock()
-        if self.busy():
-            if not self.state.active:
-                self._update(active=True)
-            self.state = dataclasses.replace(self.state, active_at=now)
-            return False
-        if self.state.active:
-            self._update(active=False, active_at=now)
-        return now - (self.state.active_at or now) >= self.state.idle_s
+        busy = self.busy()
+        seen = now if busy else self._ended_at
+        active_at = max(self.state.active_at or 0.0, seen)
+        if busy != self.state.active:
+            self._update(active=busy, active_at=active_at)
+        else:
+            self.state = dataclasses.replace(self.state, active_at=active_at)
+        return not busy and now - active_at >= self.state.idle_s
 
     def _update(self, **changes: Any) -> None:
         self.state = dataclasses.replace(self.state, **changes)
