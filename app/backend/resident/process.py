@@ -78,8 +78,8 @@ def memory_held(pid: int) -> str:
         gpu = 0
     if gpu:
         return f"{gpu / 1024:.1f} GiB of GPU memory"
-    rss = sum(_rss_kib(p) for p in members)
-    return f"{rss / (1 << 20):.1f} GiB resident in RAM (no per-process GPU figure)"
+    rss = sum(_rss_kib(p) for p in members) / (1 << 20)
+    return f"{rss:.1f} GiB in RAM (no per-process GPU figure: on a Spark, RAM is GPU memory)"
 
 
 def _rss_kib(pid: int) -> int:
