@@ -115,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
             allow_unoptimized=args.allow_unoptimized,
             log_dir=settings.log_dir,
             proof_hold_s=0.0 if getattr(backend, "attached", False) else 5.0,
+            load_tip=KEEP_TIP
+            if backend.info.kind == "engine" and not settings.keep_engine_s
+            else None,
         )
         guard_pastes()
         asyncio.run(_run_app(app))
@@ -139,6 +142,13 @@ def _history(args: argparse.Namespace, settings: Settings) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="ling-chat-replay-") as folder:
         yield Path(folder) / "history.db"
 
+
+KEEP_TIP = (
+    'keep_engine = "30m" in the config (or --keep-engine 30m) keeps it loaded after you quit, '
+    "so the next start takes seconds; meanwhile it holds its GPU memory (on a Spark, most of "
+    "the unified memory) until unused that long. `ling-chat engine stop` frees it."
+)
+"""Shown after a long load of the in-process engine."""
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 """Signals that stop the app as quitting does, instead of killing it mid-reply."""
