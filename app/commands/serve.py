@@ -41,13 +41,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     plan = launch_plan_from(args, serve_overrides(args))
     config = plan.config
-    launch.prepare_engines(plan, [config], gpu=True)  # the preflight first: its disk check too
-    for model in [plan.settings.model_path, *draft_models([config])]:
-        launch.fetch_model(model)
-    from app.backend.remote.server import serve
-
+    # A resident engine says it is loading from the start: a second chat waits for it.
     keeper = resident_keeper(args, plan) if args.resident else None
-    ok = serve(config, format_report, keeper=keeper)
+    if keeper is not None:
+        keeper.loading()
+    try:
+        launch.prepare_engines(plan, [config], gpu=True)  # the preflight first: its disk check
+        for model in [plan.settings.model_path, *draft_models([config])]:
+            launch.fetch_model(model)
+        from app.backend.remote.server import serve
+
+        ok = serve(config, format_report, keeper=keeper)
+    finally:
+        if keeper is not None:
+            keeper.close()
     return 0 if ok else 2
 
 

@@ -52,7 +52,8 @@ def serve(
         config: what to serve (its overrides carry host, port, api_key, tp_size).
         render: the proof report as the terminal shows it, once the server judged itself.
         scheduler_entry: replaces ling-chat's scheduler entry (GPU tests only).
-        keeper: for a resident engine: its state file, and the idle timer that stops it.
+        keeper: for a resident engine: counts its requests, and is told once it proved
+            itself (its idle timer starts then).
     """
     check_model_path(config.model_path, draft_models([config]))
     set_engine_environment()  # before SGLang's modules read it at import
@@ -92,18 +93,13 @@ def serve(
 
         print(f"ling-chat: starting SGLang's server; its log: {log_file}", file=terminal)
         if keeper is not None:
-            keeper.loading()
             fastapi_app.add_middleware(InFlight, keeper=keeper)
-        try:
-            launch_server(
-                args,
-                run_scheduler_process_func=scheduler_entry or patches.run_scheduler_process,
-                run_detokenizer_process_func=patches.run_detokenizer_process,
-                launch_callback=judge_self,
-            )
-        finally:
-            if keeper is not None:
-                keeper.close()
+        launch_server(
+            args,
+            run_scheduler_process_func=scheduler_entry or patches.run_scheduler_process,
+            run_detokenizer_process_func=patches.run_detokenizer_process,
+            launch_callback=judge_self,
+        )
     return bool(verdict) and all(verdict)
 
 
