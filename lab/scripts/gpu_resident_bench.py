@@ -28,7 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = str(Path(__file__).resolve())
+ROOT = Path(SCRIPT).parents[2]
 sys.path.insert(0, str(ROOT))
 
 IDLE = "60s"
@@ -59,7 +60,7 @@ def chat_entry(model: str, data: str, shot: str) -> int:
     from tests.gpu import models
     from tests.gpu.app_chat import chat_through_app
 
-    spawn.SERVE_COMMAND = [sys.executable, __file__, "--serve"]
+    spawn.SERVE_COMMAND = [sys.executable, SCRIPT, "--serve"]
     argv = ["--keep-engine", IDLE, "--model", model, "--data-dir", data]
     argv += ["--mem-fraction", str(models.mem_fraction()), "--sglang-arg", "load_format=dummy"]
     args = build_parser().parse_args(argv)
@@ -85,7 +86,7 @@ def launch(model: Path, data: Path, shot: Path, what: str) -> float | None:
     launch-to-composer seconds (None: it never got there)."""
     began = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--chat", str(model), str(data), str(shot)],
+        [sys.executable, SCRIPT, "--chat", str(model), str(data), str(shot)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
