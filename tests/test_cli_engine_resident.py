@@ -106,3 +106,20 @@ def test_serve_resident_refuses_an_open_bind(
     monkeypatch.setenv("LING_CHAT_API_KEY", "k")  # a key, but not from a file of its own
     with pytest.raises(ConfigError, match="--resident needs --host 127.0.0.1 and an --api-key"):
         serve.serve_overrides(args)
+
+
+def test_engine_status_names_a_hung_engine_and_exits_1(
+    world: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RESIDENT_DOUBLE_HANG", "1")  # accepts connections, never answers
+    pid = launch.start_resident(plan_for(world))
+    assert resident.wait_until(lambda: (s := read_state(world / "run")) is not None and s.ready)
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from app.backend.resident import discover; "
+         "discover.ANSWER_S = 1.0; from app.cli import main; sys.exit(main(sys.argv[1:]))",
+         "engine", "status"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "  state     NOT ANSWERING (hung): `ling-chat engine stop` stops it" in done.stdout
+    assert process.alive(pid)
