@@ -177,3 +177,5 @@ def test_a_resident_serve_says_it_is_loading_and_leaves_nothing_once_stopped(
     assert seen.url.startswith("http://127.0.0.1:") and seen.settings["profile"] == "stack"
     assert server.returncode == 2  # the double serves no HTTP: the self-proof cannot connect
     assert sorted(p.name for p in run.iterdir()) == [], "state and key go with the engine"
+    log = (tmp_path / "data" / "logs" / "sglang.log").read_text()
+    assert "middleware added: ['InFlight']" in log  # the idle timer counts SGLang's requests
