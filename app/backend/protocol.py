@@ -99,7 +99,7 @@ class BackendInfo:
     """What the UI shows about the model side and stores with each reply."""
 
     kind: str
-    """`engine`, `server` or `replay`."""
+    """`engine` (in-process), `resident` (`keep_engine`), `server` or `replay`."""
     model: str
     sglang_version: str
     profile: str

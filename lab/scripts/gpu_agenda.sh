@@ -89,6 +89,11 @@
 #              $OUT/h200-stack-known-answer.trace.json to assets/ as it is (2.5)
 #   serve      `ling-chat serve` proves itself over HTTP; a remote chat through the app; random
 #              weights refused (3; needs the `serve` extra wheels, see below)
+#   resident   `keep_engine` on the 6-layer known-answer model (lab/scripts/gpu_resident_bench.py):
+#              a cold chat start leaves the engine resident, a second chat attaches (every proof
+#              line re-checked, the known answer streamed), launch-to-composer timed for both
+#              (goal <= 5 s attached), `engine status`, then the 60 s idle stop with nvidia-smi
+#              memory before and after (untried; about 5; needs the `serve` extra wheels)
 #   bench      `ling-chat bench` over humming, humming+fp8, humming+nextn, stack (4.5)
 #   bench-boots  `ling-chat bench --boots 2` over humming and stack: the spread from one engine
 #              boot to the next next to the levers' deltas (untried; 4 boots, 5 to 9)
@@ -277,6 +282,7 @@ for step in "$@"; do
     marlin) gpu_tests marlin 500 tests/gpu/test_engine_gpu.py -k marlin ;;
     ui) gpu_tests ui 360 tests/gpu/test_ui_gpu.py ;;
     serve) gpu_tests serve 360 tests/gpu/test_serve_gpu.py ;;
+    resident) run resident 560 python3 lab/scripts/gpu_resident_bench.py /root/resident ;;
     bench) bench bench 400 humming,humming+fp8,humming+nextn,stack ;;
     bench-boots) bench bench-boots 560 humming,stack --boots 2 ;;
     baseline) bench baseline 560 baseline,humming ;;
