@@ -113,12 +113,12 @@ class StartupScreen(Screen[None]):
         self._draw()
 
     def _show_bytes(self, stage: LoadStage) -> None:
-        """A download's progress bar, shown while its stage runs."""
+        """A download's or the weight load's progress bar, shown while bytes are counted."""
         bar = self.query_one("#download", ProgressBar)
         if stage.bytes_total and not stage.done:
             bar.update(total=stage.bytes_total, progress=stage.bytes_done or 0)
             bar.display = True
-        elif stage.done and bar.display:
+        elif bar.display:
             bar.display = False
 
     def show_checking(self) -> None:
