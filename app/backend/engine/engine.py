@@ -23,7 +23,7 @@ from app.backend.engine.boot_log import LOAD_STAGE, BootLog
 from app.backend.engine.config import EngineConfig, draft_models, server_args
 from app.backend.engine.download_stage import engine_downloads
 from app.backend.engine.kernel_cache import invalid_image_hint
-from app.backend.engine.load_progress import SHOWN, LoadProgress, progress_line, read_progress
+from app.backend.engine.load_progress import LoadProgress, progress_stage, read_progress
 from app.backend.engine.patches import PLAN_ENV, REFUSAL, PatchPlan
 from app.backend.engine.reply import chat_prompt, produce_reply, prompt_ids
 from app.backend.engine.setup import (
@@ -139,17 +139,10 @@ class EngineBackend:
             while not boot.done():
                 await asyncio.wait({boot}, timeout=0.5)
                 boot_log.feed(log.read())
-                progress = self.load_progress = read_progress(self.progress_file)
-                if progress is not None and progress.stage in SHOWN:
-                    reading = progress.stage == "read" and progress.bytes_total > 0
-                    yield LoadStage(
-                        LOAD_STAGE,
-                        False,
-                        time.perf_counter() - t0,
-                        progress_line(progress),
-                        progress.bytes_read if reading else None,
-                        progress.bytes_total if reading else None,
-                    )
+                self.load_progress = read_progress(self.progress_file)
+                elapsed = time.perf_counter() - t0
+                if shown := progress_stage(LOAD_STAGE, self.load_progress, elapsed):
+                    yield shown  # the weight load's own progress, while it is known
                 elif boot_log.latest is not None:
                     yield stage(LOAD_STAGE, False, boot_log.latest)
             boot_log.feed(log.read())

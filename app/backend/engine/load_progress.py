@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final
 
+from app.backend.protocol import LoadStage
+
 WRITES_PER_S: Final = 4
 GB: Final = 1e9
 """Decimal gigabytes, as disks and the recipe's "66 GB" count."""
@@ -121,3 +123,19 @@ def progress_line(progress: LoadProgress) -> str:
     if (left := progress.seconds_left) is not None:
         parts.append(f"about {left:.0f} s left")
     return "  ".join(parts)
+
+
+def progress_stage(name: str, progress: LoadProgress | None, elapsed_s: float) -> LoadStage | None:
+    """Start-up stage `name`'s update from `progress`, with the bytes while they are read;
+    None when there is none to show (no record, or a stage SGLang's log tells better)."""
+    if progress is None or progress.stage not in SHOWN:
+        return None
+    reading = progress.stage == "read" and progress.bytes_total > 0
+    return LoadStage(
+        name,
+        False,
+        elapsed_s,
+        progress_line(progress),
+        progress.bytes_read if reading else None,
+        progress.bytes_total if reading else None,
+    )
