@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import struct
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from app.backend.engine.load_progress import (
     read_progress,
     write_progress,
 )
+from app.backend.engine.patches import load_watch
 from app.backend.engine.patches.load_watch import LoadWatch, counted, tensor_bytes
 from tests.support.clock import FakeClock
 
@@ -168,3 +171,89 @@ def test_the_total_is_the_tensor_bytes_the_shards_headers_name(tmp_path: Path) -
     assert tensor_bytes(files) == 1128
     (tmp_path / "c.safetensors").write_bytes(b"\x05")  # no header: the total is unknown
     assert tensor_bytes([*files, str(tmp_path / "c.safetensors")]) == 0
+
+
+class SGLangDouble:
+    """The few SGLang 0.5.23 names the watch patches, as plain modules (never seen by a user):
+    the loader's iterators and its post-load step, Humming's repack and the graph capture."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, clock: FakeClock) -> None:
+        self.clock = clock
+        modules = {
+            name: types.ModuleType(name)
+            for name in (
+                "sglang",
+                "sglang.srt",
+                "sglang.srt.model_loader",
+                "sglang.srt.model_loader.loader",
+                "sglang.srt.model_executor",
+                "sglang.srt.model_executor.model_runner",
+                "sglang.srt.layers",
+                "sglang.srt.layers.quantization",
+                "sglang.srt.layers.quantization.mxfp4_humming_moe",
+            )
+        }
+        for name, module in modules.items():
+            monkeypatch.setitem(sys.modules, name, module)
+            parent, _, child = name.rpartition(".")
+            if parent:
+                setattr(modules[parent], child, module)
+        self.loader = modules["sglang.srt.model_loader.loader"]
+        self.runner = modules["sglang.srt.model_executor.model_runner"]
+        tick = clock.advance
+
+        def buffered_multi_thread_safetensors_weights_iterator(files, max_workers):  # type: ignore[no-untyped-def]
+            for n in range(4):
+                tick(0.5)
+                yield f"w{n}", TensorDouble(GB)
+
+        class Mxfp4HummingMoEMethod:
+            def process_weights_after_loading(self, layer: object) -> None:
+                tick(3.0)
+
+        class DefaultModelLoader:
+            @staticmethod
+            def load_weights_and_postprocess(model, weights, target_device):  # type: ignore[no-untyped-def]
+                for _ in weights:
+                    pass
+                tick(1.0)  # SGLang's own processing
+                Mxfp4HummingMoEMethod().process_weights_after_loading(model)
+
+            def load_model(self) -> None:  # as SGLang calls both, by their module names
+                iterator = self.loader.buffered_multi_thread_safetensors_weights_iterator
+                self.load_weights_and_postprocess(None, iterator([], max_workers=8), "cuda")
+
+        DefaultModelLoader.loader = self.loader  # type: ignore[attr-defined]
+        self.loader.buffered_multi_thread_safetensors_weights_iterator = (
+            buffered_multi_thread_safetensors_weights_iterator
+        )
+        self.loader.DefaultModelLoader = DefaultModelLoader
+        modules[
+            "sglang.srt.layers.quantization.mxfp4_humming_moe"
+        ].Mxfp4HummingMoEMethod = Mxfp4HummingMoEMethod
+        self.runner.capture_cuda_graphs = lambda **kwargs: tick(2.0)
+
+
+def test_installed_in_sglang_s_names_the_watch_sees_every_stage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock()
+    sglang = SGLangDouble(monkeypatch, clock)
+    monkeypatch.setattr(load_watch.time, "monotonic", clock)
+    path = tmp_path / "load-progress.json"
+    load_watch.install(str(path), fp8_head=True)  # the FP8 head's class is absent: not timed
+    clock.advance(5.0)
+    sglang.loader.DefaultModelLoader().load_model()
+    clock.advance(1.0)
+    sglang.runner.capture_cuda_graphs(model_runner=None)
+    progress = read_progress(path)
+    assert progress is not None
+    assert progress.seconds == {
+        "setup": 6.0,
+        "read": 2.0,
+        "process": 1.0,
+        "repack": 3.0,
+        "graphs": 2.0,
+    }
+    assert (progress.stage, progress.bytes_all, progress.bytes_total) == ("setup", 4 * GB, 0)
+    assert progress.reader == "buffered_multi_thread_safetensors_weights_iterator"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import json
 import struct
 import time
@@ -28,16 +29,36 @@ ITERATORS = (
     "instanttensor_weights_iterator",
 )
 """The safetensors iterators `DefaultModelLoader._get_weights_iterator` calls."""
+_Q = "sglang.srt.layers.quantization"
+_SPEC = "sglang.srt.speculative"
+TIMED = (
+    (f"{_Q}.mxfp4_humming_moe.Mxfp4HummingMoEMethod", "process_weights_after_loading", "repack"),
+    (f"{_Q}.humming.HummingMoEMethod", "process_weights_after_loading", "repack"),
+    (
+        "sglang.srt.models.bailing_moe_v3.BailingMoeV3ForCausalLM",
+        "precompile_kernels_after_loading",
+        "fp8_head",
+    ),
+    # The speculative workers capture the draft's graphs through a method of their own.
+    (f"{_SPEC}.eagle_worker_v2.EagleDraftWorker", "_capture_cuda_graphs", "graphs"),
+    (
+        f"{_SPEC}.multi_layer_eagle_worker_v2.MultiLayerEagleDraftWorker",
+        "_capture_cuda_graphs",
+        "graphs",
+    ),
+    (f"{_SPEC}.frozen_kv_mtp_worker_v2.FrozenKVMTPDraftWorker", "_capture_cuda_graphs", "graphs"),
+)
+"""(class, method, stage): the calls timed as a stage of the load."""
 
 
 class LoadWatch:
     """The load's current stage, seconds by stage and bytes read, written to a file."""
 
-    def __init__(self, path: Path, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, path: Path, clock: Callable[[], float] | None = None) -> None:
         self.path = path
-        self._clock = clock
+        self._clock = clock or time.monotonic
         self.stage = "setup"
-        self._since = clock()
+        self._since = self._clock()
         self._seconds: dict[str, float] = {}
         self._pass_began = 0.0
         self._read = self._total = self._all = self._passes = 0
@@ -146,10 +167,8 @@ def timed(watch: LoadWatch, stage: str, function: Callable[..., Any]) -> Callabl
 def install(path: str, *, fp8_head: bool) -> LoadWatch:
     """Watch the load in this (scheduler) process, writing to `path` (`fp8_head`: the FP8
     head's patch is installed; this comes after it, so that its time counts as the head's)."""
-    from sglang.srt.layers.quantization import humming, mxfp4_humming_moe
     from sglang.srt.model_executor import model_runner
     from sglang.srt.model_loader import loader
-    from sglang.srt.models.bailing_moe_v3 import BailingMoeV3ForCausalLM
 
     watch = LoadWatch(Path(path))
     for name in ITERATORS:
@@ -166,29 +185,12 @@ def install(path: str, *, fp8_head: bool) -> LoadWatch:
     loader.DefaultModelLoader.load_weights_and_postprocess = staticmethod(
         load_weights_and_postprocess
     )
-    for method in (mxfp4_humming_moe.Mxfp4HummingMoEMethod, humming.HummingMoEMethod):
-        method.process_weights_after_loading = timed(
-            watch, "repack", method.process_weights_after_loading
-        )
-    head = BailingMoeV3ForCausalLM
-    if fp8_head:
-        head.precompile_kernels_after_loading = timed(
-            watch, "fp8_head", head.precompile_kernels_after_loading
-        )
     model_runner.capture_cuda_graphs = timed(watch, "graphs", model_runner.capture_cuda_graphs)
-    _time_draft_graphs(watch)
-    return watch
-
-
-def _time_draft_graphs(watch: LoadWatch) -> None:
-    """The speculative workers capture the draft's graphs through a method of their own."""
-    import importlib
-
-    for module_name, class_name in (
-        ("sglang.srt.speculative.eagle_worker_v2", "EagleDraftWorker"),
-        ("sglang.srt.speculative.multi_layer_eagle_worker_v2", "MultiLayerEagleDraftWorker"),
-        ("sglang.srt.speculative.frozen_kv_mtp_worker_v2", "FrozenKVMTPDraftWorker"),
-    ):
-        with contextlib.suppress(ImportError, AttributeError):
+    for target, method, stage in TIMED:
+        if stage == "fp8_head" and not fp8_head:
+            continue
+        module_name, _, class_name = target.rpartition(".")
+        with contextlib.suppress(ImportError, AttributeError):  # a stage not timed, no more
             cls = getattr(importlib.import_module(module_name), class_name)
-            cls._capture_cuda_graphs = timed(watch, "graphs", cls._capture_cuda_graphs)
+            setattr(cls, method, timed(watch, stage, getattr(cls, method)))
+    return watch
