@@ -33,8 +33,8 @@ class DiskRead:
     bytes: int
     seconds: float
     dropped_by: str
-    """`drop_caches` (the kernel's whole page cache) or `fadvise` (POSIX_FADV_DONTNEED
-    per shard: `drop_caches` was denied)."""
+    """How the cache was dropped: the kernel's `drop_caches` and POSIX_FADV_DONTNEED per
+    shard, or the latter alone where `drop_caches` was denied."""
     warm_seconds: float = 0.0
     """The same read again, from the page cache."""
 
