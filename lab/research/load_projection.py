@@ -1,7 +1,9 @@
 """A projection (not a measurement) of the 66 GB weight load on a DGX Spark, by stage.
 
 From one load format's rows of the H200 benchmark (lab/research/load_bench.py):
-- reading: 66 GB at the slower of the Spark's disk and the format's own pipeline (its warm
+- reading: 66 GB, times the share of the checkpoint the benchmark's boot read (above 1 when
+  the NEXTN draft's model reads shards again), at the slower of the Spark's disk and the
+  format's own pipeline (its warm
   row's rate, read from the page cache, so no disk limits it; the cold row's if there is no
   warm one), the pipeline scaled by the Spark's CPU speed against the H200 host's;
 - SGLang's weight processing and Humming's repack: the benchmark's seconds scaled by the
@@ -52,6 +54,8 @@ class SparkLoad:
     process_s: float
     repack_s: float
     fp8_head_s: float
+    read_bytes: float
+    """Bytes the load reads: the checkpoint's, times the share the benchmark's boot read."""
     pipeline_gbps: float
     """The format's reading pipeline on the Spark (the H200's, times cpu_factor)."""
     disk_bound: bool
@@ -94,16 +98,18 @@ def project(bench: LoadBench, fmt: str, spark: SparkAssumptions | None = None) -
     pipeline = pipeline_row.read_gbps * spark.cpu_factor
     rate = min(spark.disk_gbps, pipeline)
     scale = CHECKPOINT_BYTES / bench.checkpoint_bytes
+    read_bytes = base.bytes * scale
     process = base.seconds.get("process", 0.0) * scale * spark.gpu_slowdown
     repack = base.seconds.get("repack", 0.0) * scale * spark.gpu_slowdown
     head = base.seconds.get("fp8_head", 0.0) * spark.gpu_slowdown
     left = GOAL_S - process - repack - head
-    break_even = CHECKPOINT_BYTES / GB / left if left > 0 else None
+    break_even = read_bytes / GB / left if left > 0 else None
     if break_even is not None and break_even > pipeline:
         break_even = None  # the pipeline, not the disk, would have to be faster
     return SparkLoad(
         format=fmt,
-        read_s=CHECKPOINT_BYTES / GB / rate,
+        read_s=read_bytes / GB / rate,
+        read_bytes=read_bytes,
         process_s=process,
         repack_s=repack,
         fp8_head_s=head,
@@ -123,12 +129,14 @@ def projection_table(loads: Sequence[SparkLoad]) -> str:
         f"assumed: disk {spark.disk_gbps:.1f} GB/s, CPU x{spark.cpu_factor:.2f} of the H200 "
         f"host's, GPU stages x{spark.gpu_slowdown:.1f} slower; the recipe measured "
         f"{RECIPE_LOAD_S:.0f} s; goal {GOAL_S:.0f} s",
-        f"{'format':<16} {'read':>7} {'process':>8} {'repack':>7} {'head':>6} {'load':>7}  limit",
+        f"{'format':<16} {'GB read':>7} {'read':>7} {'process':>8} {'repack':>7} {'head':>6} "
+        f"{'load':>7}  limit",
     ]
     for load in loads:
         limit = "disk" if load.disk_bound else f"pipeline {load.pipeline_gbps:.1f} GB/s"
         lines.append(
-            f"{load.format:<16} {load.read_s:7.1f} {load.process_s:8.1f} {load.repack_s:7.1f} "
+            f"{load.format:<16} {load.read_bytes / GB:7.1f} {load.read_s:7.1f} "
+            f"{load.process_s:8.1f} {load.repack_s:7.1f} "
             f"{load.fp8_head_s:6.1f} {load.load_s:7.1f}  {limit}"
         )
         if load.break_even_disk_gbps is not None:

@@ -10,6 +10,7 @@ so a run cut short keeps the rows before; the table covers every row in the file
 
     python3 lab/scripts/gpu_load_bench.py OUT_DIR --checkpoint /root/ckpt12 --layers 12 \\
         --runs auto:cold,auto:warm,fastsafetensors:cold --json OUT/load-bench.json
+    python3 lab/scripts/gpu_load_bench.py OUT_DIR --checkpoint-only   # the checkpoint alone
 """
 
 from __future__ import annotations
@@ -172,8 +173,14 @@ async def main() -> None:
     parser.add_argument("--checkpoint", type=Path, default=Path("/root/ckpt12"))
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--runs", default="auto:cold,auto:warm")
-    parser.add_argument("--json", type=Path, required=True)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--checkpoint-only", action="store_true", help="write it, no more")
     args = parser.parse_args()
+    if args.checkpoint_only:
+        ensure_checkpoint(args.checkpoint, args.layers)
+        return
+    if args.json is None:
+        parser.error("--json is needed to record the runs")
     runs = [run.split(":") for run in args.runs.split(",")]
     for fmt, *state in runs:
         if fmt not in FORMATS or state not in (["cold"], ["warm"]):

@@ -95,6 +95,8 @@ def test_the_projection_reads_at_the_slower_of_disk_and_pipeline_and_scales_the_
     assert load.repack_s == pytest.approx(3.0 * 66 / 18 * 2.0)
     assert load.fp8_head_s == pytest.approx(1.5 * 2.0)  # one head at any depth
     assert load.load_s == pytest.approx(66 / 4 + (2.0 + 3.0) * 66 / 18 * 2 + 3.0)
+    twice = project(bench(row("auto", True, 9.0, bytes=36 * GB, passes=2)), "auto", spark)
+    assert twice.read_bytes == pytest.approx(132e9)  # the draft read every shard again
     faster = project(record, "auto", SparkAssumptions(disk_gbps=2.0, gpu_slowdown=2.0))
     assert faster.disk_bound and faster.read_s == pytest.approx(33.0)
     others = (2.0 + 3.0) * 66 / 18 * 2 + 3.0
