@@ -21,7 +21,7 @@ LAYERS = (
     ("app.render", "app.settings"),
     ("app.storage", "app.backend.firststart", "app.backend.remote"),
     ("app.backend.engine",),
-    ("app.backend.proof", "app.backend.replay"),
+    ("app.backend.proof", "app.backend.replay", "app.backend.checkpoint"),
     ("app.backend.draft", "app.backend.warmup", "app.backend.wire"),
     ("app.backend.protocol", "app.backend.sglang_meta", "app.plumbing"),
     ("app.api_key", "app.files", "app.telemetry", "app.textsafe"),

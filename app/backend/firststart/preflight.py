@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from app.backend.checkpoint.verify import CheckpointReport
 from app.core.profiles import Levers
 
 GIB = 1024**3
@@ -70,6 +71,9 @@ class Probes:
     """Free bytes where the checkpoint is downloaded to."""
     import_errors: Mapping[str, str] = field(default_factory=dict)
     """The lever packages (of Plan.packages) that failed to import: module -> the error."""
+    checkpoint: CheckpointReport | None = None
+    """The local checkpoint folder's headers against the loader's tensors; None when no
+    weights are read here (a Hugging Face id, checked by its download; load_format=dummy)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +129,7 @@ def run_preflight(probes: Probes, plan: Plan) -> list[Check]:
         _memory_fit(probes, plan),
         _resident(probes),
         _disk(probes, plan),
+        _checkpoint(probes),
     ]
 
 
@@ -247,3 +252,17 @@ def _disk(p: Probes, plan: Plan) -> Check:
             "free disk space, or set HF_HOME to a larger disk",
         )
     return Check("disk", True, f"{what}; {gib(p.disk_free)} free")
+
+
+def _checkpoint(p: Probes) -> Check:
+    report = p.checkpoint
+    if report is None:
+        return Check("checkpoint", True, "no local folder to read (a Hub id, or dummy weights)")
+    if report.ok:
+        return Check("checkpoint", True, report.line())
+    return Check(
+        "checkpoint",
+        False,
+        f"{report.folder}: {report.line()}",
+        "download the checkpoint again, or redo the conversion that wrote it",
+    )
