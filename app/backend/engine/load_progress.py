@@ -100,9 +100,12 @@ def _valid(p: LoadProgress) -> bool:
 
 
 def write_progress(path: Path, progress: LoadProgress) -> None:
-    """Replace `path` whole with `progress` (a reader never sees half a file)."""
+    """Replace `path` whole with `progress` (a reader never sees half a file); private to the
+    user, as the logs beside it."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    temporary.write_text(progress.to_json(), encoding="utf-8")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(fd, "w", encoding="utf-8") as file:
+        file.write(progress.to_json())
     os.replace(temporary, path)
 
 
