@@ -5,6 +5,7 @@ checkpoint's scale."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from lab.research.load_bench import (
     table,
 )
 from lab.research.load_projection import SparkAssumptions, project
+from tests.support.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 GB = 10**9
@@ -148,3 +150,51 @@ def test_the_script_refuses_a_file_that_is_not_a_benchmark_in_one_line(tmp_path:
     )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "bad.json" in done.stderr
+
+
+@pytest.mark.slow
+def test_the_benchmark_boots_each_run_and_prints_its_table_on_the_engine_double(
+    tmp_path: Path,
+) -> None:
+    """The GPU script's own flow, SGLang a double writing recorded progress: rows as they
+    come, the fallback named, the table, the JSON."""
+    checkpoint = tmp_path / "ckpt"
+    checkpoint.mkdir()
+    (checkpoint / "config.json").write_text("{}")
+    header = json.dumps({"x": {"dtype": "U8", "shape": [4096], "data_offsets": [0, 4096]}})
+    shard = len(header).to_bytes(8, "little") + header.encode() + bytes(4096)
+    (checkpoint / "model-00001-of-00001.safetensors").write_bytes(shard)
+    (checkpoint / ".ling-chat-complete").write_text("12")  # written once, reused
+    record = tmp_path / "load-bench.json"
+    double = ROOT / "tests" / "fixtures" / "engine_double"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(double / "load_bench_session.py"),
+            str(tmp_path / "out"),
+            "--checkpoint",
+            str(checkpoint),
+            "--runs",
+            "auto:cold,fastsafetensors:warm",
+            "--json",
+            str(record),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=scaled(180),
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(double), str(ROOT)])},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "checkpoint: reusing" in out and "disk: " in out
+    assert "== auto cold: passed (stack: " in out
+    assert "== fastsafetensors warm: FELL BACK: ran buffered_multi_thread" in out
+    assert "fastest that passed, cold: auto (43.5 s load)" in out  # 31.5 + 2.0 + 6.9 + 3.1
+    saved = LoadBench.from_dict(json.loads(record.read_text()))
+    assert [(row.format, row.cold, row.passed) for row in saved.rows] == [
+        ("auto", True, True),
+        ("fastsafetensors", False, False),
+    ]
+    assert saved.rows[0].seconds["repack"] == 6.9 and saved.rows[0].passes == 1
+    assert len(saved.disks) == 1 and saved.checkpoint_bytes == 4096
