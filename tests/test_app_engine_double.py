@@ -70,8 +70,8 @@ def test_the_start_screen_shows_the_load_the_scheduler_records(tmp_path):
     result = chatted(tmp_path, "load_progress")
     assert result["screen"] == "ChatScreen"
     lines = result["load_lines"]
-    assert "Reading the weights  12.4 of 66.0 GB  2.1 GB/s  about 26 s left" in lines
-    assert "Reading the weights  41.3 of 66.0 GB  2.1 GB/s  about 12 s left" in lines
+    assert "Reading weights  12.4 of 66.0 GB  2.1 GB/s  about 26 s left" in lines
+    assert "Reading weights  41.3 of 66.0 GB  2.1 GB/s  about 12 s left" in lines
     later = [line for line in lines if not line.startswith("Reading")]
     assert later == [
         "Processing the weights",

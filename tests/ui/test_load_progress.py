@@ -60,7 +60,7 @@ async def test_the_load_shows_gb_of_the_total_rate_time_left_then_each_stage(
         bar = app.screen.query_one("#download", ProgressBar)
         for stage in stages[:3]:
             backend.queue.put_nowait(stage)
-        line = "Reading the weights  12.4 of 66.0 GB  2.1 GB/s  about 26 s left"
+        line = "Reading weights  12.4 of 66.0 GB  2.1 GB/s  about 26 s left"
         await wait_until(pilot, lambda: line in text_of(shown))
         assert "0.0 of 66.0 GB" not in text_of(shown)  # the newest record only
         assert bar.display and (bar.progress, bar.total) == (12.4e9, 66e9)

@@ -24,7 +24,7 @@ GB: Final = 1e9
 MIN_RATE_S: Final = 0.5
 """No rate (nor time left) before this many seconds of reading: too few bytes to say."""
 STAGES: Final = {
-    "read": "Reading the weights",
+    "read": "Reading weights",
     "process": "Processing the weights",
     "repack": "Repacking the MoE weights for Humming",
     "fp8_head": "Quantizing the LM head to FP8",
@@ -110,8 +110,9 @@ def write_progress(path: Path, progress: LoadProgress) -> None:
 
 
 def progress_line(progress: LoadProgress) -> str:
-    """What the start screen shows, e.g. `Reading the weights  12.4 of 66.0 GB  2.1 GB/s
-    about 25 s left`: only the figures the snapshot supports."""
+    """What the start screen shows, e.g. `Reading weights  12.4 of 66.0 GB  2.1 GB/s  about
+    26 s left` (60 characters at most for a load under 1,000 GB and 1,000 s): only the
+    figures the snapshot supports."""
     name = STAGES[progress.stage]
     if progress.stage != "read":
         return name
