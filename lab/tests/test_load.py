@@ -198,3 +198,27 @@ def test_the_benchmark_boots_each_run_and_prints_its_table_on_the_engine_double(
     ]
     assert saved.rows[0].seconds["repack"] == 6.9 and saved.rows[0].passes == 1
     assert len(saved.disks) == 1 and saved.checkpoint_bytes == 4096
+
+
+def test_the_script_projects_the_gpu_stages_at_both_bounds_by_default(tmp_path: Path) -> None:
+    path = tmp_path / "load-bench.json"
+    path.write_text(json.dumps(bench(row("auto", True, 9.0)).to_dict()))
+    out = tmp_path / "projection.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "lab/scripts/spark_load_projection.py"),
+            str(path),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "GPU stages x1.0 slower" in done.stdout and "GPU stages x17.6 slower" in done.stdout
+    slowdowns = [
+        p["assumptions"]["gpu_slowdown"] for p in json.loads(out.read_text())["projections"]
+    ]
+    assert slowdowns == [1.0, pytest.approx(4800 / 273)]
