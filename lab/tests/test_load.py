@@ -44,6 +44,14 @@ def row(fmt: str, cold: bool, read_s: float, **changes: object) -> LoadRow:
     return LoadRow(**{**fields, **changes})  # type: ignore[arg-type]
 
 
+def projection(*args: str) -> subprocess.CompletedProcess[str]:
+    """lab/scripts/spark_load_projection.py run with `args`."""
+    script = ROOT / "lab" / "scripts" / "spark_load_projection.py"
+    return subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, check=False
+    )
+
+
 def bench(*rows: LoadRow) -> LoadBench:
     disk = DiskRead(bytes=18 * GB, seconds=6.0, dropped_by="fadvise", warm_seconds=1.5)
     return LoadBench(layers=12, checkpoint_bytes=18 * GB, disks=[disk], rows=list(rows))
@@ -114,22 +122,7 @@ def test_the_script_prints_the_projection_and_writes_its_json(tmp_path: Path) ->
     path = tmp_path / "load-bench.json"
     path.write_text(json.dumps(record.to_dict()))
     out = tmp_path / "projection.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "lab/scripts/spark_load_projection.py"),
-            str(path),
-            "--disk-gbps",
-            "3",
-            "--gpu-slowdown",
-            "1",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = projection(str(path), "--disk-gbps", "3", "--gpu-slowdown", "1", "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("PROJECTION, not a measurement")
     assert "the recipe measured 342 s; goal 90 s" in done.stdout
@@ -142,12 +135,7 @@ def test_the_script_prints_the_projection_and_writes_its_json(tmp_path: Path) ->
 def test_the_script_refuses_a_file_that_is_not_a_benchmark_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text("[]")
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "lab/scripts/spark_load_projection.py"), str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = projection(str(path))
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "bad.json" in done.stderr
 
@@ -204,18 +192,7 @@ def test_the_script_projects_the_gpu_stages_at_both_bounds_by_default(tmp_path: 
     path = tmp_path / "load-bench.json"
     path.write_text(json.dumps(bench(row("auto", True, 9.0)).to_dict()))
     out = tmp_path / "projection.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "lab/scripts/spark_load_projection.py"),
-            str(path),
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = projection(str(path), "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert "GPU stages x1.0 slower" in done.stdout and "GPU stages x17.6 slower" in done.stdout
     slowdowns = [
