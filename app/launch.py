@@ -135,7 +135,9 @@ def preflight_gate(
     packages = tuple(dict.fromkeys(m for c in configs for m in lever_packages(c.levers)))
     hub = preflight_probes.hub_cache_dir()
     local = Path(settings.model_path).expanduser()
-    probes = preflight_probes.probe(local if local.is_dir() else hub, packages)
+    dummy = all(c.overrides.get("load_format") == "dummy" for c in configs)
+    weights = local if local.is_dir() and not dummy else None  # headers only: under a second
+    probes = preflight_probes.probe(local if local.is_dir() else hub, packages, weights)
     machine = preflight_probes.build_plan(
         settings.model_path, settings.mem_fraction, hub, drafts, packages
     )

@@ -41,7 +41,9 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     state: dict[str, Any] = {"probes": HEALTHY_SPARK, "loaded": []}
     monkeypatch.syspath_prepend(str(DOUBLE))  # SGLang "installed"
     monkeypatch.setattr(
-        preflight_probes, "probe", lambda download_dir, packages=(): state["probes"]
+        preflight_probes,
+        "probe",
+        lambda download_dir, packages=(), checkpoint=None: state["probes"],
     )
     monkeypatch.setattr(gpu_probe, "probe_gpu", lambda: gpu_probe.GpuProbe(True, name="GB10"))
 
@@ -71,7 +73,7 @@ def test_a_refused_preflight_exits_3_with_one_line_per_failure_before_anything_l
     assert (
         captured.err.strip()
         .splitlines()[-1]
-        .startswith("ling-chat: error: the preflight refused the start (2 of 9 checks failed")
+        .startswith("ling-chat: error: the preflight refused the start (2 of 10 checks failed")
     )
     assert machine["loaded"] == []
 
@@ -125,9 +127,14 @@ def test_doctor_on_a_machine_without_a_gpu_prints_the_preflight_and_exits_3(mode
     )
     assert done.returncode == 3, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("preflight: ")]
-    assert len(lines) == 9
+    assert len(lines) == 10
     assert lines[0].startswith("preflight: FAIL lever package humming-kernels: `import humming`")
     assert "preflight: FAIL GPU memory: no CUDA GPU found" in lines[5]
+    assert lines[9] == (
+        f"preflight: FAIL checkpoint: {model}: neither model.safetensors.index.json nor "
+        "model.safetensors is there: no weights; fix: download the checkpoint again, or redo "
+        "the conversion that wrote it"
+    )
     assert "Importing SGLang" not in done.stdout
 
 

@@ -22,7 +22,7 @@ LAYERS = (
     ("app.storage", "app.backend.firststart", "app.backend.remote"),
     ("app.backend.resident",),
     ("app.backend.engine",),
-    ("app.backend.proof", "app.backend.replay"),
+    ("app.backend.proof", "app.backend.replay", "app.backend.checkpoint"),
     ("app.backend.draft", "app.backend.warmup", "app.backend.wire"),
     ("app.backend.protocol", "app.backend.sglang_meta", "app.plumbing"),
     ("app.api_key", "app.files", "app.telemetry", "app.textsafe"),

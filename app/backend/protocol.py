@@ -29,7 +29,8 @@ class LoadStage:
     """Seconds since start-up began."""
     detail: str = ""
     bytes_done: int | None = None
-    """For a download: bytes of the checkpoint on disk so far."""
+    """For a download: bytes of the checkpoint on disk so far; for the weight load: bytes
+    of its tensors read so far (of `bytes_total`)."""
     bytes_total: int | None = None
 
 

@@ -34,7 +34,7 @@ def spark(**changes: object) -> Probes:
 
 def test_a_healthy_spark_passes_every_check():
     checks = run_preflight(HEALTHY_SPARK, PLAN)
-    assert [c.ok for c in checks] == [True] * 7
+    assert [c.ok for c in checks] == [True] * 8
     assert all(c.line().startswith("ok   ") for c in checks)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from app.backend.checkpoint.verify import CheckpointReport
 from app.core.profiles import Levers
 
 GIB = 1024**3
@@ -72,6 +73,9 @@ class Probes:
     """The lever packages (of Plan.packages) that failed to import: module -> the error."""
     own_resident: str = ""
     """ling-chat's own resident engine (`keep_engine`), when one runs: `pid N, MODEL, PROFILE`."""
+    checkpoint: CheckpointReport | None = None
+    """The local checkpoint folder's headers against the loader's tensors; None when no
+    weights are read here (a Hugging Face id, checked by its download; load_format=dummy)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +131,7 @@ def run_preflight(probes: Probes, plan: Plan) -> list[Check]:
         _memory_fit(probes, plan),
         _resident(probes),
         _disk(probes, plan),
+        _checkpoint(probes),
     ]
 
 
@@ -257,3 +262,17 @@ def _disk(p: Probes, plan: Plan) -> Check:
             "free disk space, or set HF_HOME to a larger disk",
         )
     return Check("disk", True, f"{what}; {gib(p.disk_free)} free")
+
+
+def _checkpoint(p: Probes) -> Check:
+    report = p.checkpoint
+    if report is None:
+        return Check("checkpoint", True, "no local folder to read (a Hub id, or dummy weights)")
+    if report.ok:
+        return Check("checkpoint", True, report.line())
+    return Check(
+        "checkpoint",
+        False,
+        f"{report.folder}: {report.line()}",
+        "download the checkpoint again, or redo the conversion that wrote it",
+    )

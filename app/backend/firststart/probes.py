@@ -1,4 +1,5 @@
-"""Read the machine for the preflight: compilers, driver, GPU, memory, processes, disk.
+"""Read the machine for the preflight: compilers, driver, GPU, memory, processes, disk, and a
+local checkpoint's safetensors headers.
 
 Each reader returns what it found or None; the judging is `app.backend.firststart.preflight`'s.
 Parsers are separate pure functions so that each format is tested on CPU.
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.backend.checkpoint.verify import check_checkpoint
 from app.backend.firststart.preflight import (
     KNOWN_DRAFT_BYTES,
     KNOWN_WEIGHTS_BYTES,
@@ -39,9 +41,11 @@ children; another ling-chat command, a remote chat or an editor holds no GPU mem
 RESIDENT_ARGS = ("sglang.launch_server",)
 
 
-def probe(download_dir: Path, packages: Sequence[str] = ()) -> Probes:
+def probe(
+    download_dir: Path, packages: Sequence[str] = (), checkpoint: Path | None = None
+) -> Probes:
     """Everything the preflight judges, read from this machine (`packages`: the lever
-    modules to import)."""
+    modules to import; `checkpoint`: the local folder whose headers to check, if any)."""
     nvcc = find_nvcc()
     meminfo = _read(Path("/proc/meminfo")) or ""
     smi = parse_smi(next(iter(_run(SMI_QUERY).splitlines()), ""))
@@ -59,6 +63,7 @@ def probe(download_dir: Path, packages: Sequence[str] = ()) -> Probes:
         own_resident=own_resident(),
         disk_free=shutil.disk_usage(_existing(download_dir)).free,
         import_errors=import_errors(packages),
+        checkpoint=check_checkpoint(checkpoint) if checkpoint is not None else None,
     )
 
 
