@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "import": "app.commands.importing",
     "bench": "app.commands.bench",
     "serve": "app.commands.serve",
+    "engine": "app.commands.engine",
     "prepare": "app.commands.prepare",
     "download": "app.commands.download",
 }

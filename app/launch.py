@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib.util
+import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -35,7 +36,7 @@ from app.backend.firststart.prepare import (
     prepare,
 )
 from app.backend.protocol import ChatBackend
-from app.core.errors import BackendError, LeverOverridden, PreflightFailed
+from app.core.errors import BackendError, ConfigError, LeverOverridden, PreflightFailed
 from app.render.progress import TextBar
 from app.settings import Settings
 
@@ -255,3 +256,94 @@ def fetch_model(model_path: str, stream: TextIO | None = None) -> str:
         return str(fetch_checkpoint(model_path, bar))
     finally:
         bar.close()
+
+
+RESIDENT_LOG = "resident.log"
+"""The resident engine's terminal output (its proof report, the verdict), in the log folder."""
+
+
+def resident_backend(plan: LaunchPlan, say: Callable[[str], None] | None = None) -> ChatBackend:
+    """The chat on the resident engine for these settings (`keep_engine`): attached when one
+    is loaded, else started detached after the checks and the preflight. A stale or hung
+    engine is replaced with one line; one with other settings is never reused.
+
+    Raises:
+        ConfigError: an engine with other settings is resident, or another window uses it.
+        LeverOverridden, BackendError, PreflightFailed: as `engine_backend`'s.
+    """
+    from app.backend.remote.resident import ResidentBackend
+    from app.backend.resident import process
+    from app.backend.resident.discover import Outcome, discover
+    from app.backend.resident.lock import AttachLock
+    from app.backend.resident.state import engine_settings, runtime_dir
+
+    tell = say or (lambda line: print(f"ling-chat: {line}", file=sys.stderr, flush=True))
+    settings, config = plan.settings, plan.config
+    folder = runtime_dir()
+    found = discover(folder, engine_settings(config))
+    if found.outcome is Outcome.MISMATCH:
+        raise ConfigError(found.detail)
+    lock = AttachLock(folder)
+    if not lock.acquire():
+        raise ConfigError(
+            f"the resident engine is in use by another ling-chat window (pid {lock.holder()}): "
+            "one window at a time; quit that one, or chat there"
+        )
+    try:
+        if found.detail:
+            tell(found.detail)
+        if found.outcome is Outcome.HUNG and found.state is not None:
+            process.stop(found.state.pid)
+        if found.state is not None and found.outcome in (Outcome.READY, Outcome.LOADING):
+            pid = found.state.pid
+        else:
+            pid = start_resident(plan)
+            tell(
+                f"started the resident engine (pid {pid}): it stays loaded for "
+                f"{settings.keep_engine} after the chat quits"
+            )
+    except BaseException:
+        lock.release()
+        raise
+    return ResidentBackend(
+        folder,
+        pid,
+        lock,
+        log_file=settings.log_dir / RESIDENT_LOG,
+        profile=settings.profile,
+        min_accept_length=settings.min_accept_length,
+        server_wait=settings.server_wait,
+    )
+
+
+def start_resident(plan: LaunchPlan) -> int:
+    """`ling-chat serve --resident` detached, after this chat's checks and preflight (a
+    refusal is one line here, not a line in a log); returns its pid."""
+    from app.backend.resident.spawn import free_port, start_detached
+    from app.backend.resident.state import new_key, runtime_dir
+
+    settings, config = plan.settings, plan.config
+    preflight_gate(plan, [config], gpu=True)
+    argv = [
+        "serve",
+        "--model",
+        settings.model_path,
+        "--profile",
+        settings.profile,
+        "--dspark-draft",
+        settings.dspark_draft,
+        "--mem-fraction",
+        repr(settings.mem_fraction),
+        "--data-dir",
+        str(settings.data_dir),
+        "--port",
+        str(free_port()),
+        "--api-key-file",
+        str(new_key(runtime_dir())),
+        "--resident",
+        settings.keep_engine,
+        "--skip-preflight",  # this chat's preflight just passed
+    ]
+    for key, value in config.overrides.items():
+        argv += ["--sglang-arg", f"{key}={json.dumps(value)}"]
+    return start_detached(argv, settings.log_dir / RESIDENT_LOG)

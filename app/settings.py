@@ -26,6 +26,7 @@ from pydantic_settings import (
 )
 
 from app.core.chat import Sampling
+from app.core.duration import parse_duration
 from app.core.errors import ConfigError
 from app.core.profiles import (
     DEFAULT_MEM_FRACTION,
@@ -93,6 +94,9 @@ class Settings(BaseSettings):
     server_wait: float = Field(default=DEFAULT_SERVER_WAIT_S, ge=1.0, le=3600.0)
     """With --server: the longest ling-chat waits for one answer, a reply's first token or
     its next token, before it gives up with one line."""
+    keep_engine: str = "0"
+    """How long the engine stays loaded after the chat quits and nothing uses it (`30m`,
+    `2h`); `0` stops it with the chat. While kept, it holds its GPU memory."""
     keymap: dict[str, str] = Field(default_factory=dict)
     """Binding id -> keys, e.g. {"stop_reply" = "ctrl+x"}; ids are listed in the help screen."""
 
@@ -104,6 +108,19 @@ class Settings(BaseSettings):
             names = f"{', '.join(rest)} or {last}"
             raise PydanticCustomError("profile", "Input should be {names}", {"names": names})
         return value
+
+    @field_validator("keep_engine", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> object:
+        text = (
+            str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+        )
+        if isinstance(text, str):
+            try:
+                parse_duration(text)
+            except ValueError as exc:
+                raise PydanticCustomError("keep_engine", "{why}", {"why": str(exc)}) from None
+        return text
 
     @field_validator("data_dir", mode="before")
     @classmethod
@@ -141,6 +158,11 @@ class Settings(BaseSettings):
     def db_path(self) -> Path:
         """The SQLite history file."""
         return self.data_dir / "history.db"
+
+    @property
+    def keep_engine_s(self) -> float:
+        """`keep_engine` in seconds (0: the engine lives and dies with the chat)."""
+        return parse_duration(self.keep_engine)
 
     @property
     def log_dir(self) -> Path:

@@ -64,6 +64,24 @@ def test_a_chat_starts_streams_and_leaves_no_process_behind(tmp_path):
     assert "scheduler double up: moe_runner_backend=humming" in log  # child output -> log
 
 
+def test_the_start_screen_shows_the_load_the_scheduler_records(tmp_path):
+    """The scheduler writes the recorded load progress; the real engine backend reads it and
+    the start screen shows each stage, the bytes read of the total, the rate, the time left."""
+    result = chatted(tmp_path, "load_progress")
+    assert result["screen"] == "ChatScreen"
+    lines = result["load_lines"]
+    assert "Reading weights  12.4 of 66.0 GB  2.1 GB/s  about 26 s left" in lines
+    assert "Reading weights  41.3 of 66.0 GB  2.1 GB/s  about 12 s left" in lines
+    later = [line for line in lines if not line.startswith("Reading")]
+    assert later == [
+        "Processing the weights",
+        "Repacking the MoE weights for Humming",
+        "Quantizing the LM head to FP8",
+        "Capturing CUDA graphs",
+    ]
+    assert not list(tmp_path.glob(".load-progress.json.*"))  # replaced whole, no half file left
+
+
 def test_the_speed_panel_shows_the_draft_steps_the_scheduler_runs(tmp_path):
     # speculative_num_steps=2 reaches SGLang, whose top-1 draft worker then verifies 3
     # tokens (the args still ask for 4): the running scheduler's facts are what is shown.

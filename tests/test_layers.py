@@ -20,6 +20,7 @@ LAYERS = (
     ("app.ui", "app.bench"),
     ("app.render", "app.settings"),
     ("app.storage", "app.backend.firststart", "app.backend.remote"),
+    ("app.backend.resident",),
     ("app.backend.engine",),
     ("app.backend.proof", "app.backend.replay", "app.backend.checkpoint"),
     ("app.backend.draft", "app.backend.warmup", "app.backend.wire"),

@@ -14,6 +14,7 @@ import pytest
 
 from app.backend.engine.config import EngineConfig
 from app.backend.engine.engine import EngineBackend
+from app.backend.engine.load_progress import LoadProgress, write_progress
 from app.backend.replay import RecordingBackend
 from app.storage import ChatStore, MessageStatus
 from tests.support.scripted_backend import ScriptedBackendDouble
@@ -64,6 +65,13 @@ def test_the_log_folder_and_sglangs_log_are_private(tmp_path: Path) -> None:
     logs = list((tmp_path / "data" / "logs").iterdir())
     assert {path.name for path in logs} == {"sglang.log", "sglang.logging.json"}
     assert {mode(path) for path in logs} == {0o600}
+
+
+def test_the_load_progress_the_scheduler_writes_is_private(tmp_path: Path) -> None:
+    path = tmp_path / "load-progress.json"
+    write_progress(path, LoadProgress("read", 1, 2, 1.0))
+    write_progress(path, LoadProgress("read", 2, 2, 2.0))  # replaced: the new file is private too
+    assert mode(path) == 0o600
 
 
 @pytest.mark.slow

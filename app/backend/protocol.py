@@ -29,7 +29,8 @@ class LoadStage:
     """Seconds since start-up began."""
     detail: str = ""
     bytes_done: int | None = None
-    """For a download: bytes of the checkpoint on disk so far."""
+    """For a download: bytes of the checkpoint on disk so far; for the weight load: bytes
+    of its tensors read so far (of `bytes_total`)."""
     bytes_total: int | None = None
 
 
@@ -99,7 +100,7 @@ class BackendInfo:
     """What the UI shows about the model side and stores with each reply."""
 
     kind: str
-    """`engine`, `server` or `replay`."""
+    """`engine` (in-process), `resident` (`keep_engine`), `server` or `replay`."""
     model: str
     sglang_version: str
     profile: str

@@ -68,6 +68,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --server: chat even when the server's optimizations are not proven",
     )
+    parser.add_argument(
+        "--keep-engine",
+        metavar="DURATION",
+        default=argparse.SUPPRESS,
+        help="keep the engine loaded DURATION (30m, 2h) after quitting, for the next start in "
+        "seconds; it holds its GPU memory meanwhile (default 0: it stops with the chat)",
+    )
     add_model_arguments(parser)
     add_data_arguments(parser)
 
@@ -107,6 +114,10 @@ def run(args: argparse.Namespace) -> int:
             keymap=settings.keymap,
             allow_unoptimized=args.allow_unoptimized,
             log_dir=settings.log_dir,
+            proof_hold_s=0.0 if getattr(backend, "attached", False) else 5.0,
+            load_tip=KEEP_TIP
+            if backend.info.kind == "engine" and not settings.keep_engine_s
+            else None,
         )
         guard_pastes()
         asyncio.run(_run_app(app))
@@ -131,6 +142,13 @@ def _history(args: argparse.Namespace, settings: Settings) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="ling-chat-replay-") as folder:
         yield Path(folder) / "history.db"
 
+
+KEEP_TIP = (
+    'keep_engine = "30m" in the config (or --keep-engine 30m) keeps it loaded after you quit, '
+    "so the next start takes seconds; meanwhile it holds its GPU memory (on a Spark, most of "
+    "the unified memory) until unused that long. `ling-chat engine stop` frees it."
+)
+"""Shown after a long load of the in-process engine."""
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 """Signals that stop the app as quitting does, instead of killing it mid-reply."""
@@ -203,7 +221,11 @@ def _backend(args: argparse.Namespace, settings: Settings) -> ChatBackend:
         from app import launch
         from app.commands.common import launch_plan_from
 
-        backend = launch.engine_backend(launch_plan_from(args))
+        plan = launch_plan_from(args)
+        if settings.keep_engine_s > 0:
+            backend = launch.resident_backend(plan)
+        else:
+            backend = launch.engine_backend(plan)
     if args.record:
         backend = RecordingBackend(backend, args.record)
     return backend

@@ -86,7 +86,15 @@ def settings_from(args: argparse.Namespace) -> Settings:
     """Settings with the CLI flags that were given on top of env and config file."""
     from app.settings import load_settings
 
-    names = ("model_path", "profile", "dspark_draft", "mem_fraction", "data_dir", "server_wait")
+    names = (
+        "model_path",
+        "profile",
+        "dspark_draft",
+        "mem_fraction",
+        "data_dir",
+        "server_wait",
+        "keep_engine",
+    )
     return load_settings(**{name: getattr(args, name, None) for name in names})
 
 

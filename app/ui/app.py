@@ -35,6 +35,8 @@ from app.ui.screens.startup import StartupScreen
 EXIT_START_FAILED = 1
 EXIT_PROOF_FAILED = 2
 EXIT_REPLY_UNSAVED = 4
+LONG_LOAD_S = 60.0
+"""A start-up this long earns the `load_tip` (keep the engine loaded for next time)."""
 """A reply could not be saved to the history (the exit message says where its text is)."""
 
 
@@ -57,6 +59,7 @@ class LingChatApp(App[None], inherit_bindings=False):
         proof_hold_s: float = 5.0,
         refresh_hz: float = 15.0,
         log_dir: Path | None = None,
+        load_tip: str | None = None,
     ) -> None:
         """Build the app; nothing starts before it runs.
 
@@ -72,6 +75,7 @@ class LingChatApp(App[None], inherit_bindings=False):
                 the user scrolls it (then it stays until Enter).
             refresh_hz: how often streamed text and live numbers are drawn.
             log_dir: where an unexpected error's traceback is written.
+            load_tip: shown once chatting starts, after a start-up of `LONG_LOAD_S` or more.
         """
         super().__init__()
         self.backend = backend
@@ -83,6 +87,7 @@ class LingChatApp(App[None], inherit_bindings=False):
         self._proof_hold_s = proof_hold_s
         self._refresh_hz = refresh_hz
         self._log_dir = log_dir
+        self._load_tip = load_tip
         self.crash_message: str | None = None
         """The one line for the user after an unexpected error ended the app."""
         self.proof: ProofReport | None = None
@@ -136,9 +141,11 @@ class LingChatApp(App[None], inherit_bindings=False):
         """Load the model with its stages on screen, then judge the proof."""
         screen = self._startup
         info = self.backend.info
+        loaded_s = 0.0
         try:
             async for stage in self.backend.start():
                 screen.show_stage(stage)
+                loaded_s = stage.elapsed_s
             screen.show_checking()
             report = await self.backend.proof()
         except ProofFailed as error:
@@ -196,6 +203,8 @@ class LingChatApp(App[None], inherit_bindings=False):
             recovery=self._recovery,
         )
         await self.switch_screen(ChatScreen(context))
+        if self._load_tip and loaded_s >= LONG_LOAD_S:
+            self.notify(f"The model took {loaded_s / 60:.0f} min to load. {self._load_tip}")
 
     async def _report_after_refusal(self) -> ProofReport | None:
         """The report behind a `ProofFailed` from start(), when the backend has one."""

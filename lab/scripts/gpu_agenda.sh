@@ -96,6 +96,11 @@
 #              $OUT/h200-stack-known-answer.trace.json to assets/ as it is (2.5)
 #   serve      `ling-chat serve` proves itself over HTTP; a remote chat through the app; random
 #              weights refused (3; needs the `serve` extra wheels, see below)
+#   resident   `keep_engine` on the 6-layer known-answer model (lab/scripts/gpu_resident_bench.py):
+#              a cold chat start leaves the engine resident, a second chat attaches (every proof
+#              line re-checked, the known answer streamed), launch-to-composer timed for both
+#              (goal <= 5 s attached), `engine status`, then the 60 s idle stop with nvidia-smi
+#              memory before and after (untried; about 5; needs the `serve` extra wheels)
 #   bench      `ling-chat bench` over humming, humming+fp8, humming+nextn, stack (4.5)
 #   bench-boots  `ling-chat bench --boots 2` over humming and stack: the spread from one engine
 #              boot to the next next to the levers' deltas (untried; 4 boots, 5 to 9)
@@ -115,6 +120,19 @@
 #              came after 5 minutes, then 4 silent ones until the cut, in shutdown as far as
 #              the output tells; now timed); ab-30 has 30 (about 51 GB each; untried). Each
 #              prints the FP8 speed-up by medians and per rep, with a 95% interval.
+#   load-bench  the weight load by stage (lab/scripts/gpu_load_bench.py): writes once a
+#              12-layer checkpoint of the real per-layer sizes at /root/ckpt12 (tests/gpu/
+#              checkpoint.py, about 18 GB), measures the disk's read with the page cache dropped
+#              (drop_caches, or POSIX_FADV_DONTNEED per shard where denied: it says which) and
+#              warm, then boots the stack once per run: load-bench-ckpt writes the checkpoint
+#              alone; load-bench-a boots auto, fastsafetensors and instanttensor cold;
+#              load-bench-b the same three warm (each a step of its own, 560 s at most;
+#              load-bench runs the three in turn).
+#              Rows go to $OUT/load-bench.json as they come; each step ends with the table of
+#              every row so far, a line per format that failed or fell back, and the fastest
+#              that passed. Needs the `loadfmt` extra wheels (fastsafetensors, instanttensor)
+#              and `prepare` first. Untried; about 4 for a and for b (a boot about 1 each),
+#              the checkpoint unknown (about 18 GB written)
 # Give the `device` call timeout_s 600: a step's limit (560 at most) leaves the time its logs
 # and stack dumps need to come back (an ab-18 cut by a 560 s call returned nothing of them).
 # Pytest runs unbuffered and is stopped with SIGINT at its limit, so a cut run still prints
@@ -285,6 +303,7 @@ for step in "$@"; do
     marlin) gpu_tests marlin 500 tests/gpu/test_engine_gpu.py -k marlin ;;
     ui) gpu_tests ui 360 tests/gpu/test_ui_gpu.py ;;
     serve) gpu_tests serve 360 tests/gpu/test_serve_gpu.py ;;
+    resident) run resident 560 python3 lab/scripts/gpu_resident_bench.py /root/resident ;;
     bench) bench bench 400 humming,humming+fp8,humming+nextn,stack ;;
     bench-boots) bench bench-boots 560 humming,stack --boots 2 ;;
     baseline) bench baseline 560 baseline,humming ;;
@@ -299,6 +318,17 @@ for step in "$@"; do
       esac
       run "$step" 560 taskset -c 2-9 python3 lab/scripts/gpu_stack_ab.py "/root/$step" "${args[@]}"
       cp "/root/$step/ab.json" "$OUT/$step.json" 2>/dev/null ;;
+    load-bench | load-bench-ckpt | load-bench-a | load-bench-b)
+      parts=(ckpt a b)
+      [[ "$step" != load-bench ]] && parts=("${step##*-}")
+      for part in "${parts[@]}"; do
+        args=(--checkpoint-only)
+        [[ "$part" == a ]] && args=(--runs auto:cold,fastsafetensors:cold,instanttensor:cold)
+        [[ "$part" == b ]] && args=(--runs auto:warm,fastsafetensors:warm,instanttensor:warm)
+        [[ "$part" != ckpt ]] && args+=(--json "$OUT/load-bench.json")
+        run "load-bench-$part" 560 python3 lab/scripts/gpu_load_bench.py /root/load-bench \
+          --checkpoint /root/ckpt12 --layers 12 "${args[@]}"
+      done ;;
     *) echo "unknown step: $step" >&2; exit 2 ;;
   esac
 done

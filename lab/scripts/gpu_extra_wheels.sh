@@ -5,6 +5,8 @@
 #   bash lab/scripts/gpu_extra_wheels.sh serve        # SGLang's HTTP server: jsonschema, soundfile
 #   bash lab/scripts/gpu_extra_wheels.sh flashinfer   # FlashInfer: every NEXTN profile's sampled
 #                                                 # verify, and the `baseline` profile's MoE
+#   bash lab/scripts/gpu_extra_wheels.sh loadfmt      # the load formats fastsafetensors and
+#                                                 # InstantTensor (`load-bench`)
 #
 # It writes the git-ignored .gpu-extra/ (one folder per transfer) and prints the plan:
 # send each folder with `carry` and copy it to /root/extra; gpu_agenda.sh joins split
@@ -21,10 +23,14 @@ case "${1:-}" in
   # (apache-tvm-ffi comes with the kit); SGLang 0.5.23 pins flashinfer 0.7.2.
   flashinfer) WHEELS=(flashinfer-python==0.7.2 cuda-tile==1.7.0 nccl4py==0.6.0
                       nccl-extensions==0.1.0 nvidia-cudnn-frontend==1.32.0 cuda-python==13.4.4) ;;
-  *) echo "usage: $0 serve|flashinfer" >&2; exit 2 ;;
+  # SGLang 0.5.23's fastsafetensors and instanttensor load formats; neither imports a package
+  # the machine lacks (fastsafetensors' one requirement, typer, serves only its command line).
+  loadfmt) WHEELS=(fastsafetensors==0.5.0 instanttensor==0.2.2) ;;
+  *) echo "usage: $0 serve|flashinfer|loadfmt" >&2; exit 2 ;;
 esac
 
-grep -qxF "/.gpu-extra/" "$ROOT/.git/info/exclude" 2>/dev/null || echo "/.gpu-extra/" >> "$ROOT/.git/info/exclude"
+EXCLUDE="$(git rev-parse --path-format=absolute --git-path info/exclude)"  # a worktree's too
+grep -qxF "/.gpu-extra/" "$EXCLUDE" 2>/dev/null || echo "/.gpu-extra/" >> "$EXCLUDE"
 rm -rf "$OUT" && mkdir -p "$OUT/download"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from app.backend.engine import config as engine_config
 from app.backend.engine.config import (
     CHAT_TEMPLATE,
     ENVIRONMENT,
@@ -206,3 +207,18 @@ def engine_settings_table() -> str:
 def test_the_settings_doc_table_is_the_code_s():
     table = engine_settings_table()
     assert table in SETTINGS_DOC.read_text(), f"docs/engine-settings.md's table should be:\n{table}"
+
+
+def test_the_load_format_is_sglang_s_until_one_is_chosen_per_gpu_kind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for gpu in GPUS:  # nothing passed: SGLang's `auto`
+        args = server_args(EngineConfig("/m"), gpu)
+        assert "load_format" not in args and "model_loader_extra_config" not in args
+    monkeypatch.setattr(engine_config, "LOAD_FORMAT_SM90", "fastsafetensors")
+    h200 = server_args(EngineConfig("/m"), H200_FULL)
+    assert h200["load_format"] == "fastsafetensors"
+    assert h200["model_loader_extra_config"] == '{"enable_gds": false}'  # no GPUDirect Storage
+    assert "load_format" not in server_args(EngineConfig("/m"), SPARK)  # chosen per kind
+    dummy = server_args(EngineConfig("/m", overrides={"load_format": "dummy"}), H200_FULL)
+    assert dummy["load_format"] == "dummy"  # an override still wins

@@ -63,6 +63,16 @@ def test_each_failure_is_one_line_with_its_fix(changes: dict[str, object], name:
     assert "\n" not in line
 
 
+def test_ling_chats_own_resident_engine_is_named_with_attach_or_stop():
+    own = "pid 4242, /models/ling, profile stack"
+    failed = failures(spark(resident=("pid 4250: sglang::scheduler",), own_resident=own))
+    assert failed == {
+        "no other engine": f"FAIL no other engine: ling-chat's resident engine is loaded ({own}); "
+        "fix: attach to it: start the chat with its settings and keep_engine; or unload it: "
+        "`ling-chat engine stop`"
+    }
+
+
 def test_the_modprobe_override_is_named_when_cuda_reports_half_the_memory():
     capped = spark(gpu=dataclasses.replace(GB10, total_bytes=62 * GIB), modprobe_override=True)
     failed = failures(capped)

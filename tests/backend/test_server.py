@@ -7,11 +7,13 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from app.backend.remote.server import judge
+from app.backend.resident.state import read_state
 from app.core.errors import BackendError
 from app.core.proof_report import ProofLine, ProofReport, Verdict
 from tests.support.timeouts import scaled
@@ -139,3 +141,41 @@ def test_the_self_proof_reaches_the_server_where_it_listens_ipv6_included():
     assert local_url("0.0.0.0", 30000) == "http://127.0.0.1:30000"
     assert local_url("::1", 30000) == "http://[::1]:30000"
     assert local_url("localhost", 8) == "http://localhost:8"
+
+
+@pytest.mark.slow
+def test_a_resident_serve_says_it_is_loading_and_leaves_nothing_once_stopped(
+    tmp_path: Path,
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    key = run / "engine.key"
+    key.write_text(KEY)
+    key.chmod(0o600)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    argv = ["serve", "--model", str(model), "--data-dir", str(tmp_path / "data")]
+    argv += ["--port", str(free_port()), "--api-key-file", str(key), "--resident", "30m"]
+    server = subprocess.Popen(
+        [sys.executable, str(DOUBLE / "cli_session.py"), *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)]),
+            "LING_CHAT_RUNTIME_DIR": str(run),
+        },
+    )
+    seen = None
+    while server.poll() is None and seen is None:
+        seen = read_state(run)
+        time.sleep(0.01)
+    out, err = server.communicate(timeout=scaled(120))
+    assert seen is not None and seen.pid == server.pid and not seen.ready, err
+    assert seen.url.startswith("http://127.0.0.1:") and seen.settings["profile"] == "stack"
+    assert server.returncode == 2  # the double serves no HTTP: the self-proof cannot connect
+    assert sorted(p.name for p in run.iterdir()) == [], "state and key go with the engine"
+    log = (tmp_path / "data" / "logs" / "sglang.log").read_text()
+    assert "middleware added: ['InFlight']" in log  # the idle timer counts SGLang's requests

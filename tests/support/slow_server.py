@@ -19,6 +19,16 @@ MAX_TOKENS = 3000
 SERVER_INFO = {"version": "0.5.23", "model_path": "slow/test-model"}
 
 
+def send_json(handler: BaseHTTPRequestHandler, answer: Any, status: int = 200) -> None:
+    """A whole JSON answer, with its length."""
+    data = json.dumps(answer).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 class SlowServer:
     """The server's state: replies streamed so far, and the rids aborted."""
 
@@ -66,12 +76,7 @@ class SlowServer:
                     self._json({"error": "not here"}, 404)
 
             def _json(self, answer: Any, status: int = 200) -> None:
-                data = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, answer, status)
 
             def _stream(self, body: dict[str, Any]) -> None:
                 self.send_response(200)

@@ -60,6 +60,26 @@ def _attention(gpu: GpuFacts) -> str:
     return "fa3" if gpu.sm == 90 and gpu.has_fa3 else "triton"
 
 
+LOAD_FORMAT_SM90: str | None = None
+"""The H200's weight load format (None: SGLang's `auto`); lab/scripts/gpu_load_bench.py
+measures each, and the fastest that passes the proof belongs here."""
+LOAD_FORMAT_SM12X: str | None = None
+"""The DGX Spark's, from the same measurement (docs/load.md projects it)."""
+LOAD_FORMAT_WHY = (
+    "SGLang's default (`auto`: safetensors, read by 8 threads through the page cache) until "
+    "lab/scripts/gpu_load_bench.py measures a faster format that passes the proof (docs/load.md)"
+)
+
+
+def _load_format(gpu: GpuFacts) -> str | None:
+    return LOAD_FORMAT_SM12X if gpu.sm12x else LOAD_FORMAT_SM90
+
+
+def _loader_extra(gpu: GpuFacts) -> str | None:
+    # fastsafetensors asks for GPUDirect Storage unless told not to; neither machine has it.
+    return '{"enable_gds": false}' if _load_format(gpu) == "fastsafetensors" else None
+
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     """One engine setting, the value ling-chat gives it and why (docs/engine-settings.md's rows)."""
@@ -150,6 +170,12 @@ SERVER_ARGS: tuple[Setting, ...] = (
         True,
         "between requests the scheduler sleeps on its sockets instead of polling, "
         "one CPU core at 100%",
+    ),
+    Setting("load_format", _load_format, LOAD_FORMAT_WHY),
+    Setting(
+        "model_loader_extra_config",
+        _loader_extra,
+        "with fastsafetensors: no GPUDirect Storage (neither the Spark nor the H200 has it)",
     ),
     Setting("log_level", "warning", "SGLang's log goes to a file; warnings and up"),
 )

@@ -24,6 +24,7 @@ from app.backend.engine.checkpoint_gate import refuse_unloadable_download
 from app.backend.engine.config import EngineConfig, draft_models, server_args
 from app.backend.engine.download_stage import engine_downloads
 from app.backend.engine.kernel_cache import invalid_image_hint
+from app.backend.engine.load_progress import LoadProgress, progress_stage, read_progress
 from app.backend.engine.patches import PLAN_ENV, REFUSAL, PatchPlan
 from app.backend.engine.reply import chat_prompt, produce_reply, prompt_ids
 from app.backend.engine.setup import (
@@ -74,6 +75,10 @@ class EngineBackend:
         self._version = "unknown"
         self.server_kwargs: dict[str, Any] = {}
         """The SGLang server arguments of the running engine."""
+        self.progress_file = self.log.path.with_name("load-progress.json")
+        """Where the scheduler writes the weight load's progress."""
+        self.load_progress: LoadProgress | None = None
+        """The load's latest progress record; after start-up, its seconds by stage."""
 
     @property
     def info(self) -> BackendInfo:
@@ -136,9 +141,14 @@ class EngineBackend:
             while not boot.done():
                 await asyncio.wait({boot}, timeout=0.5)
                 boot_log.feed(log.read())
-                if boot_log.latest is not None:
+                self.load_progress = read_progress(self.progress_file)
+                elapsed = time.perf_counter() - t0
+                if shown := progress_stage(LOAD_STAGE, self.load_progress, elapsed):
+                    yield shown  # the weight load's own progress, while it is known
+                elif boot_log.latest is not None:
                     yield stage(LOAD_STAGE, False, boot_log.latest)
             boot_log.feed(log.read())
+        self.load_progress = read_progress(self.progress_file)
         try:
             self._engine = boot.result()
         except Exception as exc:
@@ -282,7 +292,8 @@ class EngineBackend:
 
     def _boot_environment(self) -> dict[str, str]:
         """What this engine's SGLang processes inherit: the log's config and the patch plan."""
-        plan = PatchPlan.for_levers(self.config.levers, str(self.log_file))
+        self.progress_file.unlink(missing_ok=True)  # an earlier boot's
+        plan = PatchPlan.for_levers(self.config.levers, str(self.log_file), str(self.progress_file))
         return {**self.log.prepare(), PLAN_ENV: plan.to_env()}
 
     def _crash(self) -> str | None:

@@ -71,6 +71,8 @@ class Probes:
     """Free bytes where the checkpoint is downloaded to."""
     import_errors: Mapping[str, str] = field(default_factory=dict)
     """The lever packages (of Plan.packages) that failed to import: module -> the error."""
+    own_resident: str = ""
+    """ling-chat's own resident engine (`keep_engine`), when one runs: `pid N, MODEL, PROFILE`."""
     checkpoint: CheckpointReport | None = None
     """The local checkpoint folder's headers against the loader's tensors; None when no
     weights are read here (a Hugging Face id: the engine checks it after its download;
@@ -232,6 +234,14 @@ def _memory_fit(p: Probes, plan: Plan) -> Check:
 
 
 def _resident(p: Probes) -> Check:
+    if p.resident and p.own_resident:
+        return Check(
+            "no other engine",
+            False,
+            f"ling-chat's resident engine is loaded ({p.own_resident})",
+            "attach to it: start the chat with its settings and keep_engine; or unload it: "
+            "`ling-chat engine stop`",
+        )
     if p.resident:
         return Check(
             "no other engine",

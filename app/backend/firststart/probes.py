@@ -27,6 +27,8 @@ from app.backend.firststart.preflight import (
     Plan,
     Probes,
 )
+from app.backend.resident.process import alive
+from app.backend.resident.state import read_state, runtime_path
 
 SMI_QUERY = [
     "nvidia-smi",
@@ -58,6 +60,7 @@ def probe(
         mem_available=parse_meminfo(meminfo, "MemAvailable"),
         modprobe_override=Path(MODPROBE_OVERRIDE).exists(),
         resident=resident_processes(Path("/proc"), exclude=_ancestry()),
+        own_resident=own_resident(),
         disk_free=shutil.disk_usage(_existing(download_dir)).free,
         import_errors=import_errors(packages),
         checkpoint=check_checkpoint(checkpoint) if checkpoint is not None else None,
@@ -154,6 +157,14 @@ def resident_processes(proc: Path, exclude: set[int]) -> tuple[str, ...]:
         ):
             found.append(f"pid {pid}: {' '.join(argv)[:120]}")
     return tuple(found)
+
+
+def own_resident() -> str:
+    """ling-chat's resident engine, if its state file names a running one: `pid N, ...`."""
+    state = read_state(runtime_path())
+    if state is None or not alive(state.pid):
+        return ""
+    return f"pid {state.pid}, {state.model_path}, profile {state.profile}"
 
 
 def build_plan(

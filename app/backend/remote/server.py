@@ -30,6 +30,7 @@ from app.backend.engine.setup import (
 )
 from app.backend.engine.sglang_log import log_path, route_sglang_logging
 from app.backend.remote.remote import RemoteBackend
+from app.backend.resident.keeper import InFlight, Keeper
 from app.core.proof_report import ProofReport
 from app.plumbing.redact import protect
 from app.plumbing.to_log import output_to_log
@@ -40,6 +41,7 @@ def serve(
     render: Callable[[ProofReport], str],
     *,
     scheduler_entry: Callable[..., None] | None = None,
+    keeper: Keeper | None = None,
 ) -> bool:
     """Run the server until it stops; returns False when its proof refused it.
 
@@ -50,6 +52,8 @@ def serve(
         config: what to serve (its overrides carry host, port, api_key, tp_size).
         render: the proof report as the terminal shows it, once the server judged itself.
         scheduler_entry: replaces ling-chat's scheduler entry (GPU tests only).
+        keeper: for a resident engine: counts its requests, and is told once it proved
+            itself (its idle timer starts then).
     """
     check_model_path(config.model_path, draft_models([config]))
     set_engine_environment()  # before SGLang's modules read it at import
@@ -59,6 +63,7 @@ def serve(
     os.environ[PLAN_ENV] = PatchPlan.for_levers(config.levers, str(log_file)).to_env()
     with output_to_log(log_file) as terminal:
         try:
+            from sglang.srt.entrypoints.http_server import app as fastapi_app
             from sglang.srt.entrypoints.http_server import launch_server
             from sglang.srt.server_args import ServerArgs
 
@@ -83,8 +88,12 @@ def serve(
             verdict.append(judge(prove, render, terminal))
             if not verdict[-1]:
                 os.kill(os.getpid(), signal.SIGTERM)
+            elif keeper is not None:
+                keeper.ready()
 
         print(f"ling-chat: starting SGLang's server; its log: {log_file}", file=terminal)
+        if keeper is not None:
+            fastapi_app.add_middleware(InFlight, keeper=keeper)
         launch_server(
             args,
             run_scheduler_process_func=scheduler_entry or patches.run_scheduler_process,

@@ -34,6 +34,9 @@ SCROLL_KEYS: Final = {
 }
 """Keys that scroll the stages and the proof report, and the `Widget` method each calls."""
 SCROLL_HELP: Final = "↑ ↓ PgUp PgDn Home End scroll"
+NAME_WIDTH: Final = 32
+"""Columns of a stage's name before its time; a longer one has its time and detail under it,
+so that 80 columns hold them (a detail is at most 60 characters: boot_log.DETAIL_CHARS)."""
 
 
 @dataclass(slots=True)
@@ -113,12 +116,12 @@ class StartupScreen(Screen[None]):
         self._draw()
 
     def _show_bytes(self, stage: LoadStage) -> None:
-        """A download's progress bar, shown while its stage runs."""
+        """A download's or the weight load's progress bar, shown while bytes are counted."""
         bar = self.query_one("#download", ProgressBar)
         if stage.bytes_total and not stage.done:
             bar.update(total=stage.bytes_total, progress=stage.bytes_done or 0)
             bar.display = True
-        elif stage.done and bar.display:
+        elif bar.display:
             bar.display = False
 
     def show_checking(self) -> None:
@@ -201,8 +204,12 @@ class StartupScreen(Screen[None]):
             else:
                 mark, took = "·", self._finished_at - stage.seen_at
             text.append(f" {mark} ", style="green" if mark == "✓" else "yellow")
-            text.append(f"{stage.name:<32}")
-            text.append(f"{seconds(took):>9}", style="bold")
+            if len(stage.name) > NAME_WIDTH:  # the load's: its time and detail under it
+                text.append(f"{stage.name}\n     ")
+                text.append(seconds(took), style="bold")
+            else:
+                text.append(f"{stage.name:<{NAME_WIDTH}}")
+                text.append(f"{seconds(took):>9}", style="bold")
             if stage.detail:
                 text.append(f"   {stage.detail}", style="dim")
             text.append("\n")

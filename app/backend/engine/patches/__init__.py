@@ -9,7 +9,8 @@ ling-chat's model changes in the child, then call SGLang's stock entry:
 - sharing: the NEXTN draft takes the target's whole LM-head module;
 - evidence: record what the running model really is, sent back with the init info
   (dspark: the DSpark draft's part of it; replayssm: the KDA verify's);
-- kernel_load: a cached Humming kernel CUDA cannot load names its file and cache.
+- kernel_load: a cached Humming kernel CUDA cannot load names its file and cache;
+- load_watch: the weight load's bytes and stages, written for the start screen.
 
 The plan (which changes to make) travels in the `LING_CHAT_PATCH_PLAN` environment
 variable, which spawned children inherit.
@@ -49,15 +50,20 @@ class PatchPlan:
     """Record the DSpark draft's evidence (app/backend/engine/patches/dspark.py)."""
     replayssm: bool = False
     """Count the KDA ReplaySSM commits (app/backend/engine/patches/replayssm.py)."""
+    progress_file: str | None = None
+    """Where the load's progress goes (app/backend/engine/load_progress.py; None: nowhere)."""
 
     @classmethod
-    def for_levers(cls, levers: Levers, log_file: str) -> PatchPlan:
+    def for_levers(
+        cls, levers: Levers, log_file: str, progress_file: str | None = None
+    ) -> PatchPlan:
         """The changes a profile's levers need, the child's output going to `log_file`."""
         return cls(
             fp8_head=levers.fp8_head,
             dspark=levers.dspark,
             replayssm=levers.kda_replayssm,
             log_file=log_file,
+            progress_file=progress_file,
         )
 
     def to_env(self) -> str:
@@ -78,6 +84,7 @@ def install(plan: PatchPlan) -> None:
         evidence,
         fp8_head,
         kernel_load,
+        load_watch,
         replayssm,
         sharing,
     )
@@ -91,6 +98,8 @@ def install(plan: PatchPlan) -> None:
         replayssm.install()
     if plan.fp8_head:
         fp8_head.install(plan.min_head_speedup)
+    if plan.progress_file:  # after the FP8 head: its time counts as the head's
+        load_watch.install(plan.progress_file, fp8_head=plan.fp8_head)
 
 
 def redirect_output(log_file: str | None) -> None:
