@@ -81,3 +81,9 @@ class ImportFailed(LingChatError):
 
 class PreflightFailed(LingChatError):
     """The machine cannot start the engine safely; each failed check was printed."""
+
+
+class CheckpointRefused(BackendError, PreflightFailed):
+    """A downloaded checkpoint lacks a tensor the loader reads, or holds one it cannot read:
+    a start error where the engine starts (the chat's start-up screen), a preflight refusal
+    (exit 3) for the commands."""

@@ -31,6 +31,13 @@
 #              its exit (2)
 #   engine     the stack passes every line (its ReplaySSM ring's too) and streams the known
 #              answer at accept >= 3.5; weight-only sharing refused (2)
+#   realckpt   the stack boots from real files: tests/gpu/test_checkpoint_gpu.py writes the 6-layer
+#              known-answer checkpoint in inclusionAI/Ling-3.0-flash-fp4's layout to /root/ckpt6
+#              (about 11.6 GB, kept for later runs), boots it with SGLang's default load format
+#              and ling-chat's own scheduler entry, every proof line passes and the known answer
+#              streams; then six broken copies (beside it, removed after) are refused by
+#              `ling-chat doctor`'s checkpoint line naming tensor and file, exit 3 (untried;
+#              after `prepare`; about 6)
 #   engine42   the same proof and reply on the full 42-layer model (2 dense + 40 MoE layers,
 #              67.8 GB of dummy weights) at memory fraction 0.65, with start time by stage (1.5)
 #   replayssm-state  with the KDA layers live, the request's KDA state after the same reply
@@ -242,6 +249,7 @@ for step in "$@"; do
       gpu_tests gemv 300 tests/gpu/test_fp8_gemv.py ;;
     head-sweep) run head-sweep 540 python3 lab/scripts/gpu_head_bench.py --sweep --json "$OUT/head-sweep.json" ;;
     engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm or weight_only" ;;
+    realckpt) LING_CHAT_TEST_CHECKPOINT=/root/ckpt6 gpu_tests realckpt 540 tests/gpu/test_checkpoint_gpu.py ;;
     engine42)
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
         gpu_tests engine42 560 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;

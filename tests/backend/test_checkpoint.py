@@ -20,13 +20,7 @@ from app.backend.checkpoint.verify import check_checkpoint
 from tests.gpu import checkpoint_bytes as raw
 from tests.gpu import models
 from tests.gpu.checkpoint import inverse_permutation, write_checkpoint
-from tests.support.broken_checkpoint import (
-    BREAKAGES,
-    break_copy,
-    linked_copy,
-    read_entries,
-    rewrite,
-)
+from tests.support import broken_checkpoint as broken
 from tests.support.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +57,7 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tensor_bytes(folder: Path, name: str) -> tuple[dict[str, Any], bytes]:
     """A tensor's header entry and data, read back from its shard."""
     shard = json.loads((folder / "model.safetensors.index.json").read_text())["weight_map"][name]
-    header, start = read_entries(folder / shard)
+    header, start = broken.read_entries(folder / shard)
     begin, end = header[name]["data_offsets"]
     with (folder / shard).open("rb") as data:
         data.seek(start + begin)
@@ -79,7 +73,7 @@ def test_a_written_checkpoint_holds_every_tensor_the_loader_reads(good: Path):
     index = json.loads((good / "model.safetensors.index.json").read_text())
     shards = sorted(good.glob("model-*.safetensors"))
     assert [s.name for s in shards][0] == "model-00001-of-00009.safetensors"
-    data = sum(s.stat().st_size - read_entries(s)[1] for s in shards)
+    data = sum(s.stat().st_size - broken.read_entries(s)[1] for s in shards)
     assert index["metadata"]["total_size"] == data
 
 
@@ -116,7 +110,7 @@ def test_the_known_answer_is_in_the_bytes(good: Path):
 def test_the_filler_is_finite_in_every_format(good: Path):
     seen = set()
     for shard in good.glob("model-*.safetensors"):
-        header, start = read_entries(shard)
+        header, start = broken.read_entries(shard)
         header.pop("__metadata__")
         data = shard.read_bytes()
         for entry in header.values():
@@ -129,14 +123,14 @@ def test_the_filler_is_finite_in_every_format(good: Path):
                 assert max(body) <= 127 and min(body) >= 120  # 2^-7 .. 1
             elif dtype == "BF16":
                 assert all(b & 0x7F != 0x7F for b in body[1::2])  # no Inf or NaN exponent
-    assert seen == {"BF16", "F32", "F8_E4M3", "F8_E8M0", "U8"}
+    assert seen == {"BF16", "F32", "F8_E4M3", "F8_E8M0", "I8"}
 
 
-@pytest.mark.parametrize("breakage", BREAKAGES)
+@pytest.mark.parametrize("breakage", broken.BREAKAGES)
 def test_a_broken_copy_is_refused_in_one_line_naming_the_tensor_and_file(
     breakage: str, good: Path, tmp_path: Path
 ):
-    tensor, file = break_copy(good, tmp_path / "broken", breakage)
+    tensor, file = broken.break_copy(good, tmp_path / "broken", breakage)
     report = check_checkpoint(tmp_path / "broken")
     assert not report.ok
     line = report.line()
@@ -147,8 +141,8 @@ def test_a_broken_copy_is_refused_in_one_line_naming_the_tensor_and_file(
 
 def test_the_refusals_say_what_is_wrong(good: Path, tmp_path: Path):
     said = {}
-    for breakage in BREAKAGES:
-        break_copy(good, tmp_path / breakage, breakage)
+    for breakage in broken.BREAKAGES:
+        broken.break_copy(good, tmp_path / breakage, breakage)
         said[breakage] = check_checkpoint(tmp_path / breakage).line()
     assert "lacks model.layers.2.mlp.experts.1.down_proj.weight_scale_inv" in said["missing_tensor"]
     assert (
@@ -169,24 +163,24 @@ def shard_of(folder: Path, name: str) -> str:
 
 
 def test_o_proj_stored_as_dense_is_read_by_that_name(good: Path, tmp_path: Path):
-    folder = linked_copy(good, tmp_path / "dense")
+    folder = broken.linked_copy(good, tmp_path / "dense")
     shard = shard_of(good, "model.layers.5.attention.o_proj.weight")
     (folder / shard).unlink()
-    rewrite(
+    broken.rewrite(
         good / shard,
         folder / shard,
         lambda e: (e[0].replace("attention.o_proj.", "attention.dense."), *e[1:]),
     )
-    assert "model.layers.5.attention.dense.weight" in read_entries(folder / shard)[0]
+    assert "model.layers.5.attention.dense.weight" in broken.read_entries(folder / shard)[0]
     assert check_checkpoint(folder).ok
 
 
 def test_tensors_the_loader_ignores_are_allowed(good: Path, tmp_path: Path):
-    folder = linked_copy(good, tmp_path / "extra")
+    folder = broken.linked_copy(good, tmp_path / "extra")
     shard = shard_of(good, "model.layers.3.input_layernorm.weight")
     (folder / shard).unlink()
     inv_freq = ("model.layers.3.attention.rotary_emb.inv_freq", "F32", [2], bytes(8))
-    rewrite(good / shard, folder / shard, lambda e: e, extra=[inv_freq])
+    broken.rewrite(good / shard, folder / shard, lambda e: e, extra=[inv_freq])
     report = check_checkpoint(folder)
     assert report.ok, report.problems
     assert report.tensors == check_checkpoint(good).tensors + 1
@@ -195,7 +189,7 @@ def test_tensors_the_loader_ignores_are_allowed(good: Path, tmp_path: Path):
 def test_doctor_refuses_a_broken_checkpoint_in_the_preflight_and_exits_3(
     good: Path, tmp_path: Path
 ):
-    tensor, file = break_copy(good, tmp_path / "broken", "scale_as_raw_bytes")
+    tensor, file = broken.break_copy(good, tmp_path / "broken", "scale_as_raw_bytes")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)])}
     done = subprocess.run(
         [sys.executable, "-m", "app", "doctor", "--model", str(tmp_path / "broken")],
@@ -208,3 +202,33 @@ def test_doctor_refuses_a_broken_checkpoint_in_the_preflight_and_exits_3(
     (line,) = [x for x in done.stdout.splitlines() if x.startswith("preflight: FAIL checkpoint")]
     assert f"{file}: {tensor} is U8" in line
     assert "Importing SGLang" not in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"hidden_size": "wide"}, "config.json has a value of the wrong type (invalid literal"),
+        ({"num_experts": None}, "config.json has a value of the wrong type (int() argument"),
+        ({"layer_group_size": "six"}, "config.json has a value of the wrong type ('>' not"),
+    ],
+)
+def test_a_config_the_loader_cannot_read_is_one_line(
+    change: dict[str, Any], says: str, good: Path, tmp_path: Path
+):
+    folder = broken.linked_copy(good, tmp_path / "config")
+    (folder / "config.json").unlink()
+    (folder / "config.json").write_text(json.dumps({**small_config(), **change}))
+    report = check_checkpoint(folder)
+    assert report.line().startswith(says), report.line()
+
+
+def test_another_architecture_is_read_but_not_compared(good: Path, tmp_path: Path):
+    folder = broken.linked_copy(good, tmp_path / "other")
+    (folder / "config.json").unlink()
+    other = {**small_config(), "architectures": ["Qwen3ForCausalLM"]}
+    (folder / "config.json").write_text(json.dumps(other))
+    report = check_checkpoint(folder)
+    assert report.ok
+    assert report.line().endswith(
+        "names not checked: architecture Qwen3ForCausalLM, not BailingMoeV3ForCausalLM"
+    )

@@ -41,7 +41,7 @@ from tests.gpu import models
 
 INDEX = "model.safetensors.index.json"
 EMBED_SEED = 1234
-ITEM_BYTES = {"BF16": 2, "F32": 4, "F8_E4M3": 1, "F8_E8M0": 1, "U8": 1}
+ITEM_BYTES = {"BF16": 2, "F32": 4, "F8_E4M3": 1, "F8_E8M0": 1, "I8": 1}
 KNOWN_ONES = ("model.norm.weight", ".enorm.weight", ".hnorm.weight", ".final_layernorm.weight")
 KNOWN_ZEROS = (".input_layernorm.weight", ".post_attention_layernorm.weight")
 
@@ -100,7 +100,8 @@ def group_by_layer(specs: list[TensorSpec], config: Mapping[str, Any]) -> list[l
 
 
 def dtype_of(spec: TensorSpec) -> str:
-    """The dtype written: BF16 floats, F32 linear scales, E8M0 expert scales, U8 experts."""
+    """The dtype written: BF16 floats, F32 linear scales, E8M0 expert scales, I8 experts
+    (SGLang's parameter is int8: copied bit for bit, no cast)."""
     if spec.dtypes == SCALE:
         return "F8_E8M0" if ".experts." in spec.name else "F32"
     if spec.dtypes == FLOAT:
@@ -177,7 +178,7 @@ class Values:
             return self.fill.e8m0(count)
         if dtype == "F32":
             return raw.power_of_two_scales(count)
-        if dtype == "U8":
+        if dtype == "I8":
             return self.fill.take(count)
         return self.fill.bf16(count)
 

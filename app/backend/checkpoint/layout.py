@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 FLOAT = ("BF16", "F16", "F32")
 """Unquantized tensors, cast into the parameter's dtype on load (the first one is written)."""
 FP8 = ("F8_E4M3",)
-PACKED_FP4 = ("U8", "I8")
+PACKED_FP4 = ("I8", "U8")
 """Two E2M1 values a byte, copied bit for bit into SGLang's int8 parameter."""
 SCALE = ("F32", "F8_E8M0")
 """Block scales, read into float32 by value."""
@@ -37,7 +37,8 @@ class TensorSpec(NamedTuple):
 
 
 class UnsupportedLayout(ValueError):
-    """config.json describes a model or quantization this check does not know."""
+    """config.json describes a model or quantization this check does not know, or lacks what
+    the loader needs (`unsupported` tells the two apart)."""
 
 
 def unsupported(config: Mapping[str, Any]) -> str | None:
@@ -50,6 +51,8 @@ def unsupported(config: Mapping[str, Any]) -> str | None:
         return "quantization is not FP8 with MXFP4 routed experts"
     if config.get("full_attention_type", "mla") != "mla":
         return "full attention is not MLA"
+    if not config.get("no_kda_lora", False):
+        return "KDA with LoRA gates (no_kda_lora is not true)"
     return None
 
 
@@ -57,7 +60,8 @@ def expected_tensors(config: Mapping[str, Any]) -> list[TensorSpec]:
     """Every tensor the BailingMoeV3 loader and its NEXTN layer read, in checkpoint order.
 
     Raises:
-        UnsupportedLayout: `unsupported(config)` is not None, or config.json lacks a key.
+        UnsupportedLayout: `unsupported(config)` is not None, or config.json lacks a key or
+            holds a value of the wrong type.
     """
     if why := unsupported(config):
         raise UnsupportedLayout(why)
@@ -65,6 +69,8 @@ def expected_tensors(config: Mapping[str, Any]) -> list[TensorSpec]:
         return _Model(config).tensors()
     except KeyError as exc:
         raise UnsupportedLayout(f"config.json has no {exc.args[0]}") from exc
+    except (TypeError, ValueError) as exc:
+        raise UnsupportedLayout(f"config.json has a value of the wrong type ({exc})") from exc
 
 
 def nextn_layer(config: Mapping[str, Any]) -> int | None:
@@ -111,8 +117,8 @@ class _Model:
         nextn = nextn_layer(c)
         if nextn is not None:
             prefix = f"model.layers.{nextn}"
-            found += [self.norm(f"{prefix}.enorm.weight", hidden)]
-            found += [self.norm(f"{prefix}.hnorm.weight", hidden)]
+            found.append(self.norm(f"{prefix}.enorm.weight", hidden))
+            found.append(self.norm(f"{prefix}.hnorm.weight", hidden))
             found += self.linear(f"{prefix}.eh_proj", hidden, 2 * hidden)
             found += self.layer(prefix, kda=False, moe=True)
             found.append(self.norm(f"{prefix}.final_layernorm.weight", hidden))
@@ -152,8 +158,6 @@ class _Model:
         head_dim = int(c["head_dim"])
         size = heads * head_dim  # KimiDeltaAttention's projection_size, for q, k, v, f and g
         kernel = int(c["short_conv_kernel_size"])
-        if not c.get("no_kda_lora", False):
-            raise UnsupportedLayout("KDA with LoRA gates (no_kda_lora false)")
         found = [t for p in "qkvfg" for t in self.linear(f"{at}.{p}_proj", size, hidden)]
         found.append(TensorSpec(f"{at}.b_proj.weight", (heads, hidden), FLOAT))
         found += [TensorSpec(f"{at}.{p}_conv1d.weight", (size, 1, kernel), FLOAT) for p in "qkv"]

@@ -20,7 +20,12 @@ from app.backend.checkpoint.headers import (
     read_index,
     read_shard,
 )
-from app.backend.checkpoint.layout import TensorSpec, UnsupportedLayout, expected_tensors
+from app.backend.checkpoint.layout import (
+    TensorSpec,
+    UnsupportedLayout,
+    expected_tensors,
+    unsupported,
+)
 
 LOADER = "SGLang 0.5.23's BailingMoeV3 loader"
 
@@ -78,10 +83,12 @@ def check_checkpoint(folder: Path) -> CheckpointReport:
     report = CheckpointReport(folder, (), len(found), len(index.shards), data)
     if problems:
         return dataclasses.replace(report, problems=tuple(problems))
+    if why := unsupported(config):
+        return dataclasses.replace(report, unchecked=why)
     try:
         specs = expected_tensors(config)
     except UnsupportedLayout as exc:
-        return dataclasses.replace(report, unchecked=str(exc))
+        return dataclasses.replace(report, problems=(str(exc),))
     for spec in specs:
         tensor = found.get(spec.name)
         differs = tensor is None or tensor.dtype not in spec.dtypes or tensor.shape != spec.shape

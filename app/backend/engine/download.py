@@ -278,6 +278,15 @@ def _on_disk(files: Mapping[str, tuple[int, str]], blobs: Path) -> int:
     )
 
 
+def cached_snapshot(repo: str, place: HubPlace | None = None) -> Path:
+    """The folder of `repo`'s snapshot in the cache, once downloaded.
+
+    Raises:
+        ModelNotFound: it is not in the cache.
+    """
+    return _cached(repo, place or HubPlace.from_env(), "it has not been downloaded")
+
+
 def _cached(repo: str, place: HubPlace, why: str) -> Path:
     """The cached snapshot of `repo`, or one line saying it is not there."""
     from huggingface_hub import snapshot_download

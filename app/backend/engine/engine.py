@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from app.backend.draft import draft_in_use
 from app.backend.engine.boot_log import LOAD_STAGE, BootLog
+from app.backend.engine.checkpoint_gate import refuse_unloadable_download
 from app.backend.engine.config import EngineConfig, draft_models, server_args
 from app.backend.engine.download_stage import engine_downloads
 from app.backend.engine.kernel_cache import invalid_image_hint
@@ -122,6 +123,7 @@ class EngineBackend:
         yield stage("Importing SGLang", True)
         async for fetched in engine_downloads(self.config, t0):
             yield fetched
+        await asyncio.to_thread(refuse_unloadable_download, self.config)  # headers: under 1 s
         environment = self._boot_environment()
         self.processes.watch()
         kwargs = self.server_kwargs = server_args(self.config, gpu)

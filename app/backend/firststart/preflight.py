@@ -75,7 +75,8 @@ class Probes:
     """ling-chat's own resident engine (`keep_engine`), when one runs: `pid N, MODEL, PROFILE`."""
     checkpoint: CheckpointReport | None = None
     """The local checkpoint folder's headers against the loader's tensors; None when no
-    weights are read here (a Hugging Face id, checked by its download; load_format=dummy)."""
+    weights are read here (a Hugging Face id: the engine checks it after its download;
+    load_format=dummy: none are read)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +268,7 @@ def _disk(p: Probes, plan: Plan) -> Check:
 def _checkpoint(p: Probes) -> Check:
     report = p.checkpoint
     if report is None:
-        return Check("checkpoint", True, "no local folder to read (a Hub id, or dummy weights)")
+        return Check("checkpoint", True, "not read here (a Hub id: after its download)")
     if report.ok:
         return Check("checkpoint", True, report.line())
     return Check(
