@@ -37,7 +37,8 @@
 #              and ling-chat's own scheduler entry, every proof line passes and the known answer
 #              streams; then six broken copies (beside it, removed after) are refused by
 #              `ling-chat doctor`'s checkpoint line naming tensor and file, exit 3 (untried;
-#              after `prepare`; about 6)
+#              after `prepare`; about 6). CKPT_LAYERS=12 writes /root/ckpt12 instead, the
+#              folder load-bench reads (the same writer at the same depth), and marks it complete
 #   engine42   the same proof and reply on the full 42-layer model (2 dense + 40 MoE layers,
 #              67.8 GB of dummy weights) at memory fraction 0.65, with start time by stage (1.5)
 #   replayssm-state  with the KDA layers live, the request's KDA state after the same reply
@@ -249,7 +250,11 @@ for step in "$@"; do
       gpu_tests gemv 300 tests/gpu/test_fp8_gemv.py ;;
     head-sweep) run head-sweep 540 python3 lab/scripts/gpu_head_bench.py --sweep --json "$OUT/head-sweep.json" ;;
     engine) gpu_tests engine 520 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm or weight_only" ;;
-    realckpt) LING_CHAT_TEST_CHECKPOINT=/root/ckpt6 gpu_tests realckpt 540 tests/gpu/test_checkpoint_gpu.py ;;
+    realckpt)  # CKPT_LAYERS=12: the same writer's 12-layer folder, then reused by load-bench
+      layers="${CKPT_LAYERS:-6}"
+      LING_CHAT_TEST_LAYERS="$layers" LING_CHAT_TEST_CHECKPOINT="/root/ckpt$layers" \
+        gpu_tests realckpt 540 tests/gpu/test_checkpoint_gpu.py
+      [[ -e "/root/ckpt$layers/written-by-tests-gpu-checkpoint" ]] && echo "$layers" >"/root/ckpt$layers/.ling-chat-complete" ;;
     engine42)
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
         gpu_tests engine42 560 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;
