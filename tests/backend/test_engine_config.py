@@ -22,8 +22,9 @@ from app.backend.engine.config import (
     nextn_depth_args,
     server_args,
 )
-from app.backend.engine.setup import set_engine_environment
+from app.backend.engine.setup import check_load_format, set_engine_environment
 from app.commands.common import sglang_overrides
+from app.core.errors import BackendError
 from app.core.profiles import PROFILES
 from tests.fixtures.engine_double.sglang.srt.entrypoints import engine as engine_double
 
@@ -209,16 +210,23 @@ def test_the_settings_doc_table_is_the_code_s():
     assert table in SETTINGS_DOC.read_text(), f"docs/engine-settings.md's table should be:\n{table}"
 
 
-def test_the_load_format_is_sglang_s_until_one_is_chosen_per_gpu_kind(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    for gpu in GPUS:  # nothing passed: SGLang's `auto`
-        args = server_args(EngineConfig("/m"), gpu)
-        assert "load_format" not in args and "model_loader_extra_config" not in args
+def test_the_load_format_is_chosen_per_gpu_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert server_args(EngineConfig("/m"), H200_FULL)["load_format"] == "instanttensor"
+    spark = server_args(EngineConfig("/m"), SPARK)  # nothing passed: SGLang's `auto`
+    assert "load_format" not in spark and "model_loader_extra_config" not in spark
     monkeypatch.setattr(engine_config, "LOAD_FORMAT_SM90", "fastsafetensors")
     h200 = server_args(EngineConfig("/m"), H200_FULL)
     assert h200["load_format"] == "fastsafetensors"
     assert h200["model_loader_extra_config"] == '{"enable_gds": false}'  # no GPUDirect Storage
-    assert "load_format" not in server_args(EngineConfig("/m"), SPARK)  # chosen per kind
     dummy = server_args(EngineConfig("/m", overrides={"load_format": "dummy"}), H200_FULL)
     assert dummy["load_format"] == "dummy"  # an override still wins
+
+
+def test_a_load_format_whose_reader_is_missing_is_one_line_before_the_boot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(engine_config.LOAD_FORMAT_PACKAGES, "instanttensor", "no_such_reader_x")
+    with pytest.raises(BackendError, match=r"^load format instanttensor needs the no_such_reader"):
+        check_load_format({"load_format": "instanttensor"})
+    check_load_format({"load_format": "dummy"})  # no reader package: nothing to check
+    check_load_format({})

@@ -60,15 +60,18 @@ def _attention(gpu: GpuFacts) -> str:
     return "fa3" if gpu.sm == 90 and gpu.has_fa3 else "triton"
 
 
-LOAD_FORMAT_SM90: str | None = None
-"""The H200's weight load format (None: SGLang's `auto`); lab/scripts/gpu_load_bench.py
-measures each, and the fastest that passes the proof belongs here."""
+LOAD_FORMAT_SM90: str | None = "instanttensor"
+"""The H200's weight load format (None: SGLang's `auto`): the fastest cold load that passed the
+proof in lab/scripts/gpu_load_bench.py (docs/load.md)."""
 LOAD_FORMAT_SM12X: str | None = None
-"""The DGX Spark's, from the same measurement (docs/load.md projects it)."""
+"""The DGX Spark's: SGLang's `auto` until the benchmark runs on a GB10 (docs/load.md)."""
 LOAD_FORMAT_WHY = (
-    "SGLang's default (`auto`: safetensors, read by 8 threads through the page cache) until "
-    "lab/scripts/gpu_load_bench.py measures a faster format that passes the proof (docs/load.md)"
+    "sm_90: `instanttensor`, the fastest cold load that passed the proof (12 layers, 20.2 GB: "
+    "31.0 s against `auto`'s 32.9 s and fastsafetensors' 43.3 s, one run each); sm_12x: SGLang's "
+    "`auto` (8 reader threads through the page cache) until measured on a GB10 (docs/load.md)"
 )
+LOAD_FORMAT_PACKAGES = {"instanttensor": "instanttensor", "fastsafetensors": "fastsafetensors"}
+"""Load format -> the module it reads with (the `engine` extra holds the default's)."""
 
 
 def _load_format(gpu: GpuFacts) -> str | None:

@@ -28,6 +28,7 @@ from app.backend.engine.load_progress import LoadProgress, progress_stage, read_
 from app.backend.engine.patches import PLAN_ENV, REFUSAL, PatchPlan
 from app.backend.engine.reply import chat_prompt, produce_reply, prompt_ids
 from app.backend.engine.setup import (
+    check_load_format,
     check_model_path,
     engine_class,
     engine_missing,
@@ -127,6 +128,7 @@ class EngineBackend:
         environment = self._boot_environment()
         self.processes.watch()
         kwargs = self.server_kwargs = server_args(self.config, gpu)
+        check_load_format(kwargs)
         yield stage(LOAD_STAGE, False, f"log: {self.log_file}")
         start_resource_tracker()  # before the boot: the tracker is not SGLang's to stop
         spawn = self.processes.boot

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from app.backend.engine.config import GpuFacts, engine_environment
+from app.backend.engine.config import LOAD_FORMAT_PACKAGES, GpuFacts, engine_environment
 from app.backend.engine.download import is_hub_id
 from app.core.errors import BackendError, ModelNotFound
 
@@ -22,6 +22,21 @@ def engine_missing(exc: ImportError) -> BackendError:
     return BackendError(
         f"the engine is not installed ({exc.name} missing): pip install 'ling-chat[engine]'"
     )
+
+
+def check_load_format(server_kwargs: dict) -> None:
+    """Fail before the boot when the load format's reader is not installed.
+
+    Raises:
+        BackendError: one line naming the format and the install that brings its package.
+    """
+    fmt = server_kwargs.get("load_format")
+    module = LOAD_FORMAT_PACKAGES.get(fmt) if isinstance(fmt, str) else None
+    if module is not None and importlib.util.find_spec(module) is None:
+        raise BackendError(
+            f"load format {fmt} needs the {module} package, which is not installed: "
+            "pip install 'ling-chat[engine]' (or --sglang-arg load_format=auto)"
+        )
 
 
 def check_model_path(model_path: str, drafts: Iterable[str] = ()) -> None:

@@ -23,6 +23,7 @@ from app.backend.engine.config import (
 )
 from app.backend.engine.patches import PLAN_ENV, PatchPlan
 from app.backend.engine.setup import (
+    check_load_format,
     check_model_path,
     engine_missing,
     gpu_facts,
@@ -77,7 +78,9 @@ def serve(
             REASONING_PARSER.name: REASONING_PARSER.value,
             "default_chat_template_kwargs": chat_template_kwargs(),
         }
-        args = ServerArgs(**{**serving, **server_args(config, gpu_facts())})
+        kwargs = server_args(config, gpu_facts())
+        check_load_format(kwargs)
+        args = ServerArgs(**{**serving, **kwargs})
         verdict: list[bool] = []
 
         def prove() -> ProofReport:
