@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from app import launch
 from app.backend.remote.resident import ResidentBackend
 from app.backend.resident import process
-from app.backend.resident.state import read_state
+from app.backend.resident.state import RUNTIME_DIR_ENV, read_state
 from app.commands import chat
 from app.commands.common import settings_from
 from app.core.duration import parse_duration
@@ -123,3 +124,16 @@ def test_engine_status_names_a_hung_engine_and_exits_1(
     assert done.returncode == 1
     assert "  state     NOT ANSWERING (hung): `ling-chat engine stop` stops it" in done.stdout
     assert process.alive(pid)
+
+
+def test_without_xdg_runtime_dir_status_says_only_its_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", RUNTIME_DIR_ENV)}
+    env["TMPDIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "engine", "status"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "no resident engine\n", "")

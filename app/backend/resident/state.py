@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 import stat
+import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,8 +34,14 @@ LOCK_NAME = "engine.lock"
 
 
 def runtime_path() -> Path:
-    """Where the user's runtime folder for ling-chat is (it may not exist)."""
-    return Path(os.environ.get(RUNTIME_DIR_ENV) or user_runtime_path("ling-chat"))
+    """Where the user's runtime folder for ling-chat is (it may not exist). Without
+    XDG_RUNTIME_DIR (a session without a login manager), platformdirs' /tmp/runtime-UID, whose
+    owner and mode `runtime_dir` checks, without platformdirs' warning."""
+    if override := os.environ.get(RUNTIME_DIR_ENV):
+        return Path(override)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return user_runtime_path("ling-chat")
 
 
 def runtime_dir() -> Path:
