@@ -3,6 +3,7 @@ line the start screen shows; a bad, absent or partial record shows no figure."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import struct
 import sys
@@ -49,6 +50,12 @@ def test_the_rate_is_bytes_over_seconds_read_and_time_left_follows_from_it() -> 
     assert progress.seconds_left == pytest.approx((66 - 12.4) * GB / (12.4 * GB / 5.9))
     line = "Reading weights  12.4 of 66.0 GB  2.1 GB/s  about 26 s left"
     assert progress_line(progress) == line
+
+
+def test_the_draft_s_reading_pass_is_named_as_its_own() -> None:
+    second = dataclasses.replace(reading(int(1.2 * GB), 66 * GB, 1.0), passes=2)
+    line = "Reading the draft's weights  1.2 of 66.0 GB  1.2 GB/s  about 54 s left"
+    assert progress_line(second) == line
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,9 @@ STAGES: Final = {
 }
 """The load's stages as the scheduler names them, and as people read them. `setup` is
 what lies between them: the model's init, the KV cache, the draft's model."""
+DRAFT_READ: Final = "Reading the draft's weights"
+"""A second reading pass: the draft model's load (a NEXTN draft reads the checkpoint again),
+counted from zero against its own files, so that the first pass's time left stays its own."""
 SHOWN: Final = frozenset(STAGES) - {"setup"}
 """Stages whose progress replaces SGLang's log line on the start screen."""
 
@@ -116,7 +119,7 @@ def progress_line(progress: LoadProgress) -> str:
     name = STAGES[progress.stage]
     if progress.stage != "read":
         return name
-    parts = [name]
+    parts = [DRAFT_READ if progress.passes >= 2 else name]
     done = progress.bytes_read / GB
     if progress.bytes_total > 0:
         parts.append(f"{done:.1f} of {progress.bytes_total / GB:.1f} GB")
