@@ -34,16 +34,20 @@ from app.backend.engine.patches.load_watch import tensor_bytes  # noqa: E402
 from lab.research.load_bench import DiskRead, LoadBench, LoadRow, table  # noqa: E402
 
 FORMATS: dict[str, dict[str, Any]] = {
-    "auto": {},
+    "auto": {"load_format": "auto"},
     "fastsafetensors": {
         "load_format": "fastsafetensors",
         "model_loader_extra_config": '{"enable_gds": false}',
     },
     "instanttensor": {"load_format": "instanttensor"},
-    "auto-nommap": {"weight_loader_disable_mmap": True},
-    "auto-1thread": {"model_loader_extra_config": '{"enable_multithread_load": false}'},
+    "auto-nommap": {"load_format": "auto", "weight_loader_disable_mmap": True},
+    "auto-1thread": {
+        "load_format": "auto",
+        "model_loader_extra_config": '{"enable_multithread_load": false}',
+    },
 }
-"""The SGLang 0.5.23 load formats that fit a single-GPU start, as server arguments."""
+"""The SGLang 0.5.23 load formats that fit a single-GPU start, as server arguments; each
+names its format, whatever ling-chat's default on the GPU is."""
 MARKER = ".ling-chat-complete"
 NOTES = re.compile(r"(?i)fall(?:ing)? ?back|nogds|gpudirect|cufile|\bgds\b")
 BLOCK = 64 << 20
