@@ -16,6 +16,7 @@ from app.backend.engine.download_stage import DOWNLOAD_STAGE
 from app.backend.engine.engine import EngineBackend
 from app.core.errors import BackendError, CheckpointRefused, PreflightFailed
 from tests.backend.test_checkpoint import small_config
+from tests.fixtures.engine_double.double_world import DOUBLED, NOT_INSTALLED
 from tests.fixtures.hub_double import FakeHubDouble, serving
 from tests.gpu.checkpoint import write_checkpoint
 from tests.support import broken_checkpoint as broken
@@ -55,12 +56,17 @@ def test_a_whole_download_passes_and_a_broken_one_is_refused_naming_tensor_and_f
 
 @pytest.fixture
 def engine_double(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """SGLang and torch (the doubles) importable; what the test imports of them is dropped."""
+    """SGLang and torch (the doubles) importable, even where the `engine` extra's real ones
+    were imported before; what the test imports of them is dropped, the real ones come back."""
+    for name in [n for n in sys.modules if n.split(".")[0] in DOUBLED]:
+        monkeypatch.delitem(sys.modules, name)
+    for name in NOT_INSTALLED:  # the `engine` extra's other packages, as in the double's world
+        monkeypatch.setitem(sys.modules, name, None)
     before = set(sys.modules)
     monkeypatch.syspath_prepend(str(DOUBLE))
     yield
     for name in set(sys.modules) - before:
-        if name.split(".")[0] in ("sglang", "torch", "zmq"):
+        if name.split(".")[0] in DOUBLED:
             del sys.modules[name]
 
 
