@@ -73,6 +73,9 @@ class LoadRow:
     """SGLang's boot: from spawning its processes to its engine ready."""
     notes: list[str] = field(default_factory=list)
     """SGLang's log lines about a fallback or GPUDirect Storage."""
+    draft_reads_all: bool = False
+    """The NEXTN draft read every shard again (SGLang's own load, ling-chat's draft_shards
+    patch off): the side-by-side row; otherwise only the shards of its layer."""
 
     @property
     def fallback(self) -> str:
@@ -97,16 +100,22 @@ class LoadRow:
         """The weight load: reading, processing, repack and FP8 head."""
         return sum(self.seconds.get(s, 0.0) for s in ("read", "process", "repack", "fp8_head"))
 
+    @property
+    def label(self) -> str:
+        """Format, cache state and, for SGLang's own draft load, `draft reads all`."""
+        return f"{self.format} {'cold' if self.cold else 'warm'}" + (
+            " draft reads all" if self.draft_reads_all else ""
+        )
+
     def verdict(self) -> str:
         """One line: passed, or how it failed or fell back."""
-        temperature = "cold" if self.cold else "warm"
         if not self.booted:
-            return f"{self.format} {temperature}: FAILED to boot: {self.error}"
+            return f"{self.label}: FAILED to boot: {self.error}"
         if self.fallback:
-            return f"{self.format} {temperature}: FELL BACK: {self.fallback}"
+            return f"{self.label}: FELL BACK: {self.fallback}"
         if not self.proof_ok:
-            return f"{self.format} {temperature}: proof FAILED: {'; '.join(self.failed)}"
-        return f"{self.format} {temperature}: passed ({self.proof})"
+            return f"{self.label}: proof FAILED: {'; '.join(self.failed)}"
+        return f"{self.label}: passed ({self.proof})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,10 +144,39 @@ class LoadBench:
             raise ValueError(f"not a load benchmark record: {err}") from None
 
 
+def median_row(rows: Sequence[LoadRow]) -> LoadRow:
+    """The row of the median weight load (the lower one of an even count)."""
+    ordered = sorted(rows, key=lambda row: row.load_s)
+    return ordered[(len(ordered) - 1) // 2]
+
+
 def fastest_passed(rows: Sequence[LoadRow], *, cold: bool) -> LoadRow | None:
-    """The passing row with the shortest weight load, cold or warm; None if none passed."""
-    passed = [row for row in rows if row.passed and row.cold == cold]
-    return min(passed, key=lambda row: row.load_s, default=None)
+    """The format whose passing rows (cold or warm, ling-chat's own draft load) have the
+    shortest median weight load: its median row; None if none passed."""
+    by_format: dict[str, list[LoadRow]] = {}
+    for row in rows:
+        if row.passed and row.cold == cold and not row.draft_reads_all:
+            by_format.setdefault(row.format, []).append(row)
+    medians = [median_row(group) for group in by_format.values()]
+    return min(medians, key=lambda row: row.load_s, default=None)
+
+
+def spreads(rows: Sequence[LoadRow]) -> list[str]:
+    """One line per format, cache state and draft load with two passing rows or more: the
+    weight load's median and range."""
+    groups: dict[str, list[LoadRow]] = {}
+    for row in rows:
+        if row.passed:
+            groups.setdefault(row.label, []).append(row)
+    lines = []
+    for label, group in groups.items():
+        if len(group) > 1:
+            loads = sorted(row.load_s for row in group)
+            lines.append(
+                f"spread, {label}: load {median_row(group).load_s:.1f} s median, "
+                f"{loads[0]:.1f}-{loads[-1]:.1f} s over {len(group)} runs"
+            )
+    return lines
 
 
 def table(bench: LoadBench) -> str:
@@ -150,7 +188,7 @@ def table(bench: LoadBench) -> str:
             f"disk: {disk.gbps:.2f} GB/s read with the cache dropped ({disk.dropped_by}), "
             f"{disk.warm_gbps:.2f} GB/s from the page cache ({disk.bytes / GB:.1f} GB)"
         )
-    header = f"{'format':<16} {'cache':<5} {'GB/s':>6} {'passes':>6} " + " ".join(
+    header = f"{'format':<16} {'cache':<5} {'draft':<5} {'GB/s':>6} {'x ckpt':>6} " + " ".join(
         f"{name:>8}" for name in (*STAGE_COLUMNS, "load", "boot")
     )
     lines += [header + "  proof", "-" * (len(header) + 7)]
@@ -158,16 +196,19 @@ def table(bench: LoadBench) -> str:
         cells = [row.seconds.get(name, 0.0) for name in STAGE_COLUMNS]
         figures = " ".join(f"{s:8.1f}" for s in (*cells, row.load_s, row.boot_s))
         proof = "ok" if row.passed else "FAIL"
+        share = row.bytes / bench.checkpoint_bytes if bench.checkpoint_bytes else 0.0
         lines.append(
-            f"{row.format:<16} {'cold' if row.cold else 'warm':<5} {row.read_gbps:6.2f} "
-            f"{row.passes:>6} {figures}  {proof}"
+            f"{row.format:<16} {'cold' if row.cold else 'warm':<5} "
+            f"{'all' if row.draft_reads_all else 'own':<5} {row.read_gbps:6.2f} "
+            f"{share:6.2f} {figures}  {proof}"
         )
     lines += [row.verdict() for row in bench.rows if not row.passed]
+    lines += spreads(bench.rows)
     for cold in (True, False):
         best = fastest_passed(bench.rows, cold=cold)
         state = "cold" if cold else "warm"
         lines.append(
             f"fastest that passed, {state}: "
-            + (f"{best.format} ({best.load_s:.1f} s load)" if best else "none")
+            + (f"{best.format} ({best.load_s:.1f} s load, median)" if best else "none")
         )
     return "\n".join(lines)

@@ -1,8 +1,9 @@
 """A projection (not a measurement) of the 66 GB weight load on a DGX Spark, by stage.
 
 From one load format's rows of the H200 benchmark (lab/research/load_bench.py):
-- reading: 66 GB, times the share of the checkpoint the benchmark's boot read (above 1 when
-  the NEXTN draft's model reads shards again), at the slower of the Spark's disk and the
+- reading: 66 GB and what the NEXTN draft reads on top (its own layer's shards, the same
+  bytes at any depth; the whole checkpoint again in a `draft reads all` row, scaled with
+  it), at the slower of the Spark's disk and the
   format's own pipeline (its warm
   row's rate, read from the page cache, so no disk limits it; the cold row's if there is no
   warm one), the pipeline scaled by the Spark's CPU speed against the H200 host's;
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from lab.research.load_bench import GB, LoadBench, LoadRow
+from lab.research.load_bench import GB, LoadBench, LoadRow, median_row
 
 RECIPE_LOAD_S: Final = 342.0
 """The official Spark recipe's weight load: 342 s for 66 GB (193 MB/s)."""
@@ -55,7 +56,7 @@ class SparkLoad:
     repack_s: float
     fp8_head_s: float
     read_bytes: float
-    """Bytes the load reads: the checkpoint's, times the share the benchmark's boot read."""
+    """Bytes the load reads: the checkpoint's and the NEXTN draft's pass."""
     pipeline_gbps: float
     """The format's reading pipeline on the Spark (the H200's, times cpu_factor)."""
     disk_bound: bool
@@ -65,6 +66,12 @@ class SparkLoad:
     double_buffer_gib: float
     """Weights and a full page-cache copy of the checkpoint together, GiB."""
     assumptions: SparkAssumptions
+    draft_reads_all: bool = False
+    """Projected from rows where the NEXTN draft read every shard again."""
+
+    @property
+    def label(self) -> str:
+        return self.format + (" draft reads all" if self.draft_reads_all else "")
 
     @property
     def load_s(self) -> float:
@@ -74,31 +81,51 @@ class SparkLoad:
         return {**asdict(self), "load_s": self.load_s}
 
 
-def format_rows(bench: LoadBench, fmt: str) -> tuple[LoadRow | None, LoadRow | None]:
-    """The format's last passing cold and warm rows."""
-    cold = [r for r in bench.rows if r.format == fmt and r.cold and r.passed]
-    warm = [r for r in bench.rows if r.format == fmt and not r.cold and r.passed]
-    return (cold[-1] if cold else None, warm[-1] if warm else None)
+def format_rows(
+    bench: LoadBench, fmt: str, *, draft_reads_all: bool = False
+) -> tuple[LoadRow | None, LoadRow | None]:
+    """The format's median passing cold and warm rows, of one draft load."""
+
+    def median(cold: bool) -> LoadRow | None:
+        rows = [
+            r
+            for r in bench.rows
+            if (r.format, r.cold, r.draft_reads_all, r.passed) == (fmt, cold, draft_reads_all, True)
+        ]
+        return median_row(rows) if rows else None
+
+    return median(True), median(False)
 
 
-def project(bench: LoadBench, fmt: str, spark: SparkAssumptions | None = None) -> SparkLoad:
-    """The Spark's load of the 66 GB checkpoint under `fmt`.
+def project(
+    bench: LoadBench,
+    fmt: str,
+    spark: SparkAssumptions | None = None,
+    *,
+    draft_reads_all: bool = False,
+) -> SparkLoad:
+    """The Spark's load of the 66 GB checkpoint under `fmt` (`draft_reads_all`: from the rows
+    where the NEXTN draft read every shard again).
 
     Raises:
         ValueError: no passing row of `fmt`, or its rows read nothing.
     """
     spark = spark or SparkAssumptions()
-    cold, warm = format_rows(bench, fmt)
+    cold, warm = format_rows(bench, fmt, draft_reads_all=draft_reads_all)
     base = cold or warm
     if base is None:
-        raise ValueError(f"no passing row of format {fmt!r} in the benchmark")
+        reads = " with the draft reading all shards" if draft_reads_all else ""
+        raise ValueError(f"no passing row of format {fmt!r}{reads} in the benchmark")
     pipeline_row = warm or base
     if pipeline_row.read_gbps <= 0 or bench.checkpoint_bytes <= 0:
         raise ValueError(f"format {fmt!r}: its rows read no bytes")
     pipeline = pipeline_row.read_gbps * spark.cpu_factor
     rate = min(spark.disk_gbps, pipeline)
     scale = CHECKPOINT_BYTES / bench.checkpoint_bytes
-    read_bytes = base.bytes * scale
+    if base.draft_reads_all:
+        read_bytes = base.bytes * scale
+    else:  # the draft's layer is one NEXTN layer at any depth
+        read_bytes = CHECKPOINT_BYTES + max(0, base.bytes - bench.checkpoint_bytes)
     process = base.seconds.get("process", 0.0) * scale * spark.gpu_slowdown
     repack = base.seconds.get("repack", 0.0) * scale * spark.gpu_slowdown
     head = base.seconds.get("fp8_head", 0.0) * spark.gpu_slowdown
@@ -118,6 +145,7 @@ def project(bench: LoadBench, fmt: str, spark: SparkAssumptions | None = None) -
         break_even_disk_gbps=break_even,
         double_buffer_gib=2 * CHECKPOINT_BYTES / 2**30,
         assumptions=spark,
+        draft_reads_all=draft_reads_all,
     )
 
 
@@ -129,13 +157,13 @@ def projection_table(loads: Sequence[SparkLoad]) -> str:
         f"assumed: disk {spark.disk_gbps:.1f} GB/s, CPU x{spark.cpu_factor:.2f} of the H200 "
         f"host's, GPU stages x{spark.gpu_slowdown:.1f} slower; the recipe measured "
         f"{RECIPE_LOAD_S:.0f} s; goal {GOAL_S:.0f} s",
-        f"{'format':<16} {'GB read':>7} {'read':>7} {'process':>8} {'repack':>7} {'head':>6} "
+        f"{'format':<32} {'GB read':>7} {'read':>7} {'process':>8} {'repack':>7} {'head':>6} "
         f"{'load':>7}  limit",
     ]
     for load in loads:
         limit = "disk" if load.disk_bound else f"pipeline {load.pipeline_gbps:.1f} GB/s"
         lines.append(
-            f"{load.format:<16} {load.read_bytes / GB:7.1f} {load.read_s:7.1f} "
+            f"{load.label:<32} {load.read_bytes / GB:7.1f} {load.read_s:7.1f} "
             f"{load.process_s:8.1f} {load.repack_s:7.1f} "
             f"{load.fp8_head_s:6.1f} {load.load_s:7.1f}  {limit}"
         )

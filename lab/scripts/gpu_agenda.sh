@@ -38,7 +38,10 @@
 #              streams; then six broken copies (beside it, removed after) are refused by
 #              `ling-chat doctor`'s checkpoint line naming tensor and file, exit 3 (untried;
 #              after `prepare`; about 6). CKPT_LAYERS=12 writes /root/ckpt12 instead, the
-#              folder load-bench reads (the same writer at the same depth), and marks it complete
+#              folder load-bench reads (the same writer at the same depth), and marks it complete.
+#              The boot also shows the NEXTN draft reading only its own layer's shards (under 1.5
+#              x the checkpoint in two passes). realckpt-boot: the boot and the known answer
+#              alone, no broken copies (12 layers: about 4, the checkpoint's writing included)
 #   engine42   the same proof and reply on the full 42-layer model (2 dense + 40 MoE layers,
 #              67.8 GB of dummy weights) at memory fraction 0.65, with start time by stage (1.5)
 #   replayssm-state  with the KDA layers live, the request's KDA state after the same reply
@@ -127,8 +130,10 @@
 #              (drop_caches, or POSIX_FADV_DONTNEED per shard where denied: it says which) and
 #              warm, then boots the stack once per run: load-bench-ckpt writes the checkpoint
 #              alone; load-bench-a boots auto, fastsafetensors and instanttensor cold;
-#              load-bench-b the same three warm (each a step of its own, 560 s at most;
-#              load-bench runs the three in turn).
+#              load-bench-b the same three warm; load-bench-c instanttensor cold with the NEXTN
+#              draft reading every shard again (SGLang's own load) and with ling-chat's (its
+#              layer's shards only), side by side, then auto cold (each a step of its own, 560 s
+#              at most; load-bench runs ckpt, a and b in turn; a boot about 1.7 with its import).
 #              Rows go to $OUT/load-bench.json as they come; each step ends with the table of
 #              every row so far, a line per format that failed or fell back, and the fastest
 #              that passed. Needs the `loadfmt` extra wheels (fastsafetensors, instanttensor)
@@ -255,6 +260,11 @@ for step in "$@"; do
       LING_CHAT_TEST_LAYERS="$layers" LING_CHAT_TEST_CHECKPOINT="/root/ckpt$layers" \
         gpu_tests realckpt 540 tests/gpu/test_checkpoint_gpu.py
       [[ -e "/root/ckpt$layers/written-by-tests-gpu-checkpoint" ]] && echo "$layers" >"/root/ckpt$layers/.ling-chat-complete" ;;
+    realckpt-boot)  # realckpt without the broken copies: the boot and the known answer only
+      layers="${CKPT_LAYERS:-6}"
+      LING_CHAT_TEST_LAYERS="$layers" LING_CHAT_TEST_CHECKPOINT="/root/ckpt$layers" \
+        gpu_tests realckpt-boot 540 tests/gpu/test_checkpoint_gpu.py -k stack_boots
+      [[ -e "/root/ckpt$layers/written-by-tests-gpu-checkpoint" ]] && echo "$layers" >"/root/ckpt$layers/.ling-chat-complete" ;;
     engine42)
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
         gpu_tests engine42 560 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;
@@ -323,13 +333,14 @@ for step in "$@"; do
       esac
       run "$step" 560 taskset -c 2-9 python3 lab/scripts/gpu_stack_ab.py "/root/$step" "${args[@]}"
       cp "/root/$step/ab.json" "$OUT/$step.json" 2>/dev/null ;;
-    load-bench | load-bench-ckpt | load-bench-a | load-bench-b)
+    load-bench | load-bench-ckpt | load-bench-a | load-bench-b | load-bench-c)
       parts=(ckpt a b)
       [[ "$step" != load-bench ]] && parts=("${step##*-}")
       for part in "${parts[@]}"; do
         args=(--checkpoint-only)
         [[ "$part" == a ]] && args=(--runs auto:cold,fastsafetensors:cold,instanttensor:cold)
         [[ "$part" == b ]] && args=(--runs auto:warm,fastsafetensors:warm,instanttensor:warm)
+        [[ "$part" == c ]] && args=(--runs instanttensor:cold:all,instanttensor:cold,auto:cold)
         [[ "$part" != ckpt ]] && args+=(--json "$OUT/load-bench.json")
         run "load-bench-$part" 560 python3 lab/scripts/gpu_load_bench.py /root/load-bench \
           --checkpoint /root/ckpt12 --layers 12 "${args[@]}"

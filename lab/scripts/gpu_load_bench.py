@@ -3,13 +3,15 @@
 Writes (once; reused when its marker is there) a real-layout checkpoint of LAYERS layers with
 the real per-layer sizes (tests/gpu/checkpoint.py), reads its shards itself to measure the
 disk (cache dropped) and the page cache, then boots the `stack` profile through the product's
-EngineBackend once per RUN (FORMAT:cold or FORMAT:warm, in the order given): seconds by
-stage from the scheduler's progress records, GB/s, the proof, and the weight iterator that
-really ran (another one is a fallback). Each row is appended to the JSON file as it comes,
-so a run cut short keeps the rows before; the table covers every row in the file.
+EngineBackend once per RUN (FORMAT:cold or FORMAT:warm, in the order given; FORMAT:cold:all
+has the NEXTN draft read every shard again, as SGLang does without ling-chat's draft_shards
+patch, for the side-by-side row): seconds by stage from the scheduler's progress records,
+GB/s, the proof, and the weight iterator that really ran (another one is a fallback). Each
+row is appended to the JSON file as it comes, so a run cut short keeps the rows before; the
+table covers every row in the file.
 
     python3 lab/scripts/gpu_load_bench.py OUT_DIR --checkpoint /root/ckpt12 --layers 12 \\
-        --runs auto:cold,auto:warm,fastsafetensors:cold --json OUT/load-bench.json
+        --runs auto:cold,auto:warm,instanttensor:cold:all --json OUT/load-bench.json
     python3 lab/scripts/gpu_load_bench.py OUT_DIR --checkpoint-only   # the checkpoint alone
 """
 
@@ -30,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from app.backend.engine.boot_log import LOAD_STAGE  # noqa: E402
 from app.backend.engine.config import EngineConfig  # noqa: E402
 from app.backend.engine.engine import WARMUP_STAGE, EngineBackend  # noqa: E402
+from app.backend.engine.patches import PLAN_ENV, PatchPlan  # noqa: E402
 from app.backend.engine.patches.load_watch import tensor_bytes  # noqa: E402
 from lab.research.load_bench import DiskRead, LoadBench, LoadRow, table  # noqa: E402
 
@@ -112,9 +115,21 @@ def measure_disk(files: list[Path]) -> DiskRead:
     )
 
 
-async def boot(fmt: str, cold: bool, checkpoint: Path, out: Path, files: list[Path]) -> LoadRow:
+class DraftReadsAllBackend(EngineBackend):
+    """The product's engine with the draft_shards patch off: SGLang's own NEXTN draft load,
+    which reads every shard of the checkpoint again."""
+
+    def _boot_environment(self) -> dict[str, str]:
+        environment = super()._boot_environment()
+        plan = PatchPlan(**{**json.loads(environment[PLAN_ENV]), "draft_own_shards": False})
+        return {**environment, PLAN_ENV: plan.to_env()}
+
+
+async def boot(
+    fmt: str, cold: bool, draft_reads_all: bool, checkpoint: Path, out: Path, files: list[Path]
+) -> LoadRow:
     """One boot of the stack from `checkpoint` in format `fmt`."""
-    state = "cold" if cold else "warm"
+    state = ("cold" if cold else "warm") + ("-all" if draft_reads_all else "")
     if cold:
         drop_cache(files)
     else:
@@ -126,10 +141,15 @@ async def boot(fmt: str, cold: bool, checkpoint: Path, out: Path, files: list[Pa
         context_length=4096,
         overrides={"log_level": "info", **FORMATS[fmt]},
     )
-    backend = EngineBackend(config)
+    backend = (DraftReadsAllBackend if draft_reads_all else EngineBackend)(config)
     began: dict[str, float] = {}
     took: dict[str, float] = {}
-    row: dict[str, Any] = {"format": fmt, "cold": cold, "booted": False}
+    row: dict[str, Any] = {
+        "format": fmt,
+        "cold": cold,
+        "draft_reads_all": draft_reads_all,
+        "booted": False,
+    }
     try:
         async for stage in backend.start():
             began.setdefault(stage.name, stage.elapsed_s)
@@ -187,8 +207,15 @@ async def main() -> None:
         parser.error("--json is needed to record the runs")
     runs = [run.split(":") for run in args.runs.split(",")]
     for fmt, *state in runs:
-        if fmt not in FORMATS or state not in (["cold"], ["warm"]):
-            parser.error(f"a run is FORMAT:cold or FORMAT:warm, FORMAT one of {sorted(FORMATS)}")
+        if (
+            fmt not in FORMATS
+            or state[:1] not in (["cold"], ["warm"])
+            or state[1:] not in ([], ["all"])
+        ):
+            parser.error(
+                f"a run is FORMAT:cold or FORMAT:warm, then :all for the draft reading every "
+                f"shard, FORMAT one of {sorted(FORMATS)}"
+            )
     ensure_checkpoint(args.checkpoint, args.layers)
     files = shards(args.checkpoint)
     bench = load_bench(args.json, args.layers, tensor_bytes([str(f) for f in files]))
@@ -205,13 +232,14 @@ async def main() -> None:
             flush=True,
         )
     args.json.write_text(json.dumps(bench.to_dict(), indent=1))
-    for fmt, state in runs:
-        row = await boot(fmt, state == "cold", args.checkpoint, args.out, files)
+    for fmt, state, *draft in runs:
+        row = await boot(fmt, state == "cold", bool(draft), args.checkpoint, args.out, files)
         bench.rows.append(row)
         args.json.write_text(json.dumps(bench.to_dict(), indent=1))
         print(
-            f"== {row.verdict()}; read {row.read_gbps:.2f} GB/s, load {row.load_s:.1f} s, "
-            f"seconds {row.seconds}",
+            f"== {row.verdict()}; read {row.read_gbps:.2f} GB/s, "
+            f"{row.bytes / bench.checkpoint_bytes:.2f} x the checkpoint in {row.passes} passes, "
+            f"load {row.load_s:.1f} s, seconds {row.seconds}",
             flush=True,
         )
         for note in row.notes:

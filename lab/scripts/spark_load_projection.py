@@ -44,14 +44,16 @@ def main() -> int:
     except (OSError, ValueError) as err:
         print(f"spark_load_projection: {args.bench}: {err}", file=sys.stderr)
         return 2
-    formats = list(dict.fromkeys(row.format for row in bench.rows if row.passed))
+    formats = list(
+        dict.fromkeys((row.format, row.draft_reads_all) for row in bench.rows if row.passed)
+    )
     if not formats:
         print(f"spark_load_projection: {args.bench}: no format passed", file=sys.stderr)
         return 2
     loads = []
     for slowdown in args.gpu_slowdown or [1.0, defaults.gpu_slowdown]:
         spark = SparkAssumptions(args.disk_gbps, args.cpu_factor, slowdown)
-        bound = [project(bench, fmt, spark) for fmt in formats]
+        bound = [project(bench, fmt, spark, draft_reads_all=all_) for fmt, all_ in formats]
         print(projection_table(bound))
         loads += bound
     chosen = fastest_passed(bench.rows, cold=True)

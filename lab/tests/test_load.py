@@ -79,14 +79,32 @@ def test_the_table_has_every_row_the_disk_and_one_line_per_failure() -> None:
         )
     )
     assert "disk: 3.00 GB/s read with the cache dropped (fadvise), 12.00 GB/s" in text
-    assert "auto             cold    2.00" in text  # 18 GB over 9 s of reading
+    assert "auto             cold  own     2.00   1.00" in text  # 18 GB over 9 s, x1 of it
     assert (
         "fastsafetensors cold: FELL BACK: ran buffered_multi_thread_safetensors_weights_iterator, "
         "not fastsafetensors_weights_iterator"
     ) in text
     assert "instanttensor cold: FAILED to boot: ImportError: no instanttensor" in text
-    assert "fastest that passed, cold: auto (15.5 s load)" in text
+    assert "fastest that passed, cold: auto (15.5 s load, median)" in text
     assert "fastest that passed, warm: none" in text
+
+
+def test_the_choice_takes_each_format_s_median_and_the_spread_is_printed() -> None:
+    rows = [
+        row("auto", True, 9.0),
+        row("auto", True, 5.0),
+        row("auto", True, 20.0),
+        row("instanttensor", True, 7.0),
+        row("instanttensor", True, 8.0),
+        row("instanttensor", True, 1.0, draft_reads_all=True),  # not ling-chat's load
+    ]
+    best = fastest_passed(rows, cold=True)
+    assert best is rows[3]  # instanttensor's median 13.5 s beats auto's 15.5 s
+    text = table(bench(*rows))
+    assert "spread, auto cold: load 15.5 s median, 11.5-26.5 s over 3 runs" in text
+    assert "spread, instanttensor cold: load 13.5 s median, 13.5-14.5 s over 2 runs" in text
+    assert "instanttensor    cold  all " in text
+    assert "fastest that passed, cold: instanttensor (13.5 s load, median)" in text
 
 
 def test_a_record_round_trips_and_a_bad_one_is_refused() -> None:
@@ -105,8 +123,11 @@ def test_the_projection_reads_at_the_slower_of_disk_and_pipeline_and_scales_the_
     assert load.repack_s == pytest.approx(3.0 * 66 / 18 * 2.0)
     assert load.fp8_head_s == pytest.approx(1.5 * 2.0)  # one head at any depth
     assert load.load_s == pytest.approx(66 / 4 + (2.0 + 3.0) * 66 / 18 * 2 + 3.0)
-    twice = project(bench(row("auto", True, 9.0, bytes=36 * GB, passes=2)), "auto", spark)
+    all_again = row("auto", True, 9.0, bytes=36 * GB, passes=2, draft_reads_all=True)
+    twice = project(bench(all_again), "auto", spark, draft_reads_all=True)
     assert twice.read_bytes == pytest.approx(132e9)  # the draft read every shard again
+    own = project(bench(row("auto", True, 9.0, bytes=19 * GB, passes=2)), "auto", spark)
+    assert own.read_bytes == pytest.approx(67e9)  # its one NEXTN layer's 1 GB at any depth
     faster = project(record, "auto", SparkAssumptions(disk_gbps=2.0, gpu_slowdown=2.0))
     assert faster.disk_bound and faster.read_s == pytest.approx(33.0)
     others = (2.0 + 3.0) * 66 / 18 * 2 + 3.0
@@ -163,7 +184,7 @@ def test_the_benchmark_boots_each_run_and_prints_its_table_on_the_engine_double(
             "--checkpoint",
             str(checkpoint),
             "--runs",
-            "auto:cold,fastsafetensors:warm",
+            "auto:cold,fastsafetensors:warm,auto:cold:all",
             "--json",
             str(record),
         ],
@@ -178,11 +199,19 @@ def test_the_benchmark_boots_each_run_and_prints_its_table_on_the_engine_double(
     assert "checkpoint: reusing" in out and "disk: " in out
     assert "== auto cold: passed (stack: " in out
     assert "== fastsafetensors warm: FELL BACK: ran buffered_multi_thread" in out
-    assert "fastest that passed, cold: auto (43.5 s load)" in out  # 31.5 + 2.0 + 6.9 + 3.1
+    assert "fastest that passed, cold: auto (43.5 s load, median)" in out  # 31.5+2.0+6.9+3.1
     saved = LoadBench.from_dict(json.loads(record.read_text()))
-    assert [(row.format, row.cold, row.passed) for row in saved.rows] == [
-        ("auto", True, True),
-        ("fastsafetensors", False, False),
+    assert "== auto cold draft reads all: passed (stack: " in out
+    logs = {
+        run: "".join(f.read_text() for f in (tmp_path / "out" / run).rglob("*.log"))
+        for run in ("auto-cold", "auto-cold-all")
+    }
+    assert "draft_own_shards=True" in logs["auto-cold"]  # the product's plan
+    assert "draft_own_shards=False" in logs["auto-cold-all"]  # SGLang's own draft load
+    assert [(row.format, row.cold, row.draft_reads_all, row.passed) for row in saved.rows] == [
+        ("auto", True, False, True),
+        ("fastsafetensors", False, False, False),
+        ("auto", True, True, True),
     ]
     assert saved.rows[0].seconds["repack"] == 6.9 and saved.rows[0].passes == 1
     assert len(saved.disks) == 1 and saved.checkpoint_bytes == 4096

@@ -38,6 +38,10 @@ def test_shutting_one_engine_down_leaves_the_other_answering(tmp_path):
     assert result["children_left"] == 0
     # Booted at once, each scheduler got its own engine's plan: its log and FP8 head.
     assert result["logs"] == {
-        "first": ["scheduler double up: moe_runner_backend=humming fp8_head=True"],
-        "second": ["scheduler double up: moe_runner_backend=humming fp8_head=False"],
+        "first": [
+            "scheduler double up: moe_runner_backend=humming fp8_head=True draft_own_shards=True"
+        ],
+        "second": [
+            "scheduler double up: moe_runner_backend=humming fp8_head=False draft_own_shards=True"
+        ],
     }

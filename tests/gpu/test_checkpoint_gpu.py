@@ -25,6 +25,7 @@ import pytest
 from app.backend.checkpoint.verify import check_checkpoint
 from app.backend.engine.config import EngineConfig
 from app.backend.engine.engine import EngineBackend
+from app.backend.engine.patches.load_watch import tensor_bytes
 from app.backend.protocol import ReplyDone, TextChunk
 from app.core.chat import ChatMessage, Role, Sampling
 from app.core.proof_report import Verdict
@@ -96,6 +97,15 @@ async def test_the_stack_boots_from_the_files_passes_every_line_and_streams_the_
         load_format = backend.server_kwargs.get("load_format") or "auto"
         print(f"load format: {load_format} (ling-chat's default on this GPU)")
         assert load_format != "dummy"
+        progress = backend.load_progress
+        whole = tensor_bytes(sorted(str(shard) for shard in good.glob("*.safetensors")))
+        assert progress is not None
+        print(
+            f"read {progress.bytes_all / 1e9:.2f} GB in {progress.passes} passes "
+            f"({progress.reader}) for a checkpoint of {whole / 1e9:.2f} GB"
+        )
+        # the draft's pass read only the shards of its NEXTN layer, not the checkpoint again
+        assert progress.passes == 2 and whole <= progress.bytes_all < 1.5 * whole
         proof = await backend.proof()
         print(format_report(proof))
         assert proof.ok and all(line.verdict is Verdict.PASS for line in proof.lines)

@@ -10,7 +10,8 @@ ling-chat's model changes in the child, then call SGLang's stock entry:
 - evidence: record what the running model really is, sent back with the init info
   (dspark: the DSpark draft's part of it; replayssm: the KDA verify's);
 - kernel_load: a cached Humming kernel CUDA cannot load names its file and cache;
-- load_watch: the weight load's bytes and stages, written for the start screen.
+- load_watch: the weight load's bytes and stages, written for the start screen;
+- draft_shards: the NEXTN draft reads only the shards holding its layer.
 
 The plan (which changes to make) travels in the `LING_CHAT_PATCH_PLAN` environment
 variable, which spawned children inherit.
@@ -52,6 +53,9 @@ class PatchPlan:
     """Count the KDA ReplaySSM commits (app/backend/engine/patches/replayssm.py)."""
     progress_file: str | None = None
     """Where the load's progress goes (app/backend/engine/load_progress.py; None: nowhere)."""
+    draft_own_shards: bool = True
+    """The NEXTN draft reads only its own shards (draft_shards.py); off: SGLang's second
+    reading of the whole checkpoint, for the load benchmark's side-by-side rows."""
 
     @classmethod
     def for_levers(
@@ -80,6 +84,7 @@ class PatchPlan:
 def install(plan: PatchPlan) -> None:
     """Install every model change of the plan into this (child) process."""
     from app.backend.engine.patches import (
+        draft_shards,
         dspark,
         evidence,
         fp8_head,
@@ -92,6 +97,8 @@ def install(plan: PatchPlan) -> None:
     evidence.install()
     kernel_load.install()
     sharing.install()
+    if plan.draft_own_shards:
+        draft_shards.install()
     if plan.dspark:
         dspark.install()
     if plan.replayssm:
