@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from statistics import median
 from typing import Any, Final
 
 GB: Final = 1e9
@@ -145,35 +146,42 @@ class LoadBench:
 
 
 def median_row(rows: Sequence[LoadRow]) -> LoadRow:
-    """The row of the median weight load (the lower one of an even count)."""
+    """The row at the median weight load; of an even count the slower middle one, so that
+    what is projected from it errs long."""
     ordered = sorted(rows, key=lambda row: row.load_s)
-    return ordered[(len(ordered) - 1) // 2]
+    return ordered[len(ordered) // 2]
 
 
-def fastest_passed(rows: Sequence[LoadRow], *, cold: bool) -> LoadRow | None:
-    """The format whose passing rows (cold or warm, ling-chat's own draft load) have the
-    shortest median weight load: its median row; None if none passed."""
-    by_format: dict[str, list[LoadRow]] = {}
+def groups(rows: Sequence[LoadRow], *, product_only: bool = False) -> dict[str, list[LoadRow]]:
+    """The passing rows by label (format, cache state, draft load); `product_only`: only
+    ling-chat's own draft load."""
+    by_label: dict[str, list[LoadRow]] = {}
     for row in rows:
-        if row.passed and row.cold == cold and not row.draft_reads_all:
-            by_format.setdefault(row.format, []).append(row)
-    medians = [median_row(group) for group in by_format.values()]
-    return min(medians, key=lambda row: row.load_s, default=None)
+        if row.passed and not (product_only and row.draft_reads_all):
+            by_label.setdefault(row.label, []).append(row)
+    return by_label
+
+
+def fastest_passed(rows: Sequence[LoadRow], *, cold: bool) -> tuple[str, float] | None:
+    """The format whose passing rows (cold or warm, ling-chat's own draft load) have the
+    shortest median weight load, and that median; None if none passed."""
+    medians = [
+        (group[0].format, median(row.load_s for row in group))
+        for group in groups(rows, product_only=True).values()
+        if group[0].cold == cold
+    ]
+    return min(medians, key=lambda pair: pair[1], default=None)
 
 
 def spreads(rows: Sequence[LoadRow]) -> list[str]:
     """One line per format, cache state and draft load with two passing rows or more: the
     weight load's median and range."""
-    groups: dict[str, list[LoadRow]] = {}
-    for row in rows:
-        if row.passed:
-            groups.setdefault(row.label, []).append(row)
     lines = []
-    for label, group in groups.items():
+    for label, group in groups(rows).items():
         if len(group) > 1:
             loads = sorted(row.load_s for row in group)
             lines.append(
-                f"spread, {label}: load {median_row(group).load_s:.1f} s median, "
+                f"spread, {label}: load {median(loads):.1f} s median, "
                 f"{loads[0]:.1f}-{loads[-1]:.1f} s over {len(group)} runs"
             )
     return lines
@@ -209,6 +217,6 @@ def table(bench: LoadBench) -> str:
         state = "cold" if cold else "warm"
         lines.append(
             f"fastest that passed, {state}: "
-            + (f"{best.format} ({best.load_s:.1f} s load, median)" if best else "none")
+            + (f"{best[0]} ({best[1]:.1f} s load, median)" if best else "none")
         )
     return "\n".join(lines)

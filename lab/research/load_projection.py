@@ -3,10 +3,11 @@
 From one load format's rows of the H200 benchmark (lab/research/load_bench.py):
 - reading: 66 GB and what the NEXTN draft reads on top (its own layer's shards, the same
   bytes at any depth; the whole checkpoint again in a `draft reads all` row, scaled with
-  it), at the slower of the Spark's disk and the
-  format's own pipeline (its warm
-  row's rate, read from the page cache, so no disk limits it; the cold row's if there is no
-  warm one), the pipeline scaled by the Spark's CPU speed against the H200 host's;
+  it), at the slower of the Spark's disk and the format's own pipeline: the fastest rate any
+  of its rows reached on the H200 (a warm row's, read from the page cache, for a format that
+  reads through it; a format with direct I/O, such as InstantTensor, reads from the disk
+  warm or cold, so its rate is the H200 disk's and bounds its pipeline from below), scaled
+  by the Spark's CPU speed against the H200 host's;
 - SGLang's weight processing and Humming's repack: the benchmark's seconds scaled by the
   checkpoint's bytes (66 GB over the benchmark checkpoint's), times the Spark GPU's slowdown;
 - the FP8 head: the same head at any depth, times the slowdown.
@@ -81,20 +82,13 @@ class SparkLoad:
         return {**asdict(self), "load_s": self.load_s}
 
 
-def format_rows(
-    bench: LoadBench, fmt: str, *, draft_reads_all: bool = False
-) -> tuple[LoadRow | None, LoadRow | None]:
-    """The format's median passing cold and warm rows, of one draft load."""
-
-    def median(cold: bool) -> LoadRow | None:
-        rows = [
-            r
-            for r in bench.rows
-            if (r.format, r.cold, r.draft_reads_all, r.passed) == (fmt, cold, draft_reads_all, True)
-        ]
-        return median_row(rows) if rows else None
-
-    return median(True), median(False)
+def format_rows(bench: LoadBench, fmt: str, *, draft_reads_all: bool = False) -> list[LoadRow]:
+    """The format's passing rows of one draft load."""
+    return [
+        r
+        for r in bench.rows
+        if (r.format, r.draft_reads_all, r.passed) == (fmt, draft_reads_all, True)
+    ]
 
 
 def project(
@@ -111,15 +105,16 @@ def project(
         ValueError: no passing row of `fmt`, or its rows read nothing.
     """
     spark = spark or SparkAssumptions()
-    cold, warm = format_rows(bench, fmt, draft_reads_all=draft_reads_all)
-    base = cold or warm
-    if base is None:
+    rows = format_rows(bench, fmt, draft_reads_all=draft_reads_all)
+    if not rows:
         reads = " with the draft reading all shards" if draft_reads_all else ""
         raise ValueError(f"no passing row of format {fmt!r}{reads} in the benchmark")
-    pipeline_row = warm or base
-    if pipeline_row.read_gbps <= 0 or bench.checkpoint_bytes <= 0:
+    cold = [row for row in rows if row.cold]
+    base = median_row(cold or rows)  # the stages' seconds: a cold load's
+    fastest = max(row.read_gbps for row in rows)
+    if fastest <= 0 or bench.checkpoint_bytes <= 0:
         raise ValueError(f"format {fmt!r}: its rows read no bytes")
-    pipeline = pipeline_row.read_gbps * spark.cpu_factor
+    pipeline = fastest * spark.cpu_factor
     rate = min(spark.disk_gbps, pipeline)
     scale = CHECKPOINT_BYTES / bench.checkpoint_bytes
     if base.draft_reads_all:

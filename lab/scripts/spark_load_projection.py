@@ -58,10 +58,10 @@ def main() -> int:
         loads += bound
     chosen = fastest_passed(bench.rows, cold=True)
     if chosen is not None:
-        print(f"chosen: {chosen.format}, the fastest cold load that passed on the H200")
+        print(f"chosen: {chosen[0]}, the fastest cold load that passed on the H200 (median)")
     if args.out:
         record = {
-            "chosen": chosen.format if chosen else None,
+            "chosen": chosen[0] if chosen else None,
             "projections": [load.to_dict() for load in loads],
         }
         args.out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

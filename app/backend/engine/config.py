@@ -67,8 +67,9 @@ LOAD_FORMAT_SM12X: str | None = None
 """The DGX Spark's: SGLang's `auto` until the benchmark runs on a GB10 (docs/load.md)."""
 LOAD_FORMAT_WHY = (
     "sm_90: `instanttensor`, the fastest cold load that passed the proof (12 layers, 20.2 GB: "
-    "31.0 s against `auto`'s 32.9 s and fastsafetensors' 43.3 s, one run each); sm_12x: SGLang's "
-    "`auto` (8 reader threads through the page cache) until measured on a GB10 (docs/load.md)"
+    "17.3 s median against `auto`'s 25.4 s, two runs each, and fastsafetensors' 20.9 s); "
+    "sm_12x: SGLang's `auto` (8 reader threads through the page cache) until measured on a "
+    "GB10 (docs/load.md)"
 )
 LOAD_FORMAT_PACKAGES = {"instanttensor": "instanttensor", "fastsafetensors": "fastsafetensors"}
 """Load format -> the module it reads with (the `engine` extra holds the default's)."""
