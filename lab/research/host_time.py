@@ -282,15 +282,16 @@ def host_projection(
 
 def host_table(run: HostRun) -> str:
     """Every measured engine's round on the profiled GPU: wall, GPU busy, idle, host loop."""
+    w = max(len(r.label) for r in run.rows)
     lines = [
         f"MEASURED on {run.gpu} (host CPU {run.cpu}), {run.layers} layers, ms a verify round:",
-        f"{'engine':<28} {'rounds':>6} {'accept':>6} {'wall':>7} {'GPU busy':>8} {'idle':>6} "
+        f"{'engine':<{w}} {'rounds':>6} {'accept':>6} {'wall':>7} {'GPU busy':>8} {'idle':>6} "
         f"{'host loop':>9} {'waits':>6} {'resolve':>7} {'profiled wall':>13}",
     ]
     for r in run.rows:
         accept = f"{r.accept_length:6.2f}" if r.accept_length is not None else f"{'-':>6}"
         lines.append(
-            f"{r.label:<28} {r.rounds:6d} {accept} {r.wall_ms:7.3f} {r.gpu_busy_ms:8.3f} "
+            f"{r.label:<{w}} {r.rounds:6d} {accept} {r.wall_ms:7.3f} {r.gpu_busy_ms:8.3f} "
             f"{r.idle_ms:6.3f} {r.host_loop_ms:9.3f} {r.host_wait_ms:6.3f} {r.pin_ms:7.3f} "
             f"{r.profiled_wall_ms:13.3f}"
         )

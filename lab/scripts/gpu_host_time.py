@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import gzip
+import hashlib
 import json
 import os
 import platform
@@ -37,7 +39,6 @@ import random
 import statistics
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ from tests.gpu import dspark_models, known_answer, models  # noqa: E402
 SETTLE_S = 3 * host_probe.WRITE_EVERY_S
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Request:
     """One greedy request's wall time, rounds and accept length, and the scheduler's waits."""
 
@@ -73,6 +74,8 @@ class Request:
     accept: float | None
     wait_s: float
     resolve_s: float
+    reply_sha: str
+    """The reply text's SHA-256 (first 16 hex digits): equal across engines of one profile."""
     gpu_busy_us: float = 0.0
 
 
@@ -100,6 +103,7 @@ async def request(
         accept=usage.accept_length,
         wait_s=after.wait_s - before.wait_s,
         resolve_s=after.resolve_s - before.resolve_s,
+        reply_sha=hashlib.sha256(sample.text.encode()).hexdigest()[:16],
     )
 
 
@@ -118,9 +122,7 @@ async def profiled(
     with gzip.open(traces[-1]) as trace:
         events = json.load(trace)["traceEvents"]
     busy, _span = busy_and_span([e for e in events if e.get("cat") in GPU_CATEGORIES])
-    return Request(
-        result.wall_s, result.rounds, result.accept, result.wait_s, result.resolve_s, busy
-    )
+    return dataclasses.replace(result, gpu_busy_us=busy)
 
 
 def per_round(short: Request, long: Request, value: str) -> float:
@@ -204,6 +206,7 @@ async def measure(engine: Engine, model: Path, args: argparse.Namespace) -> dict
         "declared_pin": scheduler.declared_pin,
         "timed_waits": scheduler.timed_waits,
         "wall_ms_reps": walls,
+        "reply_sha": [long.reply_sha for _short, long in pairs],
         "boot_s": round(boot_s, 1),
     }
 

@@ -98,13 +98,14 @@ def table(result: SparkProjection) -> str:
             f"Host term a round (measured on {h.gpu}, host CPU {h.cpu}; Spark host "
             f"{h.cpu_factor:g}x its time: {h.cpu_factor_why})"
         )
+        w = max(len(t.label) for t in h.terms)
         lines.append(
-            f"  {'engine':<28} {'accept':>6} {'GPU ms':>7} {'host ms':>7} {'round':>7} "
+            f"  {'engine':<{w}} {'accept':>6} {'GPU ms':>7} {'host ms':>7} {'round':>7} "
             f"{'TPOT':>6} {'no host':>7} {'H200 idle':>9} {'H200 loop':>9}"
         )
         for t in h.terms:
             lines.append(
-                f"  {t.label:<28} {t.accept_length:6.2f} {t.gpu_round_ms:7.2f} {t.host_ms:7.2f} "
+                f"  {t.label:<{w}} {t.accept_length:6.2f} {t.gpu_round_ms:7.2f} {t.host_ms:7.2f} "
                 f"{t.round_ms:7.2f} {t.tpot_ms:6.2f} {t.tpot_without_host_ms:7.2f} "
                 f"{t.h200_idle_ms:9.2f} {t.h200_host_loop_ms:9.2f}"
             )
