@@ -36,6 +36,7 @@ from app.bench.bytemodel.kernels import (
 )
 from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.bench.bytemodel.unit_bytes import unit_bytes
+from lab.research.host_time import CPU_FACTOR, HostProjection, HostRun, host_projection
 from lab.research.spark_fit import Fit, FitPoint, fit_spark
 
 PUBLISHED_TPOT_MS: Final = {"baseline": 27.71, "humming": 25.35, "humming+fp8": 22.76}
@@ -49,6 +50,9 @@ PUBLISHED_STACK_TPOT_MS: Final = {2.68: 18.56, 3.9: 9.72}
 its verify was SGLang's recurrent one."""
 PUBLISHED_DSPARK_ACCEPT: Final = 5.29
 """inclusionAI's published accept length of the DSpark draft (spark-recipes.md section 3)."""
+HOST_ACCEPTS: Final = {"stack": 2.68, "dspark": PUBLISHED_DSPARK_ACCEPT}
+"""The accept length each profile's round is priced at with its host term: NVIDIA's GSM8K
+accept length for NEXTN, inclusionAI's published one for DSpark."""
 HEAD_SPEEDUP_TARGET: Final = 1.10
 """The FP8-head round must be at least this much faster than the BF16-head round."""
 KERNELS_FROM: Final = {"baseline": "humming"}
@@ -266,6 +270,8 @@ class SparkProjection:
     nextn: NextnProjection | None
     replayssm: ReplaySsmProjection | None = None
     dspark: DsparkProjection | None = None
+    host: HostProjection | None = None
+    """The host term a round, when a host-time file was given."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form of `lab/results/spark-projection.json`."""
@@ -288,7 +294,23 @@ class SparkProjection:
             "nextn": None if self.nextn is None else _jsonable(self.nextn),
             "replayssm": None if self.replayssm is None else _jsonable(self.replayssm),
             "dspark": None if self.dspark is None else _jsonable(self.dspark),
+            **({} if self.host is None else {"host": _jsonable(self.host)}),
         }
+
+    def with_host(self, run: HostRun, cpu_factor: float = CPU_FACTOR) -> SparkProjection:
+        """This projection with the host term of every engine in `run` whose profile has a
+        projected round, at `HOST_ACCEPTS`.
+
+        Raises:
+            ValueError: see `lab.research.host_time.host_projection`.
+        """
+        rounds = {
+            p.profile: p.projected_ms
+            for p in self.profiles
+            if p.phase is Phase.VERIFY and p.profile in HOST_ACCEPTS
+        }
+        host = host_projection(run, rounds, HOST_ACCEPTS, cpu_factor=cpu_factor)
+        return replace(self, host=host)
 
 
 def _jsonable(record: Any) -> Any:

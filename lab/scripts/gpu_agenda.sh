@@ -67,6 +67,24 @@
 #              stack-recurrent run.
 #   kernels42-dspark  one verify round of the dspark profile at 42 layers (a DSpark draft of
 #              the real draft's shapes, dummy weights: accept about 1) (1.5)
+#   host42     host time per verify round at 42 layers (lab/scripts/gpu_host_time.py on cores
+#              2-9, known-answer weights, 2K context): the stack on Triton attention with
+#              SGLang's own pin decision (none) and with the spec-v2 host pin forced on, one
+#              engine each; per round the unprofiled wall time, the scheduler's waits on the GPU,
+#              and GPU-busy time under the profiler; rows added to $OUT/host-time.json, the
+#              table of every row so far printed (untried; about 4). host42-fi: the stack on
+#              FlashInfer attention (the Spark recipe's; SGLang pins it, and it cannot run
+#              unpinned); its MLA and prefill JIT modules are built on first use, on 8 cores
+#              (untried; 2 plus the build, unknown: limit 560). host42-dspark, host42-dspark-fi:
+#              the same for the dspark profile (its dummy draft: accept about 1, 128 rounds a
+#              long request; untried; about 5, and 2.5 plus FlashInfer's MHA builds for the
+#              draft). Each needs the `flashinfer` extra wheels and `prepare` first;
+#              host-fi-build before the -fi steps boots 6-layer stack and dspark engines on
+#              FlashInfer on every core, so that FlashInfer's JIT modules (the same at any
+#              depth) are built there, its rows thrown away (untried; 2 plus the builds)
+#   host-projection  the Spark projection from the committed 42-layer kernel profiles with the
+#              host term of $OUT/host-time.json (CPU only, seconds): the stack at accept 2.68 and
+#              dspark at 5.29 per engine, in $OUT/spark-projection-host.json
 #   bench-dspark  `ling-chat bench` over stack and dspark, synthetic and GSM8K-format, both at
 #              the accept length SIM_ACCEPT (default 2.68) that SGLang simulates; the table
 #              labels the rows simulated (3.5)
@@ -281,6 +299,23 @@ for step in "$@"; do
       run kernels42-dspark 400 python3 lab/scripts/gpu_kernel_profile.py /root/k42d --layers 42 \
         --profiles dspark --known-answer
       cp /root/k42d/kernels-*.json "$OUT/" 2>/dev/null ;;
+    host42 | host42-fi | host42-dspark | host42-dspark-fi)
+      profile=stack backends=triton
+      [[ "$step" == *dspark* ]] && profile=dspark
+      [[ "$step" == *-fi ]] && backends=flashinfer
+      # fixed cores, as for `ab`: engine processes on shared cores differed 1.45x in host speed
+      run "$step" 560 taskset -c 2-9 python3 lab/scripts/gpu_host_time.py "/root/$step" \
+        --json "$OUT/host-time.json" --profiles "$profile" --backends "$backends" ;;
+    host-fi-build)  # FlashInfer's MLA and MHA modules, built on all cores; the rows are not kept
+      run host-fi-build 560 python3 lab/scripts/gpu_host_time.py /root/host-fi-build \
+        --json /root/host-fi-build.json --profiles stack,dspark --backends flashinfer --layers 6 \
+        --reps 1 ;;
+    host-projection)
+      run host-projection 60 python3 lab/scripts/spark_projection.py \
+        lab/results/2026-12-01-h200-kernels-{humming,humming-fp8,humming-nextn}-42.json \
+        lab/results/2026-12-01-h200-session9-kernels-stack-42*.json \
+        lab/results/2026-12-01-h200-session10-kernels-dspark-42.json \
+        --host "$OUT/host-time.json" --out "$OUT/spark-projection-host.json" ;;
     bench-dspark)  # stack and dspark side by side, both at one simulated accept length
       python3 -c "from pathlib import Path; from tests.gpu import dspark_models; dspark_models.write_draft_dir(Path('/root/d6'), 6)"
       SGLANG_SIMULATE_ACC_LEN="${SIM_ACCEPT:-2.68}" bench bench-dspark 560 stack,dspark \

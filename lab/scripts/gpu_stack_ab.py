@@ -30,6 +30,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,9 +149,11 @@ async def boot(
     out: Path,
     mem_fraction: float,
     overrides: dict[str, Any] | None = None,
+    scheduler_entry: Callable[..., None] = known_answer.run_scheduler_process,
 ) -> EngineBackend:
     """A dummy-weight engine of `profile`, its proof printed (a failing line does not stop
-    it); `overrides` are server arguments over the profile's."""
+    it); `overrides` are server arguments over the profile's; `scheduler_entry` a module-level
+    function wrapping the known-answer entry."""
     config = EngineConfig(
         model_path=str(model),
         profile=profile,
@@ -160,7 +163,7 @@ async def boot(
         context_length=4096,
         overrides={"load_format": "dummy", **(overrides or {})},
     )
-    backend = EngineBackend(config, scheduler_entry=known_answer.run_scheduler_process)
+    backend = EngineBackend(config, scheduler_entry=scheduler_entry)
     async for stage in backend.start():
         if stage.done:
             print(f"  {name}: {stage.name} done at {stage.elapsed_s:.0f}s", flush=True)
@@ -215,7 +218,7 @@ async def profile(
         summary["python_ms"] = _top((e["name"][:110], e.get("dur", 0)) for e in python)
         summary["python_self_ms"] = _top(_self_times(python))
         return summary
-    busy, span = _busy_and_span(gpu)
+    busy, span = busy_and_span(gpu)
     summary.update(
         gpu_busy_ms=busy / 1000,
         gpu_span_ms=span / 1000,
@@ -265,7 +268,7 @@ def _self_times(python: list[dict[str, Any]]) -> list[tuple[str, float]]:
     ]
 
 
-def _busy_and_span(gpu: list[dict[str, Any]]) -> tuple[float, float]:
+def busy_and_span(gpu: list[dict[str, Any]]) -> tuple[float, float]:
     """Microseconds with at least one GPU op running, and from the first op to the last."""
     spans = sorted((e["ts"], e["ts"] + e.get("dur", 0)) for e in gpu)
     if not spans:

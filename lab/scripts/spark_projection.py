@@ -4,8 +4,12 @@ Reads kernel-profile JSON files (one per profile and phase, at the real model's 
 format in app/bench/bytemodel/kernels.py), fits one sustained bandwidth and one fixed cost per
 kernel call to NVIDIA's published Spark TPOTs, writes the projection and prints a table.
 
+With `--host FILE` (lab/scripts/gpu_host_time.py's JSON) each measured engine's stack and dspark
+rounds get a host term of their own (lab/research/host_time.py), the Spark's host taken
+`--cpu-factor` times as slow as the H200's (default: the stated assumption, 1.0).
+
     python lab/scripts/spark_projection.py PROFILE.json ...
-        [--out lab/results/spark-projection.json]
+        [--out lab/results/spark-projection.json] [--host HOST.json [--cpu-factor 1.0]]
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app.bench.bytemodel.kernels import KernelProfile  # noqa: E402
+from lab.research.host_time import CPU_FACTOR, HostRun  # noqa: E402
 from lab.research.projection import SparkProjection, spark_projection  # noqa: E402
 
 
@@ -25,6 +30,14 @@ def read_profile(path: Path) -> KernelProfile:
     """One profile file; ValueError names the file."""
     try:
         return KernelProfile.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, json.JSONDecodeError, ValueError, AttributeError) as err:
+        raise ValueError(f"{path}: {err}") from None
+
+
+def read_host(path: Path) -> HostRun:
+    """A host-time file; ValueError names the file."""
+    try:
+        return HostRun.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, json.JSONDecodeError, ValueError, AttributeError) as err:
         raise ValueError(f"{path}: {err}") from None
 
@@ -79,6 +92,23 @@ def table(result: SparkProjection) -> str:
             f"{d.published_accept}: TPOT {d.tpot_ms_at_published_accept:.2f} ms (on the profiled "
             f"GPU: {d.gpu_round_ms:.3f} against {d.gpu_stack_round_ms:.3f} ms a round)"
         )
+    if result.host is not None:
+        h = result.host
+        lines.append(
+            f"Host term a round (measured on {h.gpu}, host CPU {h.cpu}; Spark host "
+            f"{h.cpu_factor:g}x its time: {h.cpu_factor_why})"
+        )
+        w = max(len(t.label) for t in h.terms)
+        lines.append(
+            f"  {'engine':<{w}} {'accept':>6} {'GPU ms':>7} {'host ms':>7} {'round':>7} "
+            f"{'TPOT':>6} {'no host':>7} {'H200 idle':>9} {'H200 loop':>9}"
+        )
+        for t in h.terms:
+            lines.append(
+                f"  {t.label:<{w}} {t.accept_length:6.2f} {t.gpu_round_ms:7.2f} {t.host_ms:7.2f} "
+                f"{t.round_ms:7.2f} {t.tpot_ms:6.2f} {t.tpot_without_host_ms:7.2f} "
+                f"{t.h200_idle_ms:9.2f} {t.h200_host_loop_ms:9.2f}"
+            )
     return "\n".join(lines)
 
 
@@ -87,9 +117,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("profiles", nargs="+", type=Path, help="kernel-profile JSON files")
     parser.add_argument("--out", type=Path, default=Path("lab/results/spark-projection.json"))
+    parser.add_argument("--host", type=Path, help="gpu_host_time.py's JSON: add the host term")
+    parser.add_argument("--cpu-factor", type=float, default=CPU_FACTOR)
     args = parser.parse_args(argv)
     try:
         result = spark_projection([read_profile(path) for path in args.profiles])
+        if args.host is not None:
+            result = result.with_host(read_host(args.host), args.cpu_factor)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
