@@ -1,0 +1,227 @@
+"""`bench --peer stock-sglang`: the stock server's command line, and its row beside ling-chat's
+profiles, measured end to end against a double of the stock server (a real HTTP process)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.backend.engine.config import GpuFacts
+from app.backend.resident import process
+from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
+from app.bench.peer import recipe, server
+from app.bench.peer.recipe import PEER, PeerLaunch, peer_refusal
+from app.bench.results import BenchRun
+from app.commands import bench
+from app.core.errors import ConfigError
+from tests.support.bench_cli import bench_main
+from tests.support.bench_doubles import ScriptedEngineDouble, sample
+
+DOUBLE = Path(__file__).parent.parent / "fixtures" / "stock_sglang_double.py"
+H200 = GpuFacts(sm=90, has_fa3=False, has_flashinfer=True, has_xgrammar=True)
+SPARK = GpuFacts(sm=121, has_fa3=False, has_flashinfer=True, has_xgrammar=True)
+SMALL = ["--input-len", "8", "--output-len", "30", "--num-prompts", "2", "--reps", "1"]
+STACK_REPLY = sample(ttft=0.05, tpot=0.02, tokens=30, verify_rounds=8)
+"""ling-chat's rows: 50 tok/s at accept 3.75."""
+
+
+def _flags(argv: list[str]) -> dict[str, str | None]:
+    """`--flag value` and bare `--flag` pairs of a command line."""
+    flags: dict[str, str | None] = {}
+    for i, arg in enumerate(argv):
+        if arg.startswith("--"):
+            following = argv[i + 1] if i + 1 < len(argv) else "--"
+            flags[arg] = None if following.startswith("--") else following
+    return flags
+
+
+def test_on_the_spark_the_stock_server_gets_the_recipe_flags_as_written() -> None:
+    launch = PeerLaunch("/ckpt", 0.65, None, SPARK)
+    argv = launch.argv(4321)
+    assert argv[:3] == [sys.executable, "-m", "sglang.launch_server"]
+    flags = _flags(argv)
+    assert {flag: flags[flag] for flag, _ in recipe.RECIPE_FLAGS} == dict(recipe.RECIPE_FLAGS)
+    assert flags["--model-path"] == flags["--speculative-draft-model-path"] == "/ckpt"
+    assert flags["--port"] == "4321"
+    assert flags["--mem-fraction-static"] == "0.65" and "--context-length" not in flags
+    # Stock SGLang: none of ling-chat's levers beyond the recipe's.
+    assert not {"--enable-linear-replayssm-spec", "--enable-fp32-lm-head"} & set(flags)
+    assert launch.translations() == []
+    assert launch.label("0.5.23") == (
+        "stock SGLang's server, the official Spark recipe's flags (SGLang 0.5.23: BF16 head,"
+        " weight-only head sharing, recurrent verify)"
+    )
+
+
+def test_on_the_h200_the_label_names_each_flag_this_machine_changes() -> None:
+    launch = PeerLaunch("/ckpt", 0.65, 8192, H200)
+    flags = _flags(launch.argv(1))
+    assert flags["--attention-backend"] == "triton"  # ling-chat's own sm_90 choice, no FA3
+    assert "--fp8-gemm-backend" not in flags  # SGLang refuses cutlass off sm_12x
+    assert flags["--context-length"] == "8192"
+    assert launch.label("0.5.23").endswith(
+        "; on sm_90: attention triton, not flashinfer, FP8 GEMM auto, not cutlass"
+    )
+
+
+def test_the_stock_server_never_sees_ling_chats_patch_plan() -> None:
+    env = PeerLaunch("/ckpt", 0.65, None, H200).environment(
+        {"LING_CHAT_PATCH_PLAN": "{}", "SGLANG_LOGGING_CONFIG_PATH": "/x", "HOME": "/h"}
+    )
+    assert "LING_CHAT_PATCH_PLAN" not in env and "SGLANG_LOGGING_CONFIG_PATH" not in env
+    assert env["HOME"] == "/h" and env["HUMMING_COMPILER"] == "nvrtc"  # the recipe's
+
+
+def test_the_peer_needs_real_weights(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    assert "holds no *.safetensors (config only)" in str(peer_refusal(str(tmp_path), {}))
+    (tmp_path / "model-00001-of-00001.safetensors").write_bytes(b"")
+    assert peer_refusal(str(tmp_path), {}) is None
+    assert "drop --sglang-arg load_format=dummy" in str(
+        peer_refusal(str(tmp_path), {"load_format": "dummy"})
+    )
+
+
+class _EngineModule(types.ModuleType):
+    """Stands in for app.bench.engine: ling-chat's profiles are scripted engine doubles."""
+
+    def __init__(self) -> None:
+        super().__init__("app.bench.engine")
+        self.journal: list[str] = []
+
+    def bench_engine_factory(self, config: Any, *, require_proof: bool = True) -> Any:
+        async def start(name: str) -> ScriptedEngineDouble:
+            self.journal.append(f"start {name}")
+            facts = {"config": {}, "proof": None, "model_config": LING_3_FLASH_CONFIG}
+            return ScriptedEngineDouble(name, [STACK_REPLY] * 3, self.journal, facts=facts)
+
+        return start
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    """A checkpoint folder with a weights file (the double never reads it)."""
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(LING_3_FLASH_CONFIG))
+    (folder / "model-00001-of-00001.safetensors").write_bytes(b"")
+    return folder
+
+
+@pytest.fixture
+def record(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """ling-chat's profiles as doubles, the stock server as its double; what it records."""
+    monkeypatch.setitem(sys.modules, "app.bench.engine", _EngineModule())
+    monkeypatch.setattr(bench, "prepare_engines", lambda plan, configs: None)
+    monkeypatch.setattr(bench, "fetch_model", lambda model_path: model_path)
+    monkeypatch.setattr(bench, "gpu_facts", lambda: H200)
+    monkeypatch.setattr(recipe, "PEER_COMMAND", [sys.executable, str(DOUBLE)])
+    monkeypatch.setattr(server, "STOP_GRACE_S", 5.0)
+    path = tmp_path / "double.json"
+    monkeypatch.setenv("STOCK_SGLANG_DOUBLE_RECORD", str(path))
+    monkeypatch.setenv("LING_CHAT_PATCH_PLAN", '{"left": "by an in-process engine"}')
+    return path
+
+
+def _no_process_left(record: Path) -> None:
+    facts = json.loads(record.read_text())
+    assert not process.alive(facts["pid"]) and not process.alive(facts["child"])
+    assert process.group(facts["pid"]) == []
+
+
+def test_the_peer_row_and_its_ratio_appear_in_the_same_run(
+    record: Path, model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run.json"
+    argv = [*SMALL, "--profiles", "humming,stack", "--peer", PEER, "--model", str(model)]
+    assert bench_main([*argv, "--json", str(out)]) == 0
+
+    stdout, stderr = capsys.readouterr()
+    row = next(line for line in stdout.splitlines() if line.startswith("stock-sglang (peer)"))
+    assert row.split()[2] == "peer"
+    assert "stock-sglang (peer): stock SGLang's server, the official Spark recipe's flags" in stdout
+    assert "on sm_90: attention triton, not flashinfer" in stdout
+    ratio = next(line for line in stdout.splitlines() if "x stack's decode tok/s" in line)
+    assert ", accept 3.00 against 3.75" in ratio
+    assert "stock-sglang: starting the engine" in stderr
+    facts = json.loads(record.read_text())
+    assert facts["env"] == {"LING_CHAT_PATCH_PLAN": None, "HUMMING_COMPILER": "nvrtc"}
+    assert _flags(facts["argv"])["--model-path"] == str(model)
+    _no_process_left(record)
+
+    run = BenchRun.from_dict(json.loads(out.read_text()))
+    assert [p.profile for p in run.profiles] == ["humming", "stack", PEER]
+    assert run.plan["peer"] == PEER
+    peer = run.profiles[2]
+    assert peer.engine["sglang"] == "0.5.23" and peer.engine["argv"][2:] == facts["argv"]
+    summary = peer.workloads[0].summary
+    assert summary.errors == 0 and summary.accept_length == 3.0
+    table = json.loads(out.read_text())["tables"]["synthetic"][2]
+    assert table["peer_ratio"]["to"] == "stack"
+    assert table["peer_ratio"]["decode_tps"] == pytest.approx(summary.decode_tps / 50.0)
+    assert f"{table['peer_ratio']['decode_tps']:.2f}x stack's" in ratio
+
+
+def test_a_server_that_never_becomes_healthy_is_one_line_and_stopped(
+    record: Path, model: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("STOCK_SGLANG_DOUBLE", "never-healthy")
+    argv = [*SMALL, "--profiles", "stack", "--peer", PEER, "--peer-wait", "1"]
+    assert bench_main([*argv, "--model", str(model)]) == 1
+    stdout = capsys.readouterr().out
+    error = next(line for line in stdout.splitlines() if line.startswith("stock-sglang: "))
+    assert "stock SGLang's server was not healthy within 1 s (--peer-wait); stopped it" in error
+    assert "stock-sglang.log" in error
+    _no_process_left(record)
+
+
+def test_a_server_that_exits_while_starting_is_one_line_with_its_cause(
+    record: Path, model: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("STOCK_SGLANG_DOUBLE", "refuse")
+    assert bench_main([*SMALL, "--profiles", "stack", "--peer", PEER, "--model", str(model)]) == 1
+    error = next(line for line in capsys.readouterr().out.splitlines() if " exited " in line)
+    assert "exited while starting with status 2: launch_server: error: unrecognized" in error
+    assert error.startswith("stock-sglang: stock SGLang's server (pid ")
+
+
+def test_a_server_that_dies_mid_run_fails_its_requests_and_leaves_nothing(
+    record: Path, model: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("STOCK_SGLANG_DOUBLE", "die-after=2")  # the warm-up and one request
+    argv = [*SMALL, "--profiles", "stack", "--peer", PEER]
+    assert bench_main([*argv, "--model", str(model)]) == 1
+    stdout, stderr = capsys.readouterr()
+    died = "stock SGLang's server (pid {}) exited mid-run with status 7: double: the scheduler died"
+    pid = json.loads(record.read_text())["pid"]
+    assert died.format(pid) in stderr
+    row = next(line for line in stdout.splitlines() if line.startswith("stock-sglang (peer)"))
+    assert row.split()[-2:] == ["1", "—"]  # one failed request of two
+    _no_process_left(record)  # its scheduler double, left behind, stopped with its group
+
+
+@pytest.mark.parametrize(
+    ("extra", "cause"),
+    [
+        (["--sglang-arg", "load_format=dummy"], "drop --sglang-arg load_format=dummy"),
+        ([], "holds no *.safetensors (config only)"),
+    ],
+)
+def test_the_peer_is_refused_on_a_model_without_real_weights(
+    record: Path, tmp_path: Path, extra: list[str], cause: str
+) -> None:
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    if extra:  # weights on disk, but SGLang told to make up its own
+        (folder / "model.safetensors").write_bytes(b"")
+    argv = [*SMALL, "--peer", PEER, "--model", str(folder), *extra]
+    with pytest.raises(ConfigError) as refused:
+        bench_main(argv)
+    assert cause in str(refused.value)
+    assert not record.exists()  # nothing started
