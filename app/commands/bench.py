@@ -53,6 +53,13 @@ def _count(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:  # NaN too
+        raise argparse.ArgumentTypeError("must be more than 0 seconds")
+    return value
+
+
 def _profiles(text: str) -> list[str]:
     names = [name.strip() for name in text.split(",") if name.strip()]
     if unknown := [name for name in names if name not in PROFILES]:
@@ -136,7 +143,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--peer-wait",
-        type=float,
+        type=_seconds,
         default=PEER_WAIT_S,
         metavar="SECONDS",
         help=f"--peer: the longest its server may take to be healthy (default: {PEER_WAIT_S:g})",

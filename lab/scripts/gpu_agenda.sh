@@ -47,9 +47,10 @@
 #              (2048 in / 256 out, greedy, 2 reps x 2 prompts); its row, and its decode ratio to
 #              the stack's with both accept lengths. Both should accept about 4: the known answer
 #              is in the files and a BF16 head shared by weight serves the draft exactly. Its log:
-#              $OUT/bench-peer.stock-sglang.log (untried; two 12-layer cold boots of about 75 s
-#              each plus the stack's proof and the requests: about 4-5, 6 if the stock server
-#              JIT-builds kernels the stack's prepare did not)
+#              $OUT/bench-peer.stock-sglang.log (untried; about 5-7: bench's own prepare of the
+#              12-layer config first (a dummy boot, kernels already cached: about 1.5), two 12-layer
+#              cold boots of about 75 s each, the stack's proof, 5 short requests each, more if
+#              the stock server JIT-builds kernels the stack's did not; --peer-wait 360 bounds it)
 #   engine42   the same proof and reply on the full 42-layer model (2 dense + 40 MoE layers,
 #              67.8 GB of dummy weights) at memory fraction 0.65, with start time by stage (1.5)
 #   replayssm-state  with the KDA layers live, the request's KDA state after the same reply
