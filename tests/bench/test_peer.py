@@ -4,7 +4,12 @@ profiles, measured end to end against a double of the stock server (a real HTTP 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import stat
+import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -21,6 +26,8 @@ from app.commands import bench
 from app.core.errors import ConfigError
 from tests.support.bench_cli import bench_main
 from tests.support.bench_doubles import ScriptedEngineDouble, sample
+from tests.support.resident import wait_until
+from tests.support.timeouts import scaled
 
 DOUBLE = Path(__file__).parent.parent / "fixtures" / "stock_sglang_double.py"
 H200 = GpuFacts(sm=90, has_fa3=False, has_flashinfer=True, has_xgrammar=True)
@@ -153,6 +160,9 @@ def test_the_peer_row_and_its_ratio_appear_in_the_same_run(
     assert facts["env"] == {"LING_CHAT_PATCH_PLAN": None, "HUMMING_COMPILER": "nvrtc"}
     assert _flags(facts["argv"])["--model-path"] == str(model)
     _no_process_left(record)
+    log = Path(os.environ["LING_CHAT_DATA_DIR"]) / "logs" / "stock-sglang.log"
+    assert "double: listening on" in log.read_text()
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
 
     run = BenchRun.from_dict(json.loads(out.read_text()))
     assert [p.profile for p in run.profiles] == ["humming", "stack", PEER]
@@ -225,3 +235,33 @@ def test_the_peer_is_refused_on_a_model_without_real_weights(
         bench_main(argv)
     assert cause in str(refused.value)
     assert not record.exists()  # nothing started
+
+
+@pytest.mark.slow  # a subprocess
+@pytest.mark.parametrize("mode", ["never-healthy", "ok"])
+def test_ctrl_c_stops_the_stock_server_with_its_group(
+    mode: str, model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted while the server loads, or mid-reply: bench exits 130, nothing left."""
+    record = tmp_path / "double.json"
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "STOCK_SGLANG_DOUBLE": mode}
+    env["STOCK_SGLANG_DOUBLE_RECORD"] = str(record)
+    argv = [*SMALL, "--output-len", "20000", "--profiles", "stack", "--peer", PEER]
+    session = root / "tests" / "fixtures" / "peer_bench_session.py"
+    child = subprocess.Popen(
+        [sys.executable, str(session), *argv, "--model", str(model)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert wait_until(record.exists, 30), "the stock server double never started"
+        time.sleep(1.0)  # loading (503), or mid-way through its first reply (about 40 s long)
+        child.send_signal(signal.SIGINT)
+        _out, err = child.communicate(timeout=scaled(60))
+    finally:
+        child.kill()
+    assert child.returncode == 130, err[-2000:]
+    _no_process_left(record)

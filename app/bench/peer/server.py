@@ -28,6 +28,7 @@ from app.backend.wire import SSELines, WireError, parse_json
 from app.bench.peer.recipe import RECIPE_FLAGS, PeerLaunch
 from app.bench.protocol import BenchSample, EngineFactory
 from app.core.errors import BackendError
+from app.files import private_dir, private_file
 
 POLL_S = 0.25
 """How often `/health` is asked while the server loads."""
@@ -225,8 +226,12 @@ def peer_factory(launch: PeerLaunch, *, log_file: Path, wait_s: float) -> Engine
     async def start(_name: str) -> StockServer:
         port = free_port()
         argv = launch.argv(port)
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            private_dir(log_file.parent)
+            private_file(log_file)
+            fd = os.open(log_file, os.O_WRONLY | os.O_APPEND)
+        except OSError as exc:
+            raise BackendError(f"cannot write {SERVER}'s log {log_file}: {exc.strerror}") from exc
         try:
             child = subprocess.Popen(
                 argv,
