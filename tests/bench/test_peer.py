@@ -215,6 +215,49 @@ def test_a_server_that_dies_mid_run_fails_its_requests_and_leaves_nothing(
     _no_process_left(record)  # its scheduler double, left behind, stopped with its group
 
 
+class _TokenizerDouble:
+    """Stands in for the model's tokenizer: renders the chat template's arguments visibly."""
+
+    loaded_from: list[str] = []
+
+    @classmethod
+    def from_pretrained(cls, path: str) -> _TokenizerDouble:
+        cls.loaded_from.append(path)
+        return cls()
+
+    def apply_chat_template(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
+        assert kwargs["tokenize"] is False and kwargs["add_generation_prompt"] is True
+        message = messages[0]
+        return f"<{message['role']}> {message['content']} thinking={kwargs['enable_thinking']}"
+
+
+async def test_a_chat_prompt_is_rendered_by_the_models_template_before_it_is_sent(
+    record: Path, model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    transformers = types.ModuleType("transformers")
+    transformers.AutoTokenizer = _TokenizerDouble  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "transformers", transformers)
+    monkeypatch.setattr(_TokenizerDouble, "loaded_from", [])
+    launch = PeerLaunch(str(model), 0.65, None, H200)
+    engine = await server.peer_factory(launch, log_file=tmp_path / "peer.log", wait_s=10)(PEER)
+    try:
+        for _ in range(2):
+            reply = await engine.generate(
+                input_ids=None,
+                prompt="What is 2 + 2?",
+                sampling_params={"max_new_tokens": 6},
+                chat_template={"enable_thinking": False},
+            )
+            # The double counts the words of the text it was sent: "<user> What is 2 + 2?
+            # thinking=False", the rendered prompt.
+            assert reply.usage.prompt_tokens == 7
+            assert (reply.usage.completion_tokens, reply.usage.verify_rounds) == (6, 2)
+    finally:
+        await engine.shutdown()
+    assert _TokenizerDouble.loaded_from == [str(model)]  # loaded once
+    _no_process_left(record)
+
+
 @pytest.mark.parametrize(
     ("extra", "cause"),
     [
