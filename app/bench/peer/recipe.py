@@ -85,8 +85,8 @@ class PeerLaunch:
         """The whole command line of a server listening on 127.0.0.1:`port`."""
         argv = [*PEER_COMMAND, "--model-path", self.model_path, "--host", "127.0.0.1"]
         argv += ["--port", str(port), "--mem-fraction-static", f"{self.mem_fraction:g}"]
-        # SGLang 0.5.23 names BailingMoeV3 among the NEXTN models that are their own draft
-        # nowhere (arg_groups/speculative_hook.py): without this its draft worker has no model.
+        # The model is its own NEXTN draft. SGLang 0.5.23 fills the path in only for the
+        # architectures it lists (arg_groups/speculative_hook.py), BailingMoeV3 not among them.
         argv += ["--speculative-draft-model-path", self.model_path]
         if self.context_length is not None:
             argv += ["--context-length", str(self.context_length)]
