@@ -41,7 +41,8 @@ class BenchEngine(Protocol):
     def describe(self) -> dict[str, Any]:
         """JSON-ready facts about the running engine.
 
-        Keys: `config` (the SGLang server arguments and versions that matter),
+        Keys: `config` (the SGLang server arguments and versions that matter; a peer's,
+        `bench --peer`, also says under `peer` what it runs),
         `proof` (`ProofReport.to_dict()`, or None), and `model_config` (the checkpoint's
         config.json as a dict, for the roofline; None when unknown).
         """

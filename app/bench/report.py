@@ -9,7 +9,7 @@ from typing import Any
 
 from app.bench.acceptance import SIMULATE_ENV, position_cell
 from app.bench.results import BenchRun, ProfileResult, RooflineColumns, WorkloadSummary
-from app.core.profiles import PROFILES
+from app.core.profiles import DEFAULT_PROFILE, PROFILES
 from app.render.bars import CEILING, bars
 
 BASELINE = "baseline"
@@ -23,6 +23,8 @@ REPS_NOTE = (
 )
 BOOTS_NOTE = "boots: the slowest and fastest engine boot of the profile (--boots)"
 POSITION_NOTE = "by position: the share of verify rounds that accepted draft 1, 2, ..."
+PEER_LEVER = "peer"
+"""The lever column of a peer's row: another server, not a ling-chat profile."""
 
 
 def lever_label(profile: str, previous: str | None) -> str:
@@ -53,13 +55,19 @@ class TableRow:
     """Decode tok/s relative to the `baseline` profile (else the first row with a speed)."""
     simulated_accept: float | None
     """The accept length SGLang faked on this profile's engine; None when it was measured."""
+    peer: str | None = None
+    """What a peer's row ran (`bench --peer`: its engine's `peer`); None on ling-chat's rows."""
+    peer_ratio: tuple[str, float] | None = None
+    """A peer's row: (ling-chat's row, the peer's decode tok/s over that row's): the default
+    profile's row, else the reference row."""
 
     @property
     def label(self) -> str:
-        """The profile's name, marked when its acceptance was faked."""
+        """The profile's name, marked as a peer, or when its acceptance was faked."""
+        name = f"{self.profile} (peer)" if self.peer is not None else self.profile
         if self.simulated_accept is None:
-            return self.profile
-        return f"{self.profile} (simulated accept {self.simulated_accept:g})"
+            return name
+        return f"{name} (simulated accept {self.simulated_accept:g})"
 
 
 def table_rows(profiles: Sequence[ProfileResult], workload: str) -> list[TableRow]:
@@ -70,14 +78,19 @@ def table_rows(profiles: Sequence[ProfileResult], workload: str) -> list[TableRo
         if found is not None and found.summary.decode_tps is not None:
             speeds[result.profile] = found.summary.decode_tps
     base = speeds.get(reference_profile(speeds) or "")
+    peers = {result.profile for result in profiles if "peer" in result.engine}
+    own = {name: speed for name, speed in speeds.items() if name not in peers}
+    ours = DEFAULT_PROFILE if DEFAULT_PROFILE in own else reference_profile(own)
     rows, previous, prev_speed = [], None, None
     for result in profiles:
         found = result.workload(workload)
         speed = speeds.get(result.profile)
+        peer = result.engine.get("peer")
+        to_ours = speed / speeds[ours] if peer is not None and speed and ours else None
         rows.append(
             TableRow(
                 profile=result.profile,
-                lever=lever_label(result.profile, previous),
+                lever=PEER_LEVER if peer is not None else lever_label(result.profile, previous),
                 summary=found.summary if found else None,
                 roofline=found.roofline if found else None,
                 error=result.error
@@ -85,6 +98,8 @@ def table_rows(profiles: Sequence[ProfileResult], workload: str) -> list[TableRo
                 vs_prev=_ratio(speed, prev_speed),
                 vs_baseline=_ratio(speed, base),
                 simulated_accept=result.simulated_accept_length,
+                peer=peer,
+                peer_ratio=(ours, to_ours) if ours and to_ours is not None else None,
             )
         )
         previous = result.profile
@@ -309,6 +324,7 @@ def render_run(run: BenchRun) -> str:
         notes = [REPS_NOTE, BOOTS_NOTE] if _booted(rows) else [REPS_NOTE]
         if any(row.summary is not None and row.summary.accept_positions for row in rows):
             notes.append(POSITION_NOTE)
+        notes += [line for row in rows if row.peer is not None for line in peer_lines(row, rows)]
         block = [
             workload_title(description, int(run.plan.get("boots", 1))),
             "\n".join([speed_table(rows), *notes]),
@@ -328,9 +344,27 @@ def render_run(run: BenchRun) -> str:
     return "\n\n\n".join(blocks)
 
 
+def peer_lines(row: TableRow, rows: Sequence[TableRow]) -> list[str]:
+    """A peer's row: what it ran, and its decode speed and accept length against ling-chat's."""
+    lines = [f"{row.label}: {row.peer}"]
+    if row.peer_ratio is None or row.summary is None:
+        return lines
+    ours, ratio = row.peer_ratio
+    theirs = next(r.summary for r in rows if r.profile == ours and r.summary is not None)
+    accept = ""
+    if row.summary.accept_length is not None or theirs.accept_length is not None:
+        accept = (
+            f", accept {_fmt(row.summary.accept_length, '.2f')} against"
+            f" {_fmt(theirs.accept_length, '.2f')}"
+        )
+    speeds = f"{_fmt(row.summary.decode_tps, '.2f')} against {_fmt(theirs.decode_tps, '.2f')}"
+    lines.append(f"{row.profile}: {ratio:.2f}x {ours}'s decode tok/s ({speeds}){accept}")
+    return lines
+
+
 def tables_json(run: BenchRun) -> dict[str, list[dict[str, Any]]]:
-    """The rows of every workload's table (profile, lever, decode tok/s and deltas, and the
-    accept length SGLang faked, if it did)."""
+    """The rows of every workload's table (profile, lever, decode tok/s and deltas, the
+    accept length SGLang faked, if it did, and a peer's label and ratio to ling-chat)."""
     return {
         description["name"]: [
             {
@@ -340,6 +374,10 @@ def tables_json(run: BenchRun) -> dict[str, list[dict[str, Any]]]:
                 "vs_prev": row.vs_prev,
                 "vs_baseline": row.vs_baseline,
                 "simulated_accept_length": row.simulated_accept,
+                "peer": row.peer,
+                "peer_ratio": dict(zip(("to", "decode_tps"), row.peer_ratio, strict=True))
+                if row.peer_ratio
+                else None,
             }
             for row in table_rows(run.profiles, description["name"])
         ]

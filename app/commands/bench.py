@@ -16,14 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from app import __version__
-from app.backend.engine.config import draft_models
-from app.backend.engine.setup import check_model_path, engine_missing
+from app.backend.engine.config import EngineConfig, draft_models
+from app.backend.engine.setup import check_model_path, engine_missing, gpu_facts
 from app.bench.bytemodel.bandwidth import roofline_columns
 from app.bench.bytemodel.roofline import DGX_SPARK_GBPS
 from app.bench.compare import compare_runs, render_comparison
 from app.bench.inputs.gsm8k import load_gsm8k
 from app.bench.inputs.suites import SUITES, nvidia_suite, recipes_suite
 from app.bench.inputs.workloads import Workload, reasoning_workload, synthetic_workload
+from app.bench.peer.recipe import PEER, PeerLaunch, check_peer_model
+from app.bench.protocol import BenchEngine, EngineFactory
 from app.bench.report import render_run, tables_json
 from app.bench.results import BenchRun, ProfileResult
 from app.bench.runner import run_bench
@@ -35,6 +37,8 @@ from app.files import write_atomic
 from app.launch import fetch_model, launch_plan, prepare_engines
 
 DEFAULT_PROFILES = ("baseline", "humming", "humming+fp8", "stack")
+PEER_WAIT_S = 1200.0
+"""The longest the stock server may take to become healthy (a Spark's cold start: 8 minutes)."""
 APP_PACKAGE = Path(__file__).resolve().parents[1]
 """The `app` package's folder."""
 
@@ -47,6 +51,13 @@ def _count(minimum: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:  # NaN too
+        raise argparse.ArgumentTypeError("must be more than 0 seconds")
+    return value
 
 
 def _profiles(text: str) -> list[str]:
@@ -121,6 +132,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=DGX_SPARK_GBPS,
         help=f"peak memory bandwidth for the roofline (default: {DGX_SPARK_GBPS:g}, DGX Spark)",
+    )
+    parser.add_argument(
+        "--peer",
+        choices=[PEER],
+        help=f"also run stock SGLang's server ({PEER}: python -m sglang.launch_server, no"
+        " ling-chat patches) with the official Spark recipe's flags on the same model and"
+        " workloads, after the profiles: its row and its ratio to the default profile's; needs"
+        " real weights (--model FOLDER of safetensors, no load_format=dummy)",
+    )
+    parser.add_argument(
+        "--peer-wait",
+        type=_seconds,
+        default=PEER_WAIT_S,
+        metavar="SECONDS",
+        help=f"--peer: the longest its server may take to be healthy (default: {PEER_WAIT_S:g})",
     )
     parser.add_argument("--json", type=Path, help="write every number, per request too, here")
     parser.add_argument(
@@ -202,6 +228,8 @@ def _bench(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     check_model_path(settings.model_path)  # one line now, not one failure per profile
     overrides = sglang_overrides(args)
+    if args.peer:
+        check_peer_model(settings.model_path, overrides)
     try:
         from app.bench.engine import bench_engine_factory
     except ModuleNotFoundError as exc:
@@ -216,11 +244,16 @@ def _bench(args: argparse.Namespace) -> int:
     configs = [dataclasses.replace(config, profile=p) for p in profiles]
     prepare_engines(start, configs)
     for model in [settings.model_path, *draft_models(configs)]:
-        fetch_model(model)  # after the preflight, which checks the disk for them
+        folder = fetch_model(model)  # after the preflight, which checks the disk for them
+        if args.peer and model == settings.model_path:
+            check_peer_model(folder, overrides)  # a Hub id's files, now on disk
     factory = bench_engine_factory(config, require_proof=not args.allow_unproven)
+    if args.peer:
+        factory = _with_peer(factory, config, args.peer_wait)
     plan = {
         "suite": args.suite,
         "profiles": profiles,
+        "peer": args.peer,
         "workloads": [workload.describe() for workload in workloads],
         "peak_gbps": args.peak_gbps,
         "boots": args.boots,
@@ -241,7 +274,7 @@ def _bench(args: argparse.Namespace) -> int:
     results = asyncio.run(
         run_bench(
             factory,
-            profiles,
+            [*profiles, PEER] if args.peer else profiles,
             workloads,
             boots=args.boots,
             roofline=functools.partial(roofline_columns, peak_gbps=args.peak_gbps),
@@ -255,6 +288,21 @@ def _bench(args: argparse.Namespace) -> int:
         print(f"\n\n{render_published(run_result)}")
     failed = any(p.error or any(w.summary.errors for w in p.workloads) for p in run_result.profiles)
     return 1 if failed else 0
+
+
+def _with_peer(factory: EngineFactory, config: EngineConfig, wait_s: float) -> EngineFactory:
+    """`factory`, and the stock server for the peer's name: same model, memory and context."""
+    from app.bench.peer.server import peer_factory
+
+    launch = PeerLaunch(config.model_path, config.mem_fraction, config.context_length, gpu_facts())
+    peer = peer_factory(
+        launch, log_file=(config.log_dir or Path.cwd()) / f"{PEER}.log", wait_s=wait_s
+    )
+
+    async def start(name: str) -> BenchEngine:
+        return await (peer if name == PEER else factory)(name)
+
+    return start
 
 
 def write_json(run: BenchRun, path: Path) -> None:

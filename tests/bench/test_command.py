@@ -170,6 +170,8 @@ def test_a_missing_model_path_is_one_line_before_any_profile_runs(
         ["--output-len", "1"],
         ["--warmup", "-1"],
         ["--boots", "0"],
+        ["--peer", "vllm"],
+        ["--peer-wait", "0"],
     ],
 )
 def test_bad_flags_are_usage_errors(argv: list[str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from app.bench.report import (
     POSITION_NOTE,
     lever_gains,
     lever_label,
+    peer_lines,
     render_run,
     table_rows,
     tables_json,
@@ -198,6 +200,43 @@ def test_a_faked_accept_length_is_labelled_in_the_table_and_json(tmp_path: Path)
     assert read_json(path) == bench
 
 
+def _peer(decode_tps: float | None, **overrides: Any) -> ProfileResult:
+    """The row of `bench --peer`: its engine names what it ran."""
+    result = profile("stock-sglang", decode_tps, **overrides)
+    return replace(result, engine={"peer": "stock SGLang's server", "sglang": "0.5.23"}, proof=None)
+
+
+def test_a_peer_row_is_marked_and_compared_with_the_default_profile() -> None:
+    rows = table_rows(
+        [
+            profile("baseline", 36.0),
+            profile("stack", 100.0, accept_length=3.75),
+            _peer(80.0, accept_length=3.5),
+        ],
+        "synthetic",
+    )
+    peer = rows[2]
+    assert (peer.label, peer.lever) == ("stock-sglang (peer)", "peer")
+    assert peer.peer == "stock SGLang's server"
+    assert peer.peer_ratio == ("stack", pytest.approx(0.8))
+    assert peer.vs_baseline == pytest.approx(80 / 36 - 1)
+    assert [r.peer_ratio for r in rows[:2]] == [None, None]
+    assert peer_lines(peer, rows) == [
+        "stock-sglang (peer): stock SGLang's server",
+        "stock-sglang: 0.80x stack's decode tok/s (80.00 against 100.00), accept 3.50 against 3.75",
+    ]
+    text = render_run(run(profile("stack", 100.0), _peer(80.0)))
+    assert "stock-sglang: 0.80x stack's decode tok/s (80.00 against 100.00)\n" in text
+
+
+def test_without_the_default_profile_a_peer_is_compared_with_the_reference_row() -> None:
+    rows = table_rows([profile("humming", 50.0), _peer(80.0)], "synthetic")
+    assert rows[1].peer_ratio == ("humming", pytest.approx(1.6))
+    alone = table_rows([_peer(80.0)], "synthetic")  # never against itself
+    assert alone[0].peer_ratio is None
+    assert peer_lines(alone[0], alone) == ["stock-sglang (peer): stock SGLang's server"]
+
+
 def test_roofline_table_and_plot_ceiling() -> None:
     columns = RooflineColumns(33792, 4.793e9, 57.0, 210.6, 0.7714, mtp_ceiling=None)
     spec = RooflineColumns(33792, 4.793e9, 57.0, 150.0, 0.55, mtp_ceiling=1.35)
@@ -262,6 +301,8 @@ def test_json_schema_keys(tmp_path: Path) -> None:
         "vs_prev": pytest.approx(39.45 / 36.09 - 1),
         "vs_baseline": pytest.approx(39.45 / 36.09 - 1),
         "simulated_accept_length": None,
+        "peer": None,
+        "peer_ratio": None,
     }
     published = data["published"]["synthetic"]["humming"]
     assert published["completed"] == 1 and published["completion_tokens"] == 5
