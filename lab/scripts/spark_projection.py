@@ -79,6 +79,13 @@ def table(result: SparkProjection) -> str:
             f"{d.published_accept}: TPOT {d.tpot_ms_at_published_accept:.2f} ms (on the profiled "
             f"GPU: {d.gpu_round_ms:.3f} against {d.gpu_stack_round_ms:.3f} ms a round)"
         )
+    for lever in result.levers:
+        lines.append(
+            f"{lever.profile} round {lever.round_ms:.2f} ms against {lever.base}'s "
+            f"{lever.base_round_ms:.2f} ms: {lever.saving:+.1%} saved at equal accept length "
+            f"({lever.bytes / 1e9:.3f} against {lever.base_bytes / 1e9:.3f} GB; on the profiled "
+            f"GPU {lever.gpu_round_ms:.3f} against {lever.gpu_base_round_ms:.3f} ms)"
+        )
     return "\n".join(lines)
 
 
