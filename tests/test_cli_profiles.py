@@ -9,7 +9,14 @@ from app.cli import build_parser, main
 from app.commands.common import USER_PROFILES
 from app.core.profiles import PROFILES
 
-RIGS = ("humming", "humming+fp8", "humming+nextn", "stack-recurrent")
+RIGS = (
+    "humming",
+    "humming+fp8",
+    "humming+nextn",
+    "stack-recurrent",
+    "stack+bf16-router",
+    "dspark+fp8-draft",
+)
 
 
 def test_the_user_profiles_are_few_and_the_rest_are_the_rigs() -> None:

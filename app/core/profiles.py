@@ -16,6 +16,11 @@ DSPARK_DRAFT = "inclusionAI/Ling-3.0-flash-dspark"
 DSPARK_BLOCK = 8
 """Draft tokens per DSpark block; the verify window is one more (the anchor token)."""
 DSPARK_WINDOW = DSPARK_BLOCK + 1
+BF16_ROUTER_CONFIG = {"router_dtype": "bf16"}
+"""The config.json fields the BF16 router overrides: SGLang 0.5.23's BailingMoeV3 reads its
+MoE gate in FP32 unless `router_dtype` says otherwise (the checkpoint says "fp32")."""
+FP8_DRAFT_QUANTIZATION = "fp8"
+"""SGLang's quantization for the FP8 DSpark draft: its layers' linears quantized at load."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,11 +36,27 @@ class Levers:
     replayssm: bool = False
     """NEXTN's verify with KDA ReplaySSM: the committed tokens' raw inputs folded into the
     state, instead of a state snapshot a draft position."""
+    bf16_router: bool = False
+    """Every MoE router gate (target and NEXTN draft) read in BF16 instead of the checkpoint's
+    FP32: half the gates' bytes; it changes routing numerics, so it is an opt-in rig."""
+    fp8_draft: bool = False
+    """The DSpark draft's layer linears quantized to FP8 at load (one scale a row) instead of
+    BF16; it changes the draft's numerics, so it is an opt-in rig."""
+
+    def __post_init__(self) -> None:
+        if self.fp8_draft and not self.dspark:
+            raise ValueError("the FP8 draft lever quantizes the DSpark draft: it needs dspark")
 
     @property
     def kda_replayssm(self) -> bool:
         """The verify runs KDA ReplaySSM: NEXTN's with the lever, DSpark's always."""
         return self.replayssm or self.dspark
+
+    @property
+    def config_overrides(self) -> dict[str, str]:
+        """The model config.json fields these levers override (SGLang's
+        `json_model_override_args`; the byte model reads the config so too)."""
+        return dict(BF16_ROUTER_CONFIG) if self.bf16_router else {}
 
 
 PROFILES: dict[str, Levers] = {
@@ -51,6 +72,14 @@ PROFILES: dict[str, Levers] = {
     # Humming + NEXTN with the BF16 head: isolates what the FP8 head adds to the stack.
     "humming+nextn": Levers(humming=True, fp8_head=False, nextn=True),
     "dspark": Levers(humming=True, fp8_head=True, nextn=False, dspark=True),
+    # Opt-in, measured levers (they change numerics): the stack with BF16 router gates, and
+    # DSpark with an FP8 draft.
+    "stack+bf16-router": Levers(
+        humming=True, fp8_head=True, nextn=True, replayssm=True, bf16_router=True
+    ),
+    "dspark+fp8-draft": Levers(
+        humming=True, fp8_head=True, nextn=False, dspark=True, fp8_draft=True
+    ),
 }
 """Every profile by name: which optimizations it turns on (the others exist for A/B runs)."""
 DEFAULT_PROFILE = "stack"

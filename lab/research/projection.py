@@ -58,6 +58,8 @@ HEAD_SPEEDUP_TARGET: Final = 1.10
 KERNELS_FROM: Final = {"baseline": "humming"}
 """Profiles projected from another profile's kernels (see the module docstring)."""
 BF16_HEAD_ROUND: Final = "humming+nextn"
+LEVER_PAIRS: Final = (("stack+bf16-router", "stack"), ("dspark+fp8-draft", "dspark"))
+"""The opt-in levers' rigs, each with the profile it changes one lever of."""
 RECURRENT_ROUND: Final = "stack-recurrent"
 """The stack with SGLang's recurrent verify, as NVIDIA ran it and as the BF16-head round
 verifies: the FP8-head round of the NEXTN verdict."""
@@ -260,6 +262,22 @@ class DsparkProjection:
 
 
 @dataclass(frozen=True, slots=True)
+class LeverProjection:
+    """An opt-in lever's round against the round of the profile it changes."""
+
+    profile: str
+    base: str
+    round_ms: float
+    base_round_ms: float
+    saving: float
+    """1 - round / base round: the share of a round the lever saves at equal accept length."""
+    bytes: float
+    base_bytes: float
+    gpu_round_ms: float
+    gpu_base_round_ms: float
+
+
+@dataclass(frozen=True, slots=True)
 class SparkProjection:
     """Every profile's projection, the fit behind them, the NEXTN and ReplaySSM verdicts."""
 
@@ -272,6 +290,7 @@ class SparkProjection:
     dspark: DsparkProjection | None = None
     host: HostProjection | None = None
     """The host term a round, when a host-time file was given."""
+    levers: tuple[LeverProjection, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form of `lab/results/spark-projection.json`."""
@@ -295,6 +314,7 @@ class SparkProjection:
             "replayssm": None if self.replayssm is None else _jsonable(self.replayssm),
             "dspark": None if self.dspark is None else _jsonable(self.dspark),
             **({} if self.host is None else {"host": _jsonable(self.host)}),
+            "levers": [_jsonable(lever) for lever in self.levers],
         }
 
     def with_host(self, run: HostRun, cpu_factor: float = CPU_FACTOR) -> SparkProjection:
@@ -392,6 +412,7 @@ def spark_projection(
         nextn,
         _replayssm(projections),
         _dspark(projections),
+        _levers(projections),
     )
 
 
@@ -434,6 +455,29 @@ def _dspark(projections: Sequence[ProfileProjection]) -> DsparkProjection | None
         gpu_round_ms=dspark.gpu_ms,
         gpu_stack_round_ms=stack.gpu_ms,
     )
+
+
+def _levers(projections: Sequence[ProfileProjection]) -> tuple[LeverProjection, ...]:
+    """Each opt-in lever's round against its base profile's, where both were profiled."""
+    found = []
+    for profile, base in LEVER_PAIRS:
+        if (pair := _rounds(projections, profile, base)) is None:
+            continue
+        lever, before = pair
+        found.append(
+            LeverProjection(
+                profile=profile,
+                base=base,
+                round_ms=lever.projected_ms,
+                base_round_ms=before.projected_ms,
+                saving=1 - lever.projected_ms / before.projected_ms,
+                bytes=lever.bytes,
+                base_bytes=before.bytes,
+                gpu_round_ms=lever.gpu_ms,
+                gpu_base_round_ms=before.gpu_ms,
+            )
+        )
+    return tuple(found)
 
 
 def _nextn(

@@ -100,6 +100,22 @@
 #   bench-dspark  `ling-chat bench` over stack and dspark, synthetic and GSM8K-format, both at
 #              the accept length SIM_ACCEPT (default 2.68) that SGLang simulates; the table
 #              labels the rows simulated (3.5)
+#   levers     the opt-in levers (tests/gpu/test_levers_gpu.py, 6 layers, known answer):
+#              stack+bf16-router passes every line with every router gate BF16 (target and
+#              NEXTN draft) and streams the known answer at accept >= 3.5; dspark+fp8-draft
+#              passes every line with the draft's 20 layer linears on SGLang's FP8 method
+#              (untried; two engines, about 3.5)
+#   kernels42-levers  one verify round at 42 layers, known-answer target, of stack,
+#              stack+bf16-router, dspark and dspark+fp8-draft (the DSpark draft of dummy
+#              weights: accept about 1), then lab/scripts/spark_projection.py over them with
+#              the committed humming and humming+fp8 steps: each lever's projected round
+#              against its base's (untried; four 42-layer engines, about 6)
+#   bench-levers  `ling-chat bench` over stack, stack+bf16-router, dspark and dspark+fp8-draft
+#              at LEVER_LAYERS (default 42; dummy weights, no accuracy), all at the accept
+#              length SIM_ACCEPT (default 2.68) that SGLang simulates, rows labelled simulated:
+#              each row's TPOT, the byte model's bytes a round and its proof with the router
+#              gates' and the draft's measured bytes (untried; four 42-layer boots, about 7-8;
+#              a cut run keeps the profiles done; LEVER_LAYERS=6 about 4)
 #   caches     Humming's, Triton's and FlashInfer's kernel caches as 15 MiB pieces in $OUT;
 #              kept in the git-ignored .gpu-cache/ and named in `carry`, a later machine
 #              restores them before its first step
@@ -338,6 +354,24 @@ for step in "$@"; do
         lab/results/2026-12-01-h200-session9-kernels-stack-42*.json \
         lab/results/2026-12-01-h200-session10-kernels-dspark-42.json \
         --host "$OUT/host-time.json" --out "$OUT/spark-projection-host.json" ;;
+    levers) gpu_tests levers 520 tests/gpu/test_levers_gpu.py ;;
+    kernels42-levers)  # each opt-in lever's round beside its base's, and their projection
+      run kernels42-levers 560 python3 lab/scripts/gpu_kernel_profile.py /root/k42l --layers 42 \
+        --profiles stack,stack+bf16-router,dspark,dspark+fp8-draft --known-answer
+      cp /root/k42l/kernels-*.json "$OUT/" 2>/dev/null
+      run kernels42-levers-projection 60 python3 lab/scripts/spark_projection.py \
+        lab/results/2026-12-01-h200-kernels-humming-42.json \
+        lab/results/2026-12-01-h200-kernels-humming-fp8-42.json /root/k42l/kernels-*.json \
+        --out "$OUT/spark-projection-levers.json" ;;
+    bench-levers)  # the opt-in levers' bench rows beside their base profiles'
+      layers="${LEVER_LAYERS:-42}"
+      python3 -c "from pathlib import Path; from tests.gpu import dspark_models, models; \
+models.write_model_dir(Path('/root/m$layers'), $layers); \
+dspark_models.write_draft_dir(Path('/root/d$layers'), $layers)"
+      SGLANG_SIMULATE_ACC_LEN="${SIM_ACCEPT:-2.68}" run bench-levers 560 python3 -m app bench \
+        --model "/root/m$layers" --sglang-arg load_format=dummy --dspark-draft "/root/d$layers" --allow-unproven \
+        --profiles stack,stack+bf16-router,dspark,dspark+fp8-draft --input-len 2048 \
+        --output-len 128 --num-prompts 1 --reps 2 --peak-gbps 4800 --json "$OUT/bench-levers.json" ;;
     bench-dspark)  # stack and dspark side by side, both at one simulated accept length
       python3 -c "from pathlib import Path; from tests.gpu import dspark_models; dspark_models.write_draft_dir(Path('/root/d6'), 6)"
       SGLANG_SIMULATE_ACC_LEN="${SIM_ACCEPT:-2.68}" bench bench-dspark 560 stack,dspark \

@@ -109,6 +109,13 @@ def table(result: SparkProjection) -> str:
                 f"{t.round_ms:7.2f} {t.tpot_ms:6.2f} {t.tpot_without_host_ms:7.2f} "
                 f"{t.h200_idle_ms:9.2f} {t.h200_host_loop_ms:9.2f}"
             )
+    for lever in result.levers:
+        lines.append(
+            f"{lever.profile} round {lever.round_ms:.2f} ms against {lever.base}'s "
+            f"{lever.base_round_ms:.2f} ms: {lever.saving:+.1%} saved at equal accept length "
+            f"({lever.bytes / 1e9:.3f} against {lever.base_bytes / 1e9:.3f} GB; on the profiled "
+            f"GPU {lever.gpu_round_ms:.3f} against {lever.gpu_base_round_ms:.3f} ms)"
+        )
     return "\n".join(lines)
 
 

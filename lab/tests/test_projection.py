@@ -294,6 +294,28 @@ def test_the_dspark_round_is_projected_beside_the_stack_s_with_its_break_even_ac
     assert without.dspark is None
 
 
+def test_each_opt_in_lever_s_round_is_projected_against_the_profile_it_changes() -> None:
+    bf16_router = {**replayssm_round(), "profile": "stack+bf16-router"}
+    fp8_draft = {**dspark_round(), "profile": "dspark+fp8-draft"}
+    rounds = [replayssm_round(), bf16_router, dspark_round(), fp8_draft]
+    result = spark_projection([load(humming()), load(humming_fp8()), *map(load, rounds)])
+    levers = {lever.profile: lever for lever in result.levers}
+    assert [(x.profile, x.base) for x in result.levers] == [
+        ("stack+bf16-router", "stack"),
+        ("dspark+fp8-draft", "dspark"),
+    ]
+    # the same kernels, fewer bytes: the projection moves by the bytes alone
+    for lever in levers.values():
+        assert lever.bytes < lever.base_bytes and lever.round_ms < lever.base_round_ms
+        assert lever.saving == pytest.approx(1 - lever.round_ms / lever.base_round_ms)
+        assert lever.gpu_round_ms == lever.gpu_base_round_ms
+    assert levers["dspark+fp8-draft"].base_bytes - levers["dspark+fp8-draft"].bytes == (
+        pytest.approx(0.504e9, rel=1e-3)
+    )
+    assert result.to_dict()["levers"][0]["profile"] == "stack+bf16-router"
+    assert spark_projection([load(humming()), load(humming_fp8()), load(bf16_router)]).levers == ()
+
+
 def test_a_replayssm_round_drops_the_kda_state_snapshots() -> None:
     kw: dict[str, Any] = {"context_tokens": 2048, "config": LING_3_FLASH_CONFIG}
     snapshots = unit_bytes("stack-recurrent", Phase.VERIFY, **kw)

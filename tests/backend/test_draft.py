@@ -22,6 +22,8 @@ SHAPES = {
     "stack-recurrent": DraftShape(3, 4),
     "humming+nextn": DraftShape(3, 4),
     "dspark": DraftShape(1, 9, block=8),
+    "stack+bf16-router": DraftShape(3, 4),
+    "dspark+fp8-draft": DraftShape(1, 9, block=8),
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from app.backend.engine import config as engine_config
 from app.backend.engine.config import (
     CHAT_TEMPLATE,
     ENVIRONMENT,
+    OPT_IN_LEVERS,
     REASONING_PARSER,
     SERVER_ARGS,
     EngineConfig,
@@ -25,7 +27,7 @@ from app.backend.engine.config import (
 from app.backend.engine.setup import check_load_format, set_engine_environment
 from app.commands.common import sglang_overrides
 from app.core.errors import BackendError
-from app.core.profiles import PROFILES
+from app.core.profiles import PROFILES, Levers
 from tests.fixtures.engine_double.sglang.srt.entrypoints import engine as engine_double
 
 SETTINGS_DOC = Path(__file__).resolve().parents[2] / "docs" / "engine-settings.md"
@@ -102,8 +104,10 @@ def test_baseline_is_the_official_recipe():
 def test_every_profile_follows_the_spark_recipe_on_every_gpu(profile, gpu):
     args = server_args(EngineConfig("/m", profile=profile), gpu)
     assert {name: args.get(name) for name in RECIPE_ARGS} == RECIPE_ARGS
-    # The checkpoint's native 262,144 context, no YaRN override.
-    assert "context_length" not in args and "json_model_override_args" not in args
+    # The checkpoint's native 262,144 context, no YaRN override (the BF16 router's config
+    # override names the router alone).
+    config = json.loads(args.get("json_model_override_args", "{}"))
+    assert "context_length" not in args and set(config) <= {"router_dtype"}
 
 
 @pytest.mark.parametrize(
@@ -203,6 +207,48 @@ def engine_settings_table() -> str:
             spark, h200 = _shown(s.on(SPARK)), _shown(s.on(H200_FULL))
             rows.append(f"| `{s.name}` | {kind} | {spark} | {h200} | {s.why} |")
     return "\n".join(rows) + "\n"
+
+
+def opt_in_levers_table() -> str:
+    """The opt-in levers' table of docs/engine-settings.md, from the code's."""
+    rows = ["| profile | server argument | value | why |", "|---|---|---|---|"]
+    for profile, s in OPT_IN_LEVERS:
+        rows.append(f"| `{profile}` | `{s.name}` | {_shown(s.value)} | {s.why} |")
+    return "\n".join(rows) + "\n"
+
+
+def test_the_opt_in_levers_doc_table_is_the_code_s():
+    table = opt_in_levers_table()
+    assert table in SETTINGS_DOC.read_text(), f"docs/engine-settings.md's table should be:\n{table}"
+
+
+@pytest.mark.parametrize(
+    ("profile", "base"), [("stack+bf16-router", "stack"), ("dspark+fp8-draft", "dspark")]
+)
+def test_an_opt_in_lever_adds_its_one_setting_to_the_profile_it_changes(profile, base):
+    lever = dict(OPT_IN_LEVERS)[profile]
+    args = server_args(EngineConfig("/m", profile=profile), H200_FULL)
+    assert args == {
+        **server_args(EngineConfig("/m", profile=base), H200_FULL),
+        lever.name: lever.value,
+    }
+    assert all(
+        lever.name not in server_args(EngineConfig("/m", profile=p), H200_FULL)
+        for p in PROFILES
+        if p != profile
+    )
+
+
+def test_the_bf16_router_override_is_the_profile_s_config_override():
+    levers = PROFILES["stack+bf16-router"]
+    assert json.loads(dict(OPT_IN_LEVERS)["stack+bf16-router"].value) == levers.config_overrides
+    assert levers.config_overrides == {"router_dtype": "bf16"}
+    assert PROFILES["stack"].config_overrides == {}
+
+
+def test_the_fp8_draft_needs_the_dspark_draft():
+    with pytest.raises(ValueError, match="needs dspark"):
+        Levers(humming=True, fp8_head=True, nextn=True, fp8_draft=True)
 
 
 def test_the_settings_doc_table_is_the_code_s():

@@ -160,3 +160,75 @@ def test_the_doctor_prints_what_sglang_resolved_every_override_in():
     line = format_report(report).splitlines()[1]
     assert line.startswith("  engine ran with: moe_runner_backend='humming', quantization=None")
     assert "cuda_graph_config={'decode': {'backend': 'full', 'bs': [1]}}" in line
+
+
+def test_the_router_fact_counts_every_gate_s_dtype_and_bytes_in_target_and_draft():
+    gate = 512 * 2560
+    for router, size, config in (("float32", 4, "fp32"), ("bfloat16", 2, "bf16")):
+        facts = collect(stack_scheduler(router=router), SourcesDouble())
+        assert facts["router"] == {
+            "config_router_dtype": config,
+            "target": {"dtypes": {router: 5}, "bytes": 5 * gate * size},
+            "draft": {"dtypes": {router: 1}, "bytes": gate * size},
+        }
+    assert collect(plain_scheduler(), SourcesDouble())["router"]["draft"] is None
+
+
+class DraftLayersDouble:
+    """The DSpark draft's layers as `named_modules` walks them."""
+
+    def __init__(self, modules: dict[str, Any]):
+        self.modules = modules
+
+    def named_modules(self) -> Any:
+        return iter(self.modules.items())
+
+
+class ParamsDouble:
+    """A module whose `parameters()` are the given tensors."""
+
+    def __init__(self, *params: TensorDouble):
+        self.params = params
+
+    def parameters(self) -> Any:
+        return iter(self.params)
+
+
+def test_the_draft_s_weights_are_its_layer_linears_and_its_own_bytes_not_the_target_s():
+    from app.backend.engine.patches.dspark import draft_weights
+
+    fp8 = [TensorDouble("torch.float8_e4m3fn", (6144, 2560)) for _ in range(2)]
+    scale = TensorDouble("torch.float32", (6144, 1))
+    markov = TensorDouble("torch.bfloat16", (157184, 2560))
+    head = ParamsDouble(TensorDouble("torch.float8_e4m3fn", (157184, 2560)))
+    embed = ParamsDouble(TensorDouble("torch.bfloat16", (157184, 2560)))
+    layers = DraftLayersDouble(
+        {
+            "0.self_attn.qkv_proj": of_class(
+                "QKVParallelLinear", quant_method=of_class("Fp8LinearMethod"), weight=fp8[0]
+            ),
+            "0.mlp.down_proj": of_class(
+                "RowParallelLinear", quant_method=of_class("Fp8LinearMethod"), weight=fp8[1]
+            ),
+            "0.self_attn.attn": of_class(
+                "RadixAttention", quant_method=of_class("Fp8KVCacheMethod")
+            ),  # no weight: not a linear
+            "0.input_layernorm": of_class("RMSNorm", weight=markov),  # no quant method
+        }
+    )
+    draft = of_class(
+        "LingDSparkModel",
+        layers=layers,
+        lm_head=head,
+        embed_tokens=embed,
+        parameters=lambda: iter([*fp8, scale, markov, *head.params, *embed.params]),
+    )
+    assert draft_weights(draft) == {
+        "layer_linears": {"Fp8LinearMethod": 2},
+        "layer_linear_dtypes": {"float8_e4m3fn": 2},
+        "own_bytes": {
+            "float8_e4m3fn": 2 * 6144 * 2560,
+            "float32": 6144 * 4,
+            "bfloat16": 157184 * 2560 * 2,
+        },
+    }

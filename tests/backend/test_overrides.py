@@ -68,6 +68,31 @@ CONTRADICTIONS = {
         "the recurrent KDA verify",
     ),
     "quantization": ({"quantization": "fp8"}, "stack", "the checkpoint's quantization"),
+    "a BF16 router on the stack": (
+        {"json_model_override_args": '{"router_dtype": "bf16"}'},
+        "stack",
+        "the checkpoint's FP32 router",
+    ),
+    "the router handed back to the checkpoint's": (
+        {"json_model_override_args": None},
+        "stack+bf16-router",
+        "the BF16 router lever",
+    ),
+    "an FP8 draft on dspark": (
+        {"speculative_draft_model_quantization": "fp8"},
+        "dspark",
+        "the draft's own weights",
+    ),
+    "an FP8 NEXTN draft": (
+        {"speculative_draft_model_quantization": "fp8"},
+        "stack",
+        "the draft's own weights",
+    ),
+    "the FP8 draft left unquantized": (
+        {"speculative_draft_model_quantization": "unquant"},
+        "dspark+fp8-draft",
+        "the FP8 draft lever",
+    ),
     "graphs disabled": ({"disable_cuda_graph": True}, "stack", "the CUDA graphs lever"),
     "decode graphs disabled": ({"disable_decode_cuda_graph": True}, "humming", "CUDA graphs"),
     "decode backend disabled": (
@@ -112,6 +137,15 @@ HARMLESS = {
     "a setting handed back to SGLang": ({"cuda_graph_bs_decode": None}, "stack"),
     "no speculation asked of a plain profile": ({"speculative_algorithm": None}, "baseline"),
     "FP32 logits handed back to SGLang's off": ({"enable_fp32_lm_head": None}, "stack"),
+    "another config override": ({"json_model_override_args": '{"max_window_layers": 4}'}, "stack"),
+    "the checkpoint's own FP32 router": (
+        {"json_model_override_args": '{"router_dtype": "fp32"}'},
+        "stack",
+    ),
+    "the BF16 router's own override": (
+        {"json_model_override_args": '{"router_dtype": "bf16"}'},
+        "stack+bf16-router",
+    ),
 }
 
 

@@ -10,7 +10,12 @@ import pytest
 
 from app.core.profiles import PROFILES
 from app.core.proof_report import Verdict
-from tests.fixtures.sglang_objects import dspark_facts, stack_facts, stack_recurrent_facts
+from tests.fixtures.sglang_objects import (
+    bf16_router_facts,
+    dspark_facts,
+    stack_facts,
+    stack_recurrent_facts,
+)
 from tests.support.proof import judge
 
 EVIDENCE = {
@@ -19,6 +24,7 @@ EVIDENCE = {
     "fp8_head": ("head_target", "fp8_head"),
     "fp8_head_speed": ("fp8_head",),
     "fp32_head": ("head_target",),
+    "router": ("router",),
     "shared_head": ("sharing",),
     "nextn": ("speculative",),
     "replayssm": ("replayssm",),
@@ -27,12 +33,15 @@ EVIDENCE = {
     "dspark_head": ("dspark",),
     "dspark_block": ("dspark",),
     "dspark_graphs": ("dspark",),
+    "dspark_weights": ("dspark",),
 }
 """Each line's evidence: the facts whose absence must fail it (accept_length: below)."""
 HEALTHY = {
     "stack": (stack_facts, 3.9),
     "stack-recurrent": (stack_recurrent_facts, 3.9),
     "dspark": (dspark_facts, 5.1),
+    "stack+bf16-router": (bf16_router_facts, 3.9),
+    "dspark+fp8-draft": (lambda: dspark_facts(fp8_draft=True), 5.1),
 }
 CASES = [
     (profile, line, key)

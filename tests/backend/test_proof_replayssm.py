@@ -24,6 +24,7 @@ RECURRENT_LINES = [
     "fp8_head",
     "fp8_head_speed",
     "fp32_head",
+    "router",
     "shared_head",
     "nextn",
     "no_faking",
@@ -45,7 +46,7 @@ def test_the_stack_asks_sglang_for_replayssm_with_the_shortest_ring_nextn_allows
 def test_the_replayssm_commits_are_counted_where_a_profile_verifies_with_it(profile):
     levers = PROFILES[profile]
     plan = PatchPlan.for_levers(levers, "/tmp/sglang.log")
-    assert plan.replayssm == (profile in (PROFILE, "dspark"))
+    assert plan.replayssm == levers.kda_replayssm
     assert (plan.fp8_head, plan.dspark, plan.log_file) == (
         levers.fp8_head,
         levers.dspark,
@@ -57,7 +58,7 @@ def test_the_healthy_stack_passes_with_the_ring_s_line_after_nextn_s():
     report = judge(stack_facts(), accept=3.9, profile=PROFILE)
     assert report.ok, [line for line in report.lines if line.verdict is not Verdict.PASS]
     keys = [line.key for line in report.lines]
-    assert keys == [*RECURRENT_LINES[:7], "replayssm", *RECURRENT_LINES[7:]]
+    assert keys == [*RECURRENT_LINES[:8], "replayssm", *RECURRENT_LINES[8:]]
     ring = next(line for line in report.lines if line.key == "replayssm")
     assert "ring 8 allocated: True (needs a power of two >= 8)" in ring.evidence
 

@@ -40,7 +40,9 @@ def _other_repo(path: Path) -> str:
     return _git(path, "rev-parse", "HEAD")
 
 
-def _bench(cwd: Path, app_root: Path, out: Path) -> tuple[subprocess.CompletedProcess[str], Any]:
+def _bench(
+    cwd: Path, app_root: Path, out: Path, *extra: str
+) -> tuple[subprocess.CompletedProcess[str], Any]:
     model = cwd / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
@@ -51,7 +53,7 @@ def _bench(cwd: Path, app_root: Path, out: Path) -> tuple[subprocess.CompletedPr
     }
     done = subprocess.run(
         [sys.executable, str(DOUBLE / "bench_session.py"), "--model", str(model), *ARGS]
-        + ["--json", str(out)],
+        + [*extra, "--json", str(out)],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -79,3 +81,19 @@ def test_an_installed_copy_inside_another_repository_has_no_commit(tmp_path):
     _done, result = _bench(tmp_path / "project", site, tmp_path / "run.json")
     assert result["git"]["commit"] is None and result["git"]["dirty"] is None
     assert result["git"]["version"] == metadata.version("ling-chat")
+
+
+def test_the_bf16_router_rig_runs_beside_the_stack_each_proving_its_gates(tmp_path):
+    _done, result = _bench(
+        tmp_path, ROOT, tmp_path / "run.json", "--profiles", "stack,stack+bf16-router"
+    )
+    lines = {
+        p["profile"]: next(x for x in p["proof"]["lines"] if x["key"] == "router")
+        for p in result["profiles"]
+    }
+    assert lines["stack"]["verdict"] == lines["stack+bf16-router"]["verdict"] == "pass"
+    assert "float32 6" in lines["stack"]["evidence"]
+    assert "bfloat16 6" in lines["stack+bf16-router"]["evidence"]
+    engine = {p["profile"]: p["engine"] for p in result["profiles"]}
+    assert "json_model_override_args" not in engine["stack"]
+    assert engine["stack+bf16-router"]["json_model_override_args"] == '{"router_dtype": "bf16"}'

@@ -8,6 +8,7 @@ table of docs/engine-settings.md is rendered from them.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -16,12 +17,14 @@ from typing import Any
 
 from app.core.errors import ConfigError
 from app.core.profiles import (
+    BF16_ROUTER_CONFIG,
     DEFAULT_MEM_FRACTION,
     DEFAULT_MIN_ACCEPT_LENGTH,
     DEFAULT_PROFILE,
     DSPARK_BLOCK,
     DSPARK_DRAFT,
     DSPARK_WINDOW,
+    FP8_DRAFT_QUANTIZATION,
     NEXTN_DRAFT_TOKENS,
     NEXTN_STEPS,
     NEXTN_TOPK,
@@ -227,6 +230,31 @@ REASONING_PARSER = Setting(
 """The parser that splits thinking from the answer (in-process, and `ling-chat serve`)."""
 
 
+BF16_ROUTER = Setting(
+    "json_model_override_args",
+    json.dumps(BF16_ROUTER_CONFIG),
+    "SGLang 0.5.23's BailingMoeV3 builds its router gates (target and NEXTN draft) in the "
+    "config's `router_dtype`, FP32 when it is `fp32` (the checkpoint's) or absent; BF16 reads "
+    "105 of their 210 MB a step at 42 layers (byte model: 1.2% of a stack round's bytes) and "
+    "changes routing numerics",
+)
+FP8_DRAFT = Setting(
+    "speculative_draft_model_quantization",
+    FP8_DRAFT_QUANTIZATION,
+    "SGLang's online FP8 (one scale a row) of the DSpark draft's layer linears: 0.50B of its "
+    "1.36B BF16 parameters (its `fc` and Markov head are plain torch linears SGLang leaves "
+    "BF16), so a round reads 2.22 GB of it instead of 2.72 (byte model: 3.3% of a DSpark "
+    "round's bytes); with its QKV quantized the draft also loses its fused BF16 KV write of "
+    "the context (models/dspark.py)",
+)
+OPT_IN_LEVERS: tuple[tuple[str, Setting], ...] = (
+    ("stack+bf16-router", BF16_ROUTER),
+    ("dspark+fp8-draft", FP8_DRAFT),
+)
+"""The opt-in levers' server arguments, by the profile that sets them (docs/engine-settings.md);
+they change numerics, so no default profile has them until accuracy on real weights backs them."""
+
+
 def engine_environment() -> dict[str, str]:
     """The variables of ENVIRONMENT that are set, with `~` expanded."""
     return {s.name: os.path.expanduser(s.value) for s in ENVIRONMENT if s.value is not None}
@@ -302,6 +330,8 @@ def lever_args(config: EngineConfig) -> dict[str, Any]:
     }
     if levers.nextn:  # the model is its own NEXTN draft
         args["speculative_draft_model_path"] = config.model_path
+    if levers.bf16_router:  # the target's config and its NEXTN draft's
+        args[BF16_ROUTER.name] = BF16_ROUTER.value
     args.update(speculative_args(levers, config.dspark_draft))
     return args
 
@@ -321,6 +351,7 @@ def speculative_args(levers: Levers, dspark_draft: str) -> dict[str, Any]:
             "speculative_eagle_topk": 1,
             "speculative_num_draft_tokens": DSPARK_WINDOW,
             **replayssm_args(DSPARK_WINDOW),
+            **({FP8_DRAFT.name: FP8_DRAFT.value} if levers.fp8_draft else {}),
         }
     return {}
 

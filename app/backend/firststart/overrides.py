@@ -33,6 +33,9 @@ SGLANG_DEFAULTS = {"enable_fp32_lm_head": False, "enable_linear_replayssm_spec":
 """What SGLang 0.5.23 uses for a lever setting an override hands back to it (`null`)."""
 GRAPH_OFF_FLAGS = ("disable_cuda_graph", "disable_decode_cuda_graph")
 """SGLang 0.5.23's legacy switches, which the per-phase backend ling-chat sets outranks."""
+ROUTER_KEY = "json_model_override_args"
+"""Where the BF16 router lever sets the config's `router_dtype`."""
+DRAFT_QUANT_KEY = "speculative_draft_model_quantization"
 GRAPHS = "the CUDA graphs lever (decode, verify and draft graphs)"
 TRUE = frozenset({"1", "true", "yes", "on"})
 
@@ -45,6 +48,10 @@ def lever_of(key: str, levers: Levers) -> str:
         return "the FP8 LM head lever" if levers.fp8_head else "the recipe's FP32 LM head"
     if key in REPLAYSSM_KEYS:
         return "the KDA ReplaySSM lever" if levers.kda_replayssm else "the recurrent KDA verify"
+    if key == ROUTER_KEY:
+        return "the BF16 router lever" if levers.bf16_router else "the checkpoint's FP32 router"
+    if key == DRAFT_QUANT_KEY:
+        return "the FP8 draft lever" if levers.fp8_draft else "the draft's own weights"
     return "the DSpark draft lever" if levers.dspark else "the NEXTN 3/1/4 lever"
 
 
@@ -78,6 +85,8 @@ def refusal(config: EngineConfig, env: Mapping[str, str]) -> str | None:
                 f"{flag} does not apply to profile {config.profile}, which runs no draft "
                 "model: SGLang would ignore it or start one the proof refuses"
             )
+        if key not in own and (problem := _not_own_lever(key, value, levers)):
+            return f"{flag} contradicts {problem} of profile {config.profile}"
         if key == "quantization" and value is not None:
             return (
                 f"{flag} contradicts the checkpoint's quantization (FP8 + MXFP4 experts) that "
@@ -86,6 +95,22 @@ def refusal(config: EngineConfig, env: Mapping[str, str]) -> str | None:
         if problem := _graph_problem(key, value):
             return f"{flag} {problem}"
     return _env_problem(levers, config.profile, env)
+
+
+def _not_own_lever(key: str, value: Any, levers: Levers) -> str | None:
+    """The lever that an override of a lever this profile keeps off would turn on, or None:
+    a BF16 router or a quantized draft."""
+    if key == DRAFT_QUANT_KEY and value not in (None, "unquant"):
+        return lever_of(key, levers)
+    if key == ROUTER_KEY and isinstance(value, str):
+        try:
+            fields = json.loads(value)
+        except json.JSONDecodeError:
+            return None  # SGLang refuses it in its own words
+        router = fields.get("router_dtype") if isinstance(fields, Mapping) else None
+        if router not in (None, "fp32"):
+            return lever_of(key, levers)
+    return None
 
 
 def _graph_problem(key: str, value: Any) -> str | None:

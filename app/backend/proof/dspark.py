@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.backend.proof import FP8_HEAD_METHOD
+from app.backend.proof import FP8_HEAD_METHOD, LACKING_FIX
 from app.backend.proof import replayssm as proof_replayssm
 from app.core.profiles import DSPARK_BLOCK, DSPARK_WINDOW, Levers
 from app.core.proof_report import ProofLine, Verdict
@@ -18,6 +18,12 @@ from app.core.proof_report import ProofLine, Verdict
 WORKER = "DSparkWorkerV2"
 DRAFT_CLASS = "LingDSparkModel"
 FP8_DTYPE = "float8_e4m3fn"
+FP8_DRAFT_TITLE = "DSpark draft layers in FP8 (opt-in)"
+FP8_LINEAR_METHOD = "Fp8LinearMethod"
+"""SGLang's FP8 linear method: `speculative_draft_model_quantization="fp8"` quantizes the
+draft's BF16 layer linears with it at load (one scale a row on CUTLASS-capable GPUs)."""
+LINEARS = {True: (FP8_LINEAR_METHOD, FP8_DTYPE), False: ("UnquantizedLinearMethod", "bfloat16")}
+"""The draft's layer linears' method and weight dtype with the FP8 draft lever, and without."""
 GRAPH_RUNNERS = ("target_verify", "draft_decode")
 
 TITLES = {
@@ -26,6 +32,7 @@ TITLES = {
     "dspark_block": f"DSpark block {DSPARK_BLOCK} / verify window {DSPARK_WINDOW}",
     "replayssm": proof_replayssm.TITLE,
     "dspark_graphs": "DSpark draft and verify graphs captured",
+    "dspark_weights": "DSpark draft layers BF16 (the checkpoint's)",
 }
 FIXES = {
     "dspark": "run the dspark profile with inclusionAI/Ling-3.0-flash-dspark as the draft "
@@ -35,6 +42,9 @@ FIXES = {
     "dspark_block": f"use the draft's block size {DSPARK_BLOCK} "
     f"(speculative_num_draft_tokens {DSPARK_WINDOW})",
     "replayssm": proof_replayssm.FIX,
+    "dspark_weights": "the FP8 draft is profile dspark+fp8-draft's "
+    "(speculative_draft_model_quantization fp8); other profiles keep the draft's BF16: "
+    "drop a speculative_draft_model_quantization override",
     "dspark_graphs": "do not disable CUDA graphs; keep >= 1 GB free after the target's "
     "graphs (SGLang drops the draft's graph below that)",
 }
@@ -140,7 +150,7 @@ def graphs(facts: Mapping[str, Any], levers: Levers) -> ProofLine:
             TITLES["dspark_graphs"],
             Verdict.FAIL,
             "the dspark facts name graph runners without what they captured",
-            "these facts were recorded by an older ling-chat engine: start the engine again",
+            LACKING_FIX,
         )
     missing = [name for name in GRAPH_RUNNERS if not runners[name]["captured"]]
     held = ", ".join(
@@ -153,4 +163,34 @@ def graphs(facts: Mapping[str, Any], levers: Levers) -> ProofLine:
     return _line("dspark_graphs", not missing, evidence)
 
 
-RULES = (engaged, head, block, replayssm, graphs)
+def draft_weights(facts: Mapping[str, Any], levers: Levers) -> ProofLine:
+    """Every linear of the draft's layers is FP8 through SGLang's FP8 method with the FP8
+    draft lever, else unquantized BF16 (stated as a pass, as the recipe's head)."""
+    title = FP8_DRAFT_TITLE if levers.fp8_draft else TITLES["dspark_weights"]
+    d = _dspark(facts)
+    if isinstance(d, str):
+        return ProofLine("dspark_weights", title, Verdict.FAIL, d, FIXES["dspark_weights"])
+    weights = d.get("weights")
+    if not isinstance(weights, Mapping):
+        why = "the dspark facts do not name the draft's weights"
+        return ProofLine("dspark_weights", title, Verdict.FAIL, why, LACKING_FIX)
+    methods, dtypes = weights["layer_linears"], weights["layer_linear_dtypes"]
+    count = sum(methods.values())
+    own = ", ".join(f"{t} {n / 1e9:.2f} GB" for t, n in sorted(weights["own_bytes"].items()))
+    evidence = (
+        f"{count} layer linears: "
+        + ", ".join(f"{m} {n}" for m, n in sorted(methods.items()))
+        + f" ({', '.join(f'{t} {n}' for t, n in sorted(dtypes.items()))}); "
+        f"the draft's own weights: {own or 'none'}"
+    )
+    if count == 0:
+        evidence = "no linear found in the draft's layers"
+    method, dtype = LINEARS[levers.fp8_draft]
+    ok = count > 0 and methods == {method: count} and dtypes == {dtype: count}
+    verdict = Verdict.PASS if ok else Verdict.FAIL
+    return ProofLine(
+        "dspark_weights", title, verdict, evidence, "" if ok else FIXES["dspark_weights"]
+    )
+
+
+RULES = (engaged, head, draft_weights, block, replayssm, graphs)

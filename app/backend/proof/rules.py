@@ -7,10 +7,11 @@ backend). Nothing here looks at the arguments the engine was started with.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from app.backend.proof import FP8_HEAD_METHOD
+from app.backend.proof import FP8_HEAD_METHOD, LACKING_FIX
 from app.backend.proof import dspark as proof_dspark
 from app.backend.proof import graphs as proof_graphs
 from app.backend.proof import replayssm as proof_replayssm
@@ -20,6 +21,9 @@ from app.core.proof_report import ProofLine, ProofReport, Verdict
 HUMMING_METHOD = "Mxfp4HummingMoEMethod"
 HUMMING_CORE = "HummingRunnerCore"
 FP8_DTYPE = "float8_e4m3fn"
+ROUTER_DTYPE = {True: "bfloat16", False: "float32"}
+"""The router gates' dtype with the BF16 router lever on, and off (the checkpoint's FP32)."""
+BF16_ROUTER_TITLE = "BF16 router gates (opt-in)"
 MIN_COSINE = 0.99
 """Least cosine similarity of FP8 vs BF16 logits over the self-test's random hidden states."""
 MIN_TOP1 = 0.95
@@ -37,9 +41,6 @@ FP8_SPEED_FACTS = (
     "candidates_us",
 )
 """What the FP8 head speed line reads from an installed head's facts."""
-LACKING_FIX = (
-    "these facts were recorded by an older ling-chat engine: start the engine again to record them"
-)
 
 Facts = Mapping[str, Any]
 Rule = Callable[[Facts, Levers], ProofLine]
@@ -75,6 +76,7 @@ TITLES = {
     "fp8_head": "FP8 LM head",
     "fp8_head_speed": "FP8 LM head pays off",
     "fp32_head": "FP32 LM head off (exclusive with FP8)",
+    "router": "Router gates FP32 (the checkpoint's)",
     "shared_head": "Draft shares the target's LM head module",
     "nextn": "NEXTN MTP 3 steps / top-1 / 4 tokens",
     "cuda_graphs": "CUDA graphs captured",
@@ -90,6 +92,9 @@ FIXES = {
     "fp8_head_speed": "the FP8 head is slower than BF16 on this GPU: report it, and use "
     "--profile humming+nextn until it is fixed",
     "fp32_head": "unset enable_fp32_lm_head and the config's enable_lm_head_fp32",
+    "router": "the BF16 router is profile stack+bf16-router's (json_model_override_args "
+    "router_dtype bf16); other profiles read the checkpoint's FP32 gates: drop a router_dtype "
+    "override",
     "shared_head": "run ling-chat's engine: stock SGLang shares only the weight tensor, "
     "which the draft misreads once the head is FP8",
     "nextn": "use a checkpoint with num_nextn_predict_layers=1 and let ling-chat set "
@@ -279,6 +284,34 @@ def _fp32_head(facts: Facts, levers: Levers) -> ProofLine:
     return _line("fp32_head", not on, flags)
 
 
+def _router(facts: Facts, levers: Levers) -> ProofLine:
+    """Every router gate (target, NEXTN draft) in BF16 with the lever, else the checkpoint's
+    FP32; a profile without the lever states its FP32 gates as a pass, as the recipe's head."""
+    title = BF16_ROUTER_TITLE if levers.bf16_router else TITLES["router"]
+    if err := _error(facts, "router"):
+        fix = LACKING_FIX if "router" not in facts else FIXES["router"]
+        return ProofLine("router", title, Verdict.FAIL, err, fix)
+    router = facts["router"]
+    models = {"target": router["target"], "draft": router.get("draft")}
+    dtypes: Counter[str] = Counter()
+    for gates in filter(None, models.values()):
+        dtypes.update(gates["dtypes"])
+    counts = ", ".join(
+        f"{sum(gates['dtypes'].values())} {name}" for name, gates in models.items() if gates
+    )
+    nbytes = sum(gates["bytes"] for gates in filter(None, models.values()))
+    evidence = (
+        f"{sum(dtypes.values())} router gates ({counts}): "
+        + ", ".join(f"{t} {n}" for t, n in sorted(dtypes.items()))
+        + f", {nbytes / 1e6:.1f} MB; config router_dtype {router['config_router_dtype']!r}"
+    )
+    if not dtypes:
+        evidence = "no router gate found in the model"
+    ok = set(dtypes) == {ROUTER_DTYPE[levers.bf16_router]}
+    verdict = Verdict.PASS if ok else Verdict.FAIL
+    return ProofLine("router", title, verdict, evidence, "" if ok else FIXES["router"])
+
+
 def _shared_head(facts: Facts, levers: Levers) -> ProofLine:
     sharing = facts.get("sharing")
     if not levers.nextn:
@@ -365,6 +398,7 @@ RULES: tuple[Rule, ...] = (
     _fp8_head,
     _fp8_speed,
     _fp32_head,
+    _router,
     _shared_head,
     _nextn,
     _no_faking,
@@ -381,6 +415,7 @@ DSPARK_RULES: tuple[Rule, ...] = (
     _fp8_head,
     _fp8_speed,
     _fp32_head,
+    _router,
     *(rule for rule in proof_dspark.RULES if rule is not proof_dspark.graphs),
     _no_faking,
 )

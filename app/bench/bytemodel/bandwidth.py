@@ -16,7 +16,7 @@ from app.bench.bytemodel.checkpoint import ModelShape, Precision
 from app.bench.bytemodel.kernels import Phase
 from app.bench.bytemodel.mtp import mtp_cycle, mtp_speedup_ceiling
 from app.bench.bytemodel.roofline import achieved_gbps, roofline, share_of_peak
-from app.bench.bytemodel.unit_bytes import lm_head, unit_bytes
+from app.bench.bytemodel.unit_bytes import lm_head, served_config, unit_bytes
 from app.bench.results import RooflineColumns, WorkloadSummary
 from app.core.profiles import NEXTN_STEPS, PROFILES
 
@@ -27,15 +27,17 @@ def roofline_columns(
     """The row's columns; None without a config.json in `facts` or a usable one.
 
     Args:
-        profile: decides the LM head's format and the round's bytes (a ReplaySSM verify
-            writes no KDA state snapshots; a DSpark round is `unit_bytes`').
+        profile: decides the LM head's format, the config's overrides (the BF16 router) and
+            the round's bytes (a ReplaySSM verify writes no KDA state snapshots; a DSpark
+            round is `unit_bytes`').
         summary: the measured workload.
         facts: the engine's `describe()`: `model_config` and `config` are read.
         peak_gbps: the memory system's peak bandwidth.
     """
-    model_config = facts.get("model_config")
-    if not model_config or summary.context_tokens is None:
+    checkpoint = facts.get("model_config")
+    if not checkpoint or summary.context_tokens is None:
         return None
+    model_config = served_config(profile, checkpoint)
     head, context = lm_head(profile), round(summary.context_tokens)
     levers = PROFILES.get(profile)
     try:

@@ -52,3 +52,10 @@ LING_3_FLASH_CONFIG: Final[dict[str, Any]] = {
 DSPARK_DRAFT_PARAMS: Final = 1.36e9
 """inclusionAI/Ling-3.0-flash-dspark's own parameters (BF16), as its model card gives them;
 the draft shares the target's embedding and LM head."""
+DSPARK_DRAFT_LAYERS: Final = 5
+DSPARK_DRAFT_LAYER_LINEARS: Final = ((6144, 2560), (2560, 4096), (19456, 2560), (2560, 9728))
+"""Each draft layer's linears as SGLang builds them, outputs x inputs: qkv (32 query and 8
+KV heads of 128), o, gate_up (MLP 9,728) and down; Qwen3-4B's shapes, as
+tests/gpu/dspark_models.py gives them (not checked against the published config.json).
+They are the only parts `speculative_draft_model_quantization` reaches (models/dflash.py):
+the draft's `fc` and Markov head are plain torch linears and stay BF16."""

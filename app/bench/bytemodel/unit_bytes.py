@@ -8,7 +8,11 @@ from typing import Any
 
 from app.bench.bytemodel.checkpoint import LmHead, ModelShape, Precision, WeightFormat
 from app.bench.bytemodel.kernels import Category, Phase
-from app.bench.bytemodel.ling_config import DSPARK_DRAFT_PARAMS
+from app.bench.bytemodel.ling_config import (
+    DSPARK_DRAFT_LAYER_LINEARS,
+    DSPARK_DRAFT_LAYERS,
+    DSPARK_DRAFT_PARAMS,
+)
 from app.bench.bytemodel.mtp import DraftBytes, Routing, mtp_cycle
 from app.bench.bytemodel.roofline import StepBytes, decode_step_bytes
 from app.core.profiles import DSPARK_BLOCK, DSPARK_WINDOW, NEXTN_STEPS, PROFILES
@@ -22,6 +26,13 @@ def lm_head(profile: str) -> LmHead:
     if levers.fp8_head:
         return LmHead.FP8
     return LmHead.FP32_LOGITS if levers.fp32_logits else LmHead.BF16
+
+
+def served_config(profile: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """`config` as a profile's engine reads it: with its levers' config overrides (the BF16
+    router's `router_dtype`; unknown profiles: none)."""
+    levers = PROFILES.get(profile)
+    return {**config, **(levers.config_overrides if levers is not None else {})}
 
 
 def _small_gemm_bytes(shape: ModelShape, precision: Precision, kda: int, mla: int) -> float:
@@ -82,7 +93,8 @@ def unit_bytes(
     A DSpark profile's round is `_dspark_round`'s.
     """
     head = lm_head(profile)
-    shape, precision = ModelShape.from_config(config), Precision.from_config(config, head)
+    served = served_config(profile, config)
+    shape, precision = ModelShape.from_config(served), Precision.from_config(served, head)
     row = shape.vocab_size * (4 if head is LmHead.FP32_LOGITS else 2)
     if phase is Phase.DECODE:
         parts = _step_parts(
@@ -92,7 +104,7 @@ def unit_bytes(
         return parts
     levers = PROFILES.get(profile)
     if levers is not None and levers.dspark:
-        return _dspark_round(shape, precision, context_tokens, routing, row)
+        return _dspark_round(shape, precision, context_tokens, routing, row, levers.fp8_draft)
     cycle = mtp_cycle(
         shape,
         precision,
@@ -110,13 +122,36 @@ def unit_bytes(
     return dict(parts)
 
 
+def dspark_draft_bytes(precision: Precision, *, fp8: bool) -> dict[Category, float]:
+    """The DSpark draft's own weights, read once a round: all BF16, or with `fp8` (the FP8
+    draft) its layer linears FP8 with one FP32 scale a row, as SGLang's online FP8 quantizes
+    them; the rest (`fc`, the Markov head, norms) BF16 either way."""
+    if not fp8:
+        return {Category.BF16_LINEAR: 2.0 * DSPARK_DRAFT_PARAMS}
+    params = DSPARK_DRAFT_LAYERS * sum(rows * cols for rows, cols in DSPARK_DRAFT_LAYER_LINEARS)
+    fp8_bytes = DSPARK_DRAFT_LAYERS * sum(
+        precision.matrix(rows, cols, WeightFormat.FP8_CHANNEL)
+        for rows, cols in DSPARK_DRAFT_LAYER_LINEARS
+    )
+    return {
+        Category.BF16_LINEAR: 2.0 * (DSPARK_DRAFT_PARAMS - params),
+        Category.FP8_LINEAR: fp8_bytes,
+    }
+
+
 def _dspark_round(
-    shape: ModelShape, precision: Precision, context_tokens: int, routing: Routing, row: float
+    shape: ModelShape,
+    precision: Precision,
+    context_tokens: int,
+    routing: Routing,
+    row: float,
+    fp8_draft: bool,
 ) -> dict[Category, float]:
     """One DSpark round: the target's ReplaySSM verify of the block and its anchor (9 tokens),
-    then the draft's one forward over the block, whose BF16 weights are read once and whose
-    hidden states go through the target's FP8 head (a second read of it). The draft's own
-    KV cache is not counted: its attention shapes are not published (2026-12-01)."""
+    then the draft's one forward over the block, whose weights (`dspark_draft_bytes`) are
+    read once and whose hidden states go through the target's FP8 head (a second read of
+    it). The draft's own KV cache is not counted: its attention shapes are not published
+    (2026-12-01)."""
     cycle = mtp_cycle(
         shape,
         precision,
@@ -126,6 +161,7 @@ def _dspark_round(
         state_snapshots=False,
     )
     parts = _step_parts(shape, precision, cycle.verify)
-    parts[Category.BF16_LINEAR] += DSPARK_DRAFT_PARAMS * 2
+    for category, nbytes in dspark_draft_bytes(precision, fp8=fp8_draft).items():
+        parts[category] += nbytes
     parts[Category.LM_HEAD] += cycle.verify.lm_head + row * (DSPARK_WINDOW + DSPARK_BLOCK)
     return parts

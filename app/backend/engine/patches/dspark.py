@@ -10,7 +10,9 @@ What is recorded here proves it on the live model.
 SGLang attributes read: `scheduler.draft_worker` (`DSparkWorkerV2`): `.draft_model`
 (`embed_tokens`, `lm_head`, `layers`, `markov_head`, `block_size`), `.gamma`,
 `.verify_num_draft_tokens`, `._resolve_target_embed_tokens` (the embedding SGLang
-shares), `.draft_model_runner.decode_cuda_graph_runner`; the target runner's
+shares), `.draft_model_runner.decode_cuda_graph_runner`; the draft's layers' linears
+(`quant_method`, `weight`: SGLang's `speculative_draft_model_quantization` reaches them,
+not the draft's `fc` or Markov head, which are plain torch linears); the target runner's
 `decode_cuda_graph_runner` (its ReplaySSM verify: app/backend/engine/patches/replayssm.py).
 Wrapped: `models.dspark.project_through_lm_head`.
 """
@@ -78,6 +80,7 @@ def collect(scheduler: Any) -> dict[str, Any]:
             "quant_method": type(head.quant_method).__name__,
             "applies_quant_method": should_apply_lm_head_quant_method(head, head.quant_method),
         },
+        "weights": draft_weights(draft),
         "projections_captured": dict(PROJECTIONS),
         "fp8_calls_in_draft_capture": COUNTS["fp8_calls_in_draft_capture"],
         "graph_runners": {
@@ -90,3 +93,35 @@ def collect(scheduler: Any) -> dict[str, Any]:
             ),
         },
     }
+
+
+def draft_weights(draft: Any) -> dict[str, Any]:
+    """The draft's layer linears by quant method and weight dtype, and the bytes of its own
+    parameters by dtype (not the target's embedding and head, which it holds too)."""
+    methods: Counter[str] = Counter()
+    dtypes: Counter[str] = Counter()
+    for _name, module in draft.layers.named_modules():
+        method, weight = getattr(module, "quant_method", None), getattr(module, "weight", None)
+        if method is None or weight is None:  # attention's KV-cache method has no weight
+            continue
+        methods[type(method).__name__] += 1
+        dtypes[_dtype(weight)] += 1
+    shared = {
+        id(param)
+        for module in (draft.lm_head, draft.embed_tokens)
+        if module is not None
+        for param in module.parameters()
+    }
+    own: Counter[str] = Counter()
+    for param in draft.parameters():
+        if id(param) not in shared:
+            own[_dtype(param)] += param.numel() * param.element_size()
+    return {
+        "layer_linears": dict(methods),
+        "layer_linear_dtypes": dict(dtypes),
+        "own_bytes": dict(own),
+    }
+
+
+def _dtype(tensor: Any) -> str:
+    return str(tensor.dtype).removeprefix("torch.")

@@ -35,7 +35,9 @@ RAN_WITH = (
     "moe_runner_backend",
     "quantization",
     "enable_fp32_lm_head",
+    "json_model_override_args",
     "speculative_algorithm",
+    "speculative_draft_model_quantization",
     "speculative_num_steps",
     "speculative_eagle_topk",
     "speculative_num_draft_tokens",
@@ -137,6 +139,7 @@ def collect(scheduler: Any, sources: Sources) -> dict[str, Any]:
         "moe_target": lambda: _moe_layers(target, sources.moe_class()),
         "moe_draft": lambda: _moe_layers(draft, sources.moe_class()) if draft is not None else None,
         "humming": lambda: _humming(sources.humming()),
+        "router": lambda: _router(target, draft),
         "head_target": lambda: _head(target),
         "head_draft": lambda: _head(draft) if draft is not None else None,
         "fp8_head": lambda: _fp8_head(sources),
@@ -247,6 +250,31 @@ def _humming(state: HummingState) -> dict[str, Any]:
         "cache_dir": state.cache_dir,
         "compiler": state.compiler,
     }
+
+
+ROUTER_GATE_CLASS = "BailingMoEGate"
+"""SGLang 0.5.23's MoE router gate of BailingMoeV3 and of its NEXTN layer."""
+
+
+def _router(target: Any, draft: Any) -> dict[str, Any]:
+    """The router gates' weight dtypes and bytes (target, NEXTN draft), and the config's
+    `router_dtype` as SGLang read it (after `json_model_override_args`)."""
+    return {
+        "config_router_dtype": getattr(target.config, "router_dtype", None),
+        "target": _gates(target),
+        "draft": _gates(draft) if draft is not None else None,
+    }
+
+
+def _gates(model: Any) -> dict[str, Any]:
+    """Every router gate of `model`: how many in each weight dtype, and their bytes."""
+    dtypes: Counter[str] = Counter()
+    nbytes = 0
+    for _name, module in model.named_modules():
+        if type(module).__name__ == ROUTER_GATE_CLASS:
+            dtypes[str(module.weight.dtype).removeprefix("torch.")] += 1
+            nbytes += module.weight.numel() * module.weight.element_size()
+    return {"dtypes": dict(dtypes), "bytes": nbytes}
 
 
 def _head(model: Any) -> dict[str, Any]:

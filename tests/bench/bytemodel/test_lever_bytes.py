@@ -1,0 +1,77 @@
+"""The opt-in levers' bytes: the BF16 router halves every gate a step and a round reads, the
+FP8 draft halves only the DSpark draft's layer linears; nothing else moves."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from app.bench.bytemodel.bandwidth import roofline_columns
+from app.bench.bytemodel.kernels import Category, Phase
+from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
+from app.bench.bytemodel.unit_bytes import served_config, unit_bytes
+from tests.support.bench_builders import summary
+
+KW: dict[str, Any] = {"context_tokens": 32768 + 1024, "config": LING_3_FLASH_CONFIG}
+GATE_FP32 = 512 * 2560 * 4
+"""One router gate's FP32 weight (experts x hidden); its FP32 expert bias stays."""
+DRAFT_LINEAR_PARAMS = 5 * (6144 * 2560 + 2560 * 4096 + 19456 * 2560 + 2560 * 9728)
+DRAFT_SCALE_ROWS = 5 * (6144 + 2560 + 19456 + 2560)
+
+
+def _total(parts: dict[Category, float]) -> float:
+    return math.fsum(parts.values())
+
+
+def _changed(a: dict[Category, float], b: dict[Category, float]) -> set[Category]:
+    return {c for c in {*a, *b} if a.get(c, 0.0) != pytest.approx(b.get(c, 0.0), rel=1e-12)}
+
+
+def test_the_bf16_router_profile_reads_its_config_with_router_dtype_bf16():
+    assert served_config("stack+bf16-router", LING_3_FLASH_CONFIG)["router_dtype"] == "bf16"
+    assert served_config("stack", LING_3_FLASH_CONFIG) == LING_3_FLASH_CONFIG
+    assert served_config("unknown", LING_3_FLASH_CONFIG) == LING_3_FLASH_CONFIG
+
+
+@pytest.mark.parametrize(("phase", "gates"), [(Phase.DECODE, 40), (Phase.VERIFY, 43)])
+def test_the_bf16_router_halves_every_gate_of_a_step_or_a_round(phase: Phase, gates: int):
+    fp32, bf16 = unit_bytes("stack", phase, **KW), unit_bytes("stack+bf16-router", phase, **KW)
+    assert _changed(fp32, bf16) == {Category.ROUTER}
+    # a round: the target's 40 MoE layers and one for each of NEXTN's 3 draft forwards
+    assert fp32[Category.ROUTER] - bf16[Category.ROUTER] == gates * GATE_FP32 / 2
+
+
+def test_the_bf16_router_saves_1_2_percent_of_a_stack_round_at_the_published_context():
+    stack = _total(unit_bytes("stack", Phase.VERIFY, **KW))
+    lever = _total(unit_bytes("stack+bf16-router", Phase.VERIFY, **KW))
+    assert (stack / 1e9, lever / 1e9) == pytest.approx((9.413, 9.300), abs=5e-4)
+    assert 1 - lever / stack == pytest.approx(0.012, abs=5e-4)
+
+
+def test_the_fp8_draft_halves_only_the_draft_s_layer_linears():
+    bf16 = unit_bytes("dspark", Phase.VERIFY, **KW)
+    fp8 = unit_bytes("dspark+fp8-draft", Phase.VERIFY, **KW)
+    assert _changed(bf16, fp8) == {Category.BF16_LINEAR, Category.FP8_LINEAR}
+    assert bf16[Category.BF16_LINEAR] - fp8[Category.BF16_LINEAR] == 2 * DRAFT_LINEAR_PARAMS
+    assert fp8[Category.FP8_LINEAR] - bf16[Category.FP8_LINEAR] == pytest.approx(
+        DRAFT_LINEAR_PARAMS + 4 * DRAFT_SCALE_ROWS
+    )
+    # 0.50 GB of the 2.72 GB the draft's 1.36B BF16 parameters read: fc and the Markov head
+    # are plain torch linears SGLang does not quantize
+    saved = _total(bf16) - _total(fp8)
+    assert saved / 1e9 == pytest.approx(0.504, abs=1e-3)
+    assert (_total(bf16) / 1e9, _total(fp8) / 1e9) == pytest.approx((15.446, 14.942), abs=5e-4)
+
+
+def test_a_lever_s_row_counts_its_own_bytes_at_the_same_tpot_and_accept():
+    facts = {"model_config": LING_3_FLASH_CONFIG, "config": {}}
+    row = summary(1 / 0.0174, context_tokens=1024.0, accept_length=2.68)
+    achieved = {}
+    for profile in ("stack", "stack+bf16-router", "dspark", "dspark+fp8-draft"):
+        columns = roofline_columns(profile, row, facts, peak_gbps=273.0)
+        assert columns is not None
+        achieved[profile] = columns.achieved_gbps
+    assert achieved["stack+bf16-router"] < achieved["stack"]
+    assert achieved["dspark+fp8-draft"] < achieved["dspark"]
