@@ -412,7 +412,7 @@ def spark_projection(
         nextn,
         _replayssm(projections),
         _dspark(projections),
-        _levers(projections),
+        levers=_levers(projections),
     )
 
 
