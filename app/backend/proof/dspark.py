@@ -18,12 +18,9 @@ from app.core.proof_report import ProofLine, Verdict
 WORKER = "DSparkWorkerV2"
 DRAFT_CLASS = "LingDSparkModel"
 FP8_DTYPE = "float8_e4m3fn"
-FP8_DRAFT_TITLE = "DSpark draft layers in FP8 (opt-in)"
 FP8_LINEAR_METHOD = "Fp8LinearMethod"
 """SGLang's FP8 linear method: `speculative_draft_model_quantization="fp8"` quantizes the
 draft's BF16 layer linears with it at load (one scale a row on CUTLASS-capable GPUs)."""
-LINEARS = {True: (FP8_LINEAR_METHOD, FP8_DTYPE), False: ("UnquantizedLinearMethod", "bfloat16")}
-"""The draft's layer linears' method and weight dtype with the FP8 draft lever, and without."""
 GRAPH_RUNNERS = ("target_verify", "draft_decode")
 
 TITLES = {
@@ -32,7 +29,7 @@ TITLES = {
     "dspark_block": f"DSpark block {DSPARK_BLOCK} / verify window {DSPARK_WINDOW}",
     "replayssm": proof_replayssm.TITLE,
     "dspark_graphs": "DSpark draft and verify graphs captured",
-    "dspark_weights": "DSpark draft layers BF16 (the checkpoint's)",
+    "dspark_weights": "DSpark draft layers in FP8 (opt-in)",
 }
 FIXES = {
     "dspark": "run the dspark profile with inclusionAI/Ling-3.0-flash-dspark as the draft "
@@ -42,9 +39,8 @@ FIXES = {
     "dspark_block": f"use the draft's block size {DSPARK_BLOCK} "
     f"(speculative_num_draft_tokens {DSPARK_WINDOW})",
     "replayssm": proof_replayssm.FIX,
-    "dspark_weights": "the FP8 draft is profile dspark+fp8-draft's "
-    "(speculative_draft_model_quantization fp8); other profiles keep the draft's BF16: "
-    "drop a speculative_draft_model_quantization override",
+    "dspark_weights": "run profile dspark+fp8-draft as ling-chat sets it "
+    "(speculative_draft_model_quantization fp8)",
     "dspark_graphs": "do not disable CUDA graphs; keep >= 1 GB free after the target's "
     "graphs (SGLang drops the draft's graph below that)",
 }
@@ -164,9 +160,9 @@ def graphs(facts: Mapping[str, Any], levers: Levers) -> ProofLine:
 
 
 def draft_weights(facts: Mapping[str, Any], levers: Levers) -> ProofLine:
-    """Every linear of the draft's layers is FP8 through SGLang's FP8 method with the FP8
-    draft lever, else unquantized BF16 (stated as a pass, as the recipe's head)."""
-    title = FP8_DRAFT_TITLE if levers.fp8_draft else TITLES["dspark_weights"]
+    """Every linear of the draft's layers is FP8 through SGLang's FP8 method (the FP8 draft
+    lever's line; a profile without the lever has no such line: `rules.rules_of`)."""
+    title = TITLES["dspark_weights"]
     d = _dspark(facts)
     if isinstance(d, str):
         return ProofLine("dspark_weights", title, Verdict.FAIL, d, FIXES["dspark_weights"])
@@ -185,8 +181,7 @@ def draft_weights(facts: Mapping[str, Any], levers: Levers) -> ProofLine:
     )
     if count == 0:
         evidence = "no linear found in the draft's layers"
-    method, dtype = LINEARS[levers.fp8_draft]
-    ok = count > 0 and methods == {method: count} and dtypes == {dtype: count}
+    ok = count > 0 and methods == {FP8_LINEAR_METHOD: count} and dtypes == {FP8_DTYPE: count}
     verdict = Verdict.PASS if ok else Verdict.FAIL
     return ProofLine(
         "dspark_weights", title, verdict, evidence, "" if ok else FIXES["dspark_weights"]

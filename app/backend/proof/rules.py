@@ -21,9 +21,6 @@ from app.core.proof_report import ProofLine, ProofReport, Verdict
 HUMMING_METHOD = "Mxfp4HummingMoEMethod"
 HUMMING_CORE = "HummingRunnerCore"
 FP8_DTYPE = "float8_e4m3fn"
-ROUTER_DTYPE = {True: "bfloat16", False: "float32"}
-"""The router gates' dtype with the BF16 router lever on, and off (the checkpoint's FP32)."""
-BF16_ROUTER_TITLE = "BF16 router gates (opt-in)"
 MIN_COSINE = 0.99
 """Least cosine similarity of FP8 vs BF16 logits over the self-test's random hidden states."""
 MIN_TOP1 = 0.95
@@ -76,7 +73,7 @@ TITLES = {
     "fp8_head": "FP8 LM head",
     "fp8_head_speed": "FP8 LM head pays off",
     "fp32_head": "FP32 LM head off (exclusive with FP8)",
-    "router": "Router gates FP32 (the checkpoint's)",
+    "router": "BF16 router gates (opt-in)",
     "shared_head": "Draft shares the target's LM head module",
     "nextn": "NEXTN MTP 3 steps / top-1 / 4 tokens",
     "cuda_graphs": "CUDA graphs captured",
@@ -92,9 +89,8 @@ FIXES = {
     "fp8_head_speed": "the FP8 head is slower than BF16 on this GPU: report it, and use "
     "--profile humming+nextn until it is fixed",
     "fp32_head": "unset enable_fp32_lm_head and the config's enable_lm_head_fp32",
-    "router": "the BF16 router is profile stack+bf16-router's (json_model_override_args "
-    "router_dtype bf16); other profiles read the checkpoint's FP32 gates: drop a router_dtype "
-    "override",
+    "router": "run profile stack+bf16-router as ling-chat sets it (json_model_override_args "
+    "router_dtype bf16)",
     "shared_head": "run ling-chat's engine: stock SGLang shares only the weight tensor, "
     "which the draft misreads once the head is FP8",
     "nextn": "use a checkpoint with num_nextn_predict_layers=1 and let ling-chat set "
@@ -285,9 +281,9 @@ def _fp32_head(facts: Facts, levers: Levers) -> ProofLine:
 
 
 def _router(facts: Facts, levers: Levers) -> ProofLine:
-    """Every router gate (target, NEXTN draft) in BF16 with the lever, else the checkpoint's
-    FP32; a profile without the lever states its FP32 gates as a pass, as the recipe's head."""
-    title = BF16_ROUTER_TITLE if levers.bf16_router else TITLES["router"]
+    """Every router gate (target, NEXTN draft) in BF16 (the BF16 router lever's line; a
+    profile without the lever has no such line: `rules_of`)."""
+    title = TITLES["router"]
     if err := _error(facts, "router"):
         fix = LACKING_FIX if "router" not in facts else FIXES["router"]
         return ProofLine("router", title, Verdict.FAIL, err, fix)
@@ -307,7 +303,7 @@ def _router(facts: Facts, levers: Levers) -> ProofLine:
     )
     if not dtypes:
         evidence = "no router gate found in the model"
-    ok = set(dtypes) == {ROUTER_DTYPE[levers.bf16_router]}
+    ok = set(dtypes) == {"bfloat16"}
     verdict = Verdict.PASS if ok else Verdict.FAIL
     return ProofLine("router", title, verdict, evidence, "" if ok else FIXES["router"])
 
@@ -422,8 +418,14 @@ DSPARK_RULES: tuple[Rule, ...] = (
 """The rules of a DSpark profile: its draft replaces the NEXTN lines."""
 
 
+LEVER_LINES: dict[Rule, Callable[[Levers], bool]] = {
+    _router: lambda levers: levers.bf16_router,
+    proof_dspark.draft_weights: lambda levers: levers.fp8_draft,
+}
+"""The lines of opt-in levers, judged only in a profile with the lever."""
+
+
 def rules_of(levers: Levers) -> tuple[Rule, ...]:
     """The rules that judge a profile with these levers (before the accept-length line)."""
-    if levers.dspark:
-        return DSPARK_RULES
-    return REPLAYSSM_RULES if levers.replayssm else RULES
+    rules = DSPARK_RULES if levers.dspark else REPLAYSSM_RULES if levers.replayssm else RULES
+    return tuple(rule for rule in rules if LEVER_LINES.get(rule, lambda _: True)(levers))
