@@ -34,6 +34,7 @@ from app.core.profiles import (
     DEFAULT_PROFILE,
     DSPARK_DRAFT,
     PROFILES,
+    USER_PROFILES,
 )
 from app.core.server_wait import DEFAULT_SERVER_WAIT_S
 
@@ -104,7 +105,7 @@ class Settings(BaseSettings):
     @classmethod
     def _known_profile(cls, value: str) -> str:
         if value not in PROFILES:
-            *rest, last = (repr(name) for name in PROFILES)
+            *rest, last = (repr(name) for name in USER_PROFILES)
             names = f"{', '.join(rest)} or {last}"
             raise PydanticCustomError("profile", "Input should be {names}", {"names": names})
         return value

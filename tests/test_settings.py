@@ -68,7 +68,7 @@ def test_malformed_toml_names_the_file_and_leaves_it_alone():
 @pytest.mark.parametrize(
     ("toml", "field", "allowed"),
     [
-        ('profile = "turbo"', "profile", "'stack'"),
+        ('profile = "turbo"', "profile", "Input should be 'stack', 'dspark' or 'baseline'"),
         ("[sampling]\ntemperature = 9", "sampling.temperature", "less than or equal to 2"),
         ("mem_fraction = 0.99", "mem_fraction", "less than 0.98"),
         ("colour = 1", "colour", "allowed: data_dir"),
@@ -86,6 +86,15 @@ def test_a_bad_value_names_file_field_and_what_is_allowed(toml, field, allowed):
     message = str(exc.value)
     assert message.startswith(f"{config_file()}: {field} = ")
     assert allowed in message
+
+
+def test_an_unknown_profile_is_offered_the_user_profiles_and_a_rig_is_still_taken():
+    config_file().write_text('profile = "turbo"\n')
+    with pytest.raises(ConfigError) as exc:
+        load_settings()
+    assert "humming" not in str(exc.value) and "bf16" not in str(exc.value)
+    config_file().write_text('profile = "stack+bf16-router"\n')
+    assert load_settings().profile == "stack+bf16-router"
 
 
 def test_a_bad_environment_value_names_the_variable(monkeypatch):

@@ -7,16 +7,11 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from app.core.errors import ConfigError
-from app.core.profiles import DEFAULT_PROFILE, DSPARK_DRAFT, PROFILES
+from app.core.profiles import DEFAULT_PROFILE, DSPARK_DRAFT, PROFILES, USER_PROFILES
 
 if TYPE_CHECKING:
     from app.launch import LaunchPlan
     from app.settings import Settings
-
-
-USER_PROFILES = (DEFAULT_PROFILE, "dspark", "baseline")
-"""The profiles `--profile` lists; the other PROFILES, A/B rigs for `bench --profiles`, are
-accepted but not offered."""
 
 
 def _profile(text: str) -> str:

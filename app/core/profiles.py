@@ -83,6 +83,9 @@ PROFILES: dict[str, Levers] = {
 }
 """Every profile by name: which optimizations it turns on (the others exist for A/B runs)."""
 DEFAULT_PROFILE = "stack"
+USER_PROFILES = (DEFAULT_PROFILE, "dspark", "baseline")
+"""The profiles offered to a user (`--profile`, a config file's errors); the other PROFILES,
+A/B rigs for `bench --profiles`, are accepted but not offered."""
 
 DEFAULT_MEM_FRACTION = 0.65
 DEFAULT_MIN_ACCEPT_LENGTH = 1.5
