@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from app.backend.engine.config import EngineConfig, lever_args
+from app.backend.engine.config import BF16_ROUTER, FP8_DRAFT, EngineConfig, lever_args
 from app.core.profiles import Levers
 
 SPECULATIVE_KEYS = (
@@ -33,9 +33,9 @@ SGLANG_DEFAULTS = {"enable_fp32_lm_head": False, "enable_linear_replayssm_spec":
 """What SGLang 0.5.23 uses for a lever setting an override hands back to it (`null`)."""
 GRAPH_OFF_FLAGS = ("disable_cuda_graph", "disable_decode_cuda_graph")
 """SGLang 0.5.23's legacy switches, which the per-phase backend ling-chat sets outranks."""
-ROUTER_KEY = "json_model_override_args"
+ROUTER_KEY = BF16_ROUTER.name
 """Where the BF16 router lever sets the config's `router_dtype`."""
-DRAFT_QUANT_KEY = "speculative_draft_model_quantization"
+DRAFT_QUANT_KEY = FP8_DRAFT.name
 GRAPHS = "the CUDA graphs lever (decode, verify and draft graphs)"
 TRUE = frozenset({"1", "true", "yes", "on"})
 
