@@ -131,8 +131,11 @@ def per_round(short: Request, long: Request, value: str) -> float:
     return (getattr(long, value) - getattr(short, value)) * scale / (long.rounds - short.rounds)
 
 
-async def measure(engine: Engine, model: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Boot `engine`, measure its rounds, shut it down: the row of the host-time file."""
+async def measure(
+    engine: Engine, model: Path, args: argparse.Namespace, run: dict[str, Any]
+) -> None:
+    """Boot `engine`, measure its rounds, add its row to the host-time file, shut it down (the
+    row is saved first: a 42-layer shutdown has hung for minutes)."""
     out = args.out / engine.name
     out.mkdir(parents=True, exist_ok=True)
     stats = out / "host-stats.json"
@@ -165,8 +168,21 @@ async def measure(engine: Engine, model: Path, args: argparse.Namespace) -> dict
         p_short = await profiled(backend, stats, out / "short", short_n, 1, args.context)
         p_long = await profiled(backend, stats, out / "long", long_n, 2, args.context)
         scheduler = host_probe.HostStats.read(stats)
+        save(args.json, run, row(engine, scheduler, pairs, (p_short, p_long), boot_s))
     finally:
+        started = time.perf_counter()
         await backend.shutdown()
+        print(f"  {engine.name}: shut down in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def row(
+    engine: Engine,
+    scheduler: host_probe.HostStats,
+    pairs: list[tuple[Request, Request]],
+    profiled_pair: tuple[Request, Request],
+    boot_s: float,
+) -> dict[str, Any]:
+    """The engine's row of the host-time file, its line printed."""
     if scheduler.pin is None:
         raise SystemExit(f"{engine.name}: the scheduler never decided on the pin")
     if len(scheduler.timed_waits) < 3:
@@ -182,11 +198,13 @@ async def measure(engine: Engine, model: Path, args: argparse.Namespace) -> dict
         return statistics.median(per_round(s, lo, value) for s, lo in pairs)
 
     walls = [per_round(s, lo, "wall_s") for s, lo in pairs]
-    row = HostRound(
+    p_short, p_long = profiled_pair
+    host = HostRound(
         profile=engine.profile,
         backend=engine.backend,
         pin=scheduler.pin,
-        pin_forced=scheduler.pin and scheduler.declared_pin is not True,
+        # the script's setting: an engine forced on never shares its label with SGLang's own
+        pin_forced=engine.force_pin,
         rounds=pairs[0][1].rounds - pairs[0][0].rounds,
         accept_length=pairs[0][1].accept,
         wall_ms=statistics.median(walls),
@@ -196,13 +214,13 @@ async def measure(engine: Engine, model: Path, args: argparse.Namespace) -> dict
         pin_ms=median("resolve_s"),
     )
     print(
-        f"{row.label}: wall {row.wall_ms:.3f} ms a round (reps {min(walls):.3f}-"
-        f"{max(walls):.3f}), GPU busy {row.gpu_busy_ms:.3f}, idle {row.idle_ms:.3f}, host loop "
-        f"{row.host_loop_ms:.3f}; booted in {boot_s:.0f} s",
+        f"{host.label}: wall {host.wall_ms:.3f} ms a round (reps {min(walls):.3f}-"
+        f"{max(walls):.3f}), GPU busy {host.gpu_busy_ms:.3f}, idle {host.idle_ms:.3f}, host loop "
+        f"{host.host_loop_ms:.3f}; booted in {boot_s:.0f} s",
         flush=True,
     )
     return {
-        **{name: getattr(row, name) for name in row.__dataclass_fields__},
+        **{name: getattr(host, name) for name in host.__dataclass_fields__},
         "declared_pin": scheduler.declared_pin,
         "timed_waits": scheduler.timed_waits,
         "wall_ms_reps": walls,
@@ -273,7 +291,7 @@ async def main() -> None:
             "reps": args.reps,
             "rows": [],
         }
-        save(args.json, run, await measure(engine, model, args))
+        await measure(engine, model, args, run)
     print(host_table(HostRun.from_dict(json.loads(args.json.read_text()))))
 
 
