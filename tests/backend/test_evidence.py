@@ -232,3 +232,11 @@ def test_the_draft_s_weights_are_its_layer_linears_and_its_own_bytes_not_the_tar
             "bfloat16": 157184 * 2560 * 2,
         },
     }
+
+
+def test_draft_weights_that_raise_are_reported_as_their_own_error():
+    from app.backend.engine.patches.dspark import _guarded, draft_weights
+
+    draft = of_class("LingDSparkModel", layers=DraftLayersDouble({}))  # no lm_head
+    error = _guarded(draft_weights, draft)["error"]
+    assert error.startswith("AttributeError") and "lm_head" in error

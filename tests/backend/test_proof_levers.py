@@ -134,3 +134,11 @@ def test_dspark_facts_without_the_draft_s_weights_fail_the_line_as_an_older_engi
     line = _line(facts, "dspark+fp8-draft", "dspark_weights", 5.1)
     assert line.verdict is Verdict.FAIL and "older ling-chat engine" in line.fix
     assert verdict(judge(facts, 5.1, "dspark+fp8-draft"), "dspark") is Verdict.PASS
+
+
+def test_draft_weights_that_could_not_be_read_fail_their_line_only():
+    facts = dspark_facts(fp8_draft=True)
+    facts["dspark"]["weights"] = {"error": "AttributeError: embed_tokens"}
+    line = _line(facts, "dspark+fp8-draft", "dspark_weights", 5.1)
+    assert line.verdict is Verdict.FAIL and "AttributeError: embed_tokens" in line.evidence
+    assert verdict(judge(facts, 5.1, "dspark+fp8-draft"), "dspark") is Verdict.PASS

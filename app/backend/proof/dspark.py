@@ -170,6 +170,9 @@ def draft_weights(facts: Mapping[str, Any], levers: Levers) -> ProofLine:
     if not isinstance(weights, Mapping):
         why = "the dspark facts do not name the draft's weights"
         return ProofLine("dspark_weights", title, Verdict.FAIL, why, LACKING_FIX)
+    if "error" in weights:
+        why = f"dspark weights: {weights['error']}"
+        return ProofLine("dspark_weights", title, Verdict.FAIL, why, FIXES["dspark_weights"])
     methods, dtypes = weights["layer_linears"], weights["layer_linear_dtypes"]
     count = sum(methods.values())
     own = ", ".join(f"{t} {n / 1e9:.2f} GB" for t, n in sorted(weights["own_bytes"].items()))
