@@ -42,18 +42,21 @@
 #              The boot also shows the NEXTN draft reading only its own layer's shards (under 1.5
 #              x the checkpoint in two passes). realckpt-boot: the boot and the known answer
 #              alone, no broken copies (12 layers: about 4, the checkpoint's writing included)
-#   bench-peer `ling-chat bench --peer stock-sglang` on /root/ckpt12 (after CKPT_LAYERS=12 realckpt,
-#              and `prepare`; needs the `serve` extra wheels: stock SGLang's HTTP server): the
-#              stack in-process, then stock SGLang 0.5.23's own server (python -m
-#              sglang.launch_server, the official recipe's flags, sm_90's attention backend: BF16
-#              head, weight-only head sharing, recurrent verify) on the same files and workload
-#              (2048 in / 256 out, greedy, 2 reps x 2 prompts); its row, and its decode ratio to
-#              the stack's with both accept lengths. Both should accept about 4: the known answer
-#              is in the files and a BF16 head shared by weight serves the draft exactly. Its log:
-#              $OUT/bench-peer.stock-sglang.log (untried; about 5-7: bench's own prepare of the
-#              12-layer config first (a dummy boot, kernels already cached: about 1.5), two 12-layer
-#              cold boots of about 75 s each, the stack's proof, 5 short requests each, more if
-#              the stock server JIT-builds kernels the stack's did not; --peer-wait 360 bounds it)
+#   bench-peer `ling-chat bench --peer stock-sglang` on /root/ckpt$CKPT_LAYERS (default 12; after
+#              realckpt or realckpt-boot with the same CKPT_LAYERS, which marks the folder complete,
+#              and `prepare`; needs the `serve` extra wheels: stock SGLang's HTTP server, checked
+#              before anything boots): the stack in-process, then stock SGLang 0.5.23's own
+#              server (python -m sglang.launch_server, the official recipe's flags, sm_90's
+#              attention backend: BF16 head, weight-only head sharing, recurrent verify) on the
+#              same files and workload (2048 in / 256 out, greedy, 2 reps x 2 prompts); its row,
+#              and its decode ratio to the stack's with both accept lengths. Both should accept
+#              about 4: the known answer is in the files and a BF16 head shared by weight serves
+#              the draft exactly. Its log: $OUT/bench-peer.stock-sglang.log (untried; 12 layers
+#              about 5-7, 6 layers about 4-5: bench's own prepare of the model's config first (a
+#              dummy boot, kernels already cached: about 1.5), two cold boots from the files (12
+#              layers: about 75 s each; the stock one reads the files twice, its NEXTN draft
+#              too), the stack's proof, 5 short requests each, more if the stock server
+#              JIT-builds kernels the stack's did not; --peer-wait 360 bounds it)
 #   engine42   the same proof and reply on the full 42-layer model (2 dense + 40 MoE layers,
 #              67.8 GB of dummy weights) at memory fraction 0.65, with start time by stage (1.5)
 #   replayssm-state  with the KDA layers live, the request's KDA state after the same reply
@@ -312,10 +315,13 @@ for step in "$@"; do
         gpu_tests realckpt-boot 540 tests/gpu/test_checkpoint_gpu.py -k stack_boots
       [[ -e "/root/ckpt$layers/written-by-tests-gpu-checkpoint" ]] && echo "$layers" >"/root/ckpt$layers/.ling-chat-complete" ;;
     bench-peer)
-      if [[ ! -e /root/ckpt12/.ling-chat-complete ]]; then
-        echo "bench-peer: no complete /root/ckpt12: run CKPT_LAYERS=12 realckpt first"
+      ckpt="/root/ckpt${CKPT_LAYERS:-12}"
+      if [[ ! -e "$ckpt/.ling-chat-complete" ]]; then
+        echo "bench-peer: no complete $ckpt: run CKPT_LAYERS=${CKPT_LAYERS:-12} realckpt-boot first"
+      elif ! python3 -c "import jsonschema, soundfile" 2>/dev/null; then
+        echo "bench-peer: stock SGLang's HTTP server needs the serve extra wheels (jsonschema, soundfile)"
       else
-        run bench-peer 560 python3 -m app bench --model /root/ckpt12 --profiles stack \
+        run bench-peer 560 python3 -m app bench --model "$ckpt" --profiles stack \
           --peer stock-sglang --peer-wait 360 --input-len 2048 --output-len 256 --num-prompts 2 \
           --reps 2 --peak-gbps 4800 --json "$OUT/bench-peer.json"
         peer_log=$(find /root -maxdepth 6 -name stock-sglang.log -mmin -15 2>/dev/null | head -1)
