@@ -91,9 +91,10 @@
 #              FlashInfer attention (the Spark recipe's; SGLang pins it, and it cannot run
 #              unpinned); its MLA and prefill JIT modules are built on first use, on 8 cores
 #              (untried; 2 plus the build, unknown: limit 560). host42-dspark, host42-dspark-fi:
-#              the same for the dspark profile (its dummy draft: accept about 1, 128 rounds a
-#              long request; untried; about 5, and 2.5 plus FlashInfer's MHA builds for the
-#              draft). Each needs the `flashinfer` extra wheels and `prepare` first;
+#              the dspark profile at SGLang's own pin decision only (the stack's pair prices
+#              the forced pin), its dummy draft accepting about 1, so 16 and 64 tokens (48
+#              rounds between; untried; about 2.5 each, the -fi one plus FlashInfer's MHA builds
+#              for the draft). Each needs the `flashinfer` extra wheels and `prepare` first;
 #              host-fi-build before the -fi steps boots 6-layer stack and dspark engines on
 #              FlashInfer on every core, so that FlashInfer's JIT modules (the same at any
 #              depth) are built there, its rows thrown away (untried; 2 plus the builds)
@@ -344,12 +345,14 @@ for step in "$@"; do
         --profiles dspark --known-answer
       cp /root/k42d/kernels-*.json "$OUT/" 2>/dev/null ;;
     host42 | host42-fi | host42-dspark | host42-dspark-fi)
-      profile=stack backends=triton
-      [[ "$step" == *dspark* ]] && profile=dspark
-      [[ "$step" == *-fi ]] && backends=flashinfer
+      args=(--profiles stack --backends triton)
+      # dspark: SGLang's own pin decision only (the stack's Triton pair prices the pin on
+      # identical kernels), and a shorter long request (its dummy draft accepts about 1)
+      [[ "$step" == *dspark* ]] && args=(--profiles dspark --backends triton --pins auto --tokens 16,64)
+      [[ "$step" == *-fi ]] && args[3]=flashinfer
       # fixed cores, as for `ab`: engine processes on shared cores differed 1.45x in host speed
       run "$step" 560 taskset -c 2-9 python3 lab/scripts/gpu_host_time.py "/root/$step" \
-        --json "$OUT/host-time.json" --profiles "$profile" --backends "$backends" ;;
+        --json "$OUT/host-time.json" "${args[@]}" ;;
     host-fi-build)  # FlashInfer's MLA and MHA modules, built on all cores; the rows are not kept
       run host-fi-build 560 python3 lab/scripts/gpu_host_time.py /root/host-fi-build \
         --json /root/host-fi-build.json --profiles stack,dspark --backends flashinfer --layers 6 \
