@@ -12,6 +12,7 @@ from app.core.proof_report import Verdict
 from tests.fixtures.sglang_objects import (
     SourcesDouble,
     graph_runner_double,
+    of_class,
     plain_scheduler,
     stack_facts,
     stack_scheduler,
@@ -138,3 +139,35 @@ def test_without_the_dspark_fact_its_head_line_keeps_its_own_fix():
     facts = {**dspark_facts(), "dspark": None}
     head = next(x for x in judge(facts, profile="dspark").lines if x.key == "dspark_head")
     assert head.verdict is Verdict.FAIL and not head.fix.startswith("see the CUDA graphs line")
+
+
+def test_flashinfer_mla_s_eager_draft_extend_is_stated_not_failed():
+    """FlashInfer attention, the Spark's: SGLang 0.5.23 builds no draft-extend graph runner on
+    FlashInferMLAAttnBackend (the H200's FlashInfer run held none), as in the recipe's run."""
+    scheduler = stack_scheduler()
+    draft = scheduler.draft_worker.draft_worker
+    draft.draft_extend_attn_backend = of_class("FlashInferMLAAttnBackend")
+    draft.cuda_graph_runner_for_draft_extend = None
+    line = graphs_line(collect(scheduler, SourcesDouble()))
+    assert line.verdict is Verdict.PASS
+    assert "draft_extend 1 graph" not in line.evidence
+    assert line.evidence.endswith(
+        "draft_extend: eager, as in the recipe (SGLang 0.5.23 captures no draft-extend graph "
+        "on FlashInferMLAAttnBackend)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("backend", "phase"),
+    [("TritonAttnBackend", "draft_extend"), ("FlashInferMLAAttnBackend", "draft_decode")],
+)
+def test_a_phase_sglang_can_capture_still_fails_the_line_when_missing(backend, phase):
+    scheduler = stack_scheduler()
+    draft = scheduler.draft_worker.draft_worker
+    draft.draft_extend_attn_backend = of_class(backend)
+    if phase == "draft_decode":
+        draft.cuda_graph_runner = None
+    draft.cuda_graph_runner_for_draft_extend = None
+    line = graphs_line(collect(scheduler, SourcesDouble()))
+    assert line.verdict is Verdict.FAIL
+    assert f"not captured: {phase}" in line.evidence

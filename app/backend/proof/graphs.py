@@ -23,6 +23,25 @@ NO_GRAPHS_FIX = (
 )
 
 
+EAGER_DRAFT_EXTEND: frozenset[str] = frozenset({"FlashInferMLAAttnBackend"})
+"""Draft-extend attention backends SGLang 0.5.23 captures no graph for (its
+`graph_supported_backend_types` in speculative/eagle_worker_v2.py lists FlashInfer's MHA backend,
+not its MLA one): the official Spark recipe's FlashInfer attention runs NEXTN's draft extend
+eagerly, as it does here on sm_12x."""
+
+
+def needed(need: tuple[str, ...], extend_backend: Any) -> tuple[tuple[str, ...], str | None]:
+    """The phases a NEXTN profile's graphs line requires on the running draft-extend backend,
+    and the note that states a phase SGLang cannot capture there."""
+    if "draft_extend" not in need or extend_backend not in EAGER_DRAFT_EXTEND:
+        return need, None
+    note = (
+        f"draft_extend: eager, as in the recipe (SGLang 0.5.23 captures no draft-extend graph "
+        f"on {extend_backend})"
+    )
+    return tuple(p for p in need if p != "draft_extend"), note
+
+
 def judge(phases: Any, need: tuple[str, ...]) -> tuple[bool, str] | None:
     """Whether every phase in `need` holds graphs, and the evidence; None when `phases` is a
     list of names (an older engine's facts, which cannot tell captured from not)."""

@@ -356,12 +356,17 @@ def _replayssm(facts: Facts, levers: Levers) -> ProofLine:
 def _graphs(facts: Facts, levers: Levers) -> ProofLine:
     if err := _error(facts, "cuda_graphs"):
         return _line("cuda_graphs", False, err)
-    need = GRAPH_PHASES_NEXTN if levers.nextn else GRAPH_PHASES_PLAIN
-    judged = proof_graphs.judge(facts["cuda_graphs"]["phases"], need)
+    fact = facts["cuda_graphs"]
+    need, note = proof_graphs.needed(
+        GRAPH_PHASES_NEXTN if levers.nextn else GRAPH_PHASES_PLAIN,
+        fact.get("draft_extend_backend"),
+    )
+    judged = proof_graphs.judge(fact["phases"], need)
     if judged is None:
         evidence = "the cuda_graphs facts name phases without what their runners captured"
         return ProofLine("cuda_graphs", TITLES["cuda_graphs"], Verdict.FAIL, evidence, LACKING_FIX)
-    return _line("cuda_graphs", *judged)
+    ok, evidence = judged
+    return _line("cuda_graphs", ok, f"{evidence}; {note}" if note else evidence)
 
 
 def _no_faking(facts: Facts, levers: Levers) -> ProofLine:

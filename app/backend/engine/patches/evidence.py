@@ -335,13 +335,20 @@ def _graphs(scheduler: Any) -> dict[str, Any]:
     spec = scheduler.draft_worker
     phases = graph_runners.target_phases(scheduler.tp_worker.model_runner, spec is not None)
     draft = getattr(spec, "draft_worker", None)
+    extend_backend = None
     if draft is not None and not dspark.is_dspark(spec):  # DSpark's are in its own fact
         extend = getattr(draft, "cuda_graph_runner_for_draft_extend", None)
         phases["draft_decode"] = graph_runners.graph_runner(
             getattr(draft, "cuda_graph_runner", None)
         )
         phases["draft_extend"] = graph_runners.graph_runner(extend)
+        backend = getattr(draft, "draft_extend_attn_backend", None)
+        extend_backend = type(backend).__name__ if backend is not None else None
     memory = dict(scheduler.tp_worker.graph_memory_usage)
     if spec is not None:
         memory.update(spec.graph_memory_usage)
-    return {"phases": phases, "memory_gb": {k: round(v, 4) for k, v in memory.items()}}
+    return {
+        "phases": phases,
+        "draft_extend_backend": extend_backend,
+        "memory_gb": {k: round(v, 4) for k, v in memory.items()},
+    }
