@@ -70,6 +70,7 @@ class Request:
     """One greedy request's wall time, rounds and accept length, and the scheduler's waits."""
 
     wall_s: float
+    tokens: int
     rounds: int
     accept: float | None
     wait_s: float
@@ -99,6 +100,7 @@ async def request(
     usage = sample.usage
     return Request(
         wall_s=sample.ended_at - sample.started_at,
+        tokens=tokens,
         rounds=usage.verify_rounds or usage.completion_tokens,
         accept=usage.accept_length,
         wait_s=after.wait_s - before.wait_s,
@@ -225,6 +227,7 @@ def row(
         "timed_waits": scheduler.timed_waits,
         "wall_ms_reps": walls,
         "reply_sha": [long.reply_sha for _short, long in pairs],
+        "tokens": [pairs[0][0].tokens, pairs[0][1].tokens],
         "boot_s": round(boot_s, 1),
     }
 
@@ -287,7 +290,6 @@ async def main() -> None:
             "cpus": sorted(os.sched_getaffinity(0)),
             "layers": args.layers,
             "context_tokens": args.context,
-            "tokens": list(args.tokens),
             "reps": args.reps,
             "rows": [],
         }
