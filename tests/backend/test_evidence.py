@@ -7,6 +7,8 @@ import json
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from app.backend.engine.patches.evidence import collect
 from app.backend.proof import FP8_HEAD_METHOD
 from app.backend.proof.rules import build_report
@@ -234,9 +236,11 @@ def test_the_draft_s_weights_are_its_layer_linears_and_its_own_bytes_not_the_tar
     }
 
 
-def test_draft_weights_that_raise_are_reported_as_their_own_error():
-    from app.backend.engine.patches.dspark import _guarded, draft_weights
+def test_draft_weights_that_cannot_be_read_raise_for_collect_to_report_as_their_own_fact():
+    """`dspark_weights` is a fact of its own: `collect` reports its error there, and the dspark
+    fact that every DSpark line reads stays whole."""
+    from app.backend.engine.patches.dspark import draft_weights
 
     draft = of_class("LingDSparkModel", layers=DraftLayersDouble({}))  # no lm_head
-    error = _guarded(draft_weights, draft)["error"]
-    assert error.startswith("AttributeError") and "lm_head" in error
+    with pytest.raises(AttributeError, match="lm_head"):
+        draft_weights(draft)

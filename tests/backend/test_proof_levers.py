@@ -91,7 +91,7 @@ def test_dspark_has_no_fp8_draft_line():
 
 def _weights(fp8: bool, **changes: Any) -> dict[str, Any]:
     facts = dspark_facts(fp8_draft=fp8)
-    facts["dspark"]["weights"] = {**dspark_weights(fp8), **changes}
+    facts["dspark_weights"] = {**dspark_weights(fp8), **changes}
     return facts
 
 
@@ -130,7 +130,7 @@ def test_each_draft_breakage_fails_the_fp8_draft_line_with_its_fix(name):
 
 def test_dspark_facts_without_the_draft_s_weights_fail_the_line_as_an_older_engine_s():
     facts = dspark_facts(fp8_draft=True)
-    del facts["dspark"]["weights"]
+    del facts["dspark_weights"]
     line = _line(facts, "dspark+fp8-draft", "dspark_weights", 5.1)
     assert line.verdict is Verdict.FAIL and "older ling-chat engine" in line.fix
     assert verdict(judge(facts, 5.1, "dspark+fp8-draft"), "dspark") is Verdict.PASS
@@ -138,7 +138,7 @@ def test_dspark_facts_without_the_draft_s_weights_fail_the_line_as_an_older_engi
 
 def test_draft_weights_that_could_not_be_read_fail_their_line_only():
     facts = dspark_facts(fp8_draft=True)
-    facts["dspark"]["weights"] = {"error": "AttributeError: embed_tokens"}
+    facts["dspark_weights"] = {"error": "AttributeError: embed_tokens"}
     line = _line(facts, "dspark+fp8-draft", "dspark_weights", 5.1)
     assert line.verdict is Verdict.FAIL and "AttributeError: embed_tokens" in line.evidence
     assert verdict(judge(facts, 5.1, "dspark+fp8-draft"), "dspark") is Verdict.PASS

@@ -33,7 +33,7 @@ EVIDENCE = {
     "dspark_head": ("dspark",),
     "dspark_block": ("dspark",),
     "dspark_graphs": ("dspark",),
-    "dspark_weights": ("dspark",),
+    "dspark_weights": ("dspark_weights",),
 }
 """Each line's evidence: the facts whose absence must fail it (accept_length: below)."""
 HEALTHY = {

@@ -80,7 +80,6 @@ def collect(scheduler: Any) -> dict[str, Any]:
             "quant_method": type(head.quant_method).__name__,
             "applies_quant_method": should_apply_lm_head_quant_method(head, head.quant_method),
         },
-        "weights": _guarded(draft_weights, draft),
         "projections_captured": dict(PROJECTIONS),
         "fp8_calls_in_draft_capture": COUNTS["fp8_calls_in_draft_capture"],
         "graph_runners": {
@@ -93,15 +92,6 @@ def collect(scheduler: Any) -> dict[str, Any]:
             ),
         },
     }
-
-
-def _guarded(read: Any, draft: Any) -> dict[str, Any]:
-    """`read(draft)`, or the error it raised: a sub-fact that cannot be read fails its own
-    line (the FP8 draft's), never the rest of the dspark fact that every DSpark line reads."""
-    try:
-        return read(draft)
-    except Exception as exc:  # reported as a fact; the proof fails on it
-        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def draft_weights(draft: Any) -> dict[str, Any]:

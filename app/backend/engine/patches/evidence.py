@@ -150,6 +150,9 @@ def collect(scheduler: Any, sources: Sources) -> dict[str, Any]:
         "ran_with": lambda: _ran_with(scheduler.server_args),
         "capture_calls": lambda: dict(sources.capture_calls()),
         "dspark": lambda: dspark.collect(scheduler) if dspark_spec else None,
+        "dspark_weights": lambda: (
+            dspark.draft_weights(scheduler.draft_worker.draft_model) if dspark_spec else None
+        ),
         "replayssm": lambda: replayssm.collect(scheduler),
     }
     for key, read in parts.items():
