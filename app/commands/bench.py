@@ -7,9 +7,10 @@ import asyncio
 import dataclasses
 import functools
 import json
+import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -218,6 +219,7 @@ def _workloads(args: argparse.Namespace) -> list[Workload]:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    inherited = dict(os.environ)  # before any in-process engine sets SGLang's variables in it
     profile = getattr(args, "profile", None)
     if profile and args.profiles:
         raise ConfigError("give --profiles or --profile, not both")
@@ -229,7 +231,7 @@ def _bench(args: argparse.Namespace) -> int:
     check_model_path(settings.model_path)  # one line now, not one failure per profile
     overrides = sglang_overrides(args)
     if args.peer:
-        check_peer_model(settings.model_path, overrides)
+        check_peer_model(settings.model_path, overrides, inherited)
     try:
         from app.bench.engine import bench_engine_factory
     except ModuleNotFoundError as exc:
@@ -246,10 +248,10 @@ def _bench(args: argparse.Namespace) -> int:
     for model in [settings.model_path, *draft_models(configs)]:
         folder = fetch_model(model)  # after the preflight, which checks the disk for them
         if args.peer and model == settings.model_path:
-            check_peer_model(folder, overrides)  # a Hub id's files, now on disk
+            check_peer_model(folder, overrides, inherited)  # a Hub id's files, now on disk
     factory = bench_engine_factory(config, require_proof=not args.allow_unproven)
     if args.peer:
-        factory = _with_peer(factory, config, args.peer_wait)
+        factory = _with_peer(factory, config, args.peer_wait, inherited)
     plan = {
         "suite": args.suite,
         "profiles": profiles,
@@ -290,14 +292,16 @@ def _bench(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _with_peer(factory: EngineFactory, config: EngineConfig, wait_s: float) -> EngineFactory:
-    """`factory`, and the stock server for the peer's name: same model, memory and context."""
+def _with_peer(
+    factory: EngineFactory, config: EngineConfig, wait_s: float, inherited: Mapping[str, str]
+) -> EngineFactory:
+    """`factory`, and the stock server for the peer's name: same model, memory and context;
+    `inherited`: the variables this process started with."""
     from app.bench.peer.server import peer_factory
 
     launch = PeerLaunch(config.model_path, config.mem_fraction, config.context_length, gpu_facts())
-    peer = peer_factory(
-        launch, log_file=(config.log_dir or Path.cwd()) / f"{PEER}.log", wait_s=wait_s
-    )
+    log_file = (config.log_dir or Path.cwd()) / f"{PEER}.log"
+    peer = peer_factory(launch, log_file=log_file, wait_s=wait_s, inherited=inherited)
 
     async def start(name: str) -> BenchEngine:
         return await (peer if name == PEER else factory)(name)

@@ -86,16 +86,30 @@ def test_the_stock_server_never_sees_ling_chats_patch_plan() -> None:
 
 def test_the_peer_needs_real_weights(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{}")
-    assert "holds no *.safetensors (config only)" in str(peer_refusal(str(tmp_path), {}))
+    assert "holds no *.safetensors (config only)" in str(peer_refusal(str(tmp_path), {}, {}))
     (tmp_path / "model-00001-of-00001.safetensors").write_bytes(b"")
-    assert peer_refusal(str(tmp_path), {}) is None
+    assert peer_refusal(str(tmp_path), {}, {}) is None
     assert "drop --sglang-arg load_format=dummy" in str(
-        peer_refusal(str(tmp_path), {"load_format": "dummy"})
+        peer_refusal(str(tmp_path), {"load_format": "dummy"}, {})
     )
 
 
+def test_the_peer_refuses_a_variable_its_row_could_not_name(tmp_path: Path) -> None:
+    """Stock SGLang would fake its acceptance with no proof to say so, where ling-chat's
+    rows are labelled simulated."""
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    assert peer_refusal(str(tmp_path), {}, {"SGLANG_SIMULATE_ACC_LEN": ""}) is None  # unset
+    problem = peer_refusal(str(tmp_path), {}, {"SGLANG_SIMULATE_ACC_LEN": "2.68"})
+    assert problem == "--peer stock-sglang has no proof to show SGLANG_SIMULATE_ACC_LEN: unset it"
+
+
+LEAKED = "SGLANG_MAMBA_SSM_DTYPE"
+"""What SGLang's in-process resolution sets in this process for the stack's ReplaySSM."""
+
+
 class _EngineModule(types.ModuleType):
-    """Stands in for app.bench.engine: ling-chat's profiles are scripted engine doubles."""
+    """Stands in for app.bench.engine: ling-chat's profiles are scripted engine doubles, each
+    setting in this process what SGLang's in-process engine sets."""
 
     def __init__(self) -> None:
         super().__init__("app.bench.engine")
@@ -104,6 +118,7 @@ class _EngineModule(types.ModuleType):
     def bench_engine_factory(self, config: Any, *, require_proof: bool = True) -> Any:
         async def start(name: str) -> ScriptedEngineDouble:
             self.journal.append(f"start {name}")
+            os.environ[LEAKED] = "float32"
             facts = {"config": {}, "proof": None, "model_config": LING_3_FLASH_CONFIG}
             return ScriptedEngineDouble(name, [STACK_REPLY] * 3, self.journal, facts=facts)
 
@@ -132,6 +147,8 @@ def record(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     path = tmp_path / "double.json"
     monkeypatch.setenv("STOCK_SGLANG_DOUBLE_RECORD", str(path))
     monkeypatch.setenv("LING_CHAT_PATCH_PLAN", '{"left": "by an in-process engine"}')
+    monkeypatch.setenv(LEAKED, "")  # restored to unset after the test
+    monkeypatch.delenv(LEAKED)
     return path
 
 
@@ -157,7 +174,8 @@ def test_the_peer_row_and_its_ratio_appear_in_the_same_run(
     assert ", accept 3.00 against 3.75" in ratio
     assert "stock-sglang: starting the engine" in stderr
     facts = json.loads(record.read_text())
-    assert facts["env"] == {"LING_CHAT_PATCH_PLAN": None, "HUMMING_COMPILER": "nvrtc"}
+    assert facts["env"] == {"LING_CHAT_PATCH_PLAN": None, "HUMMING_COMPILER": "nvrtc", LEAKED: None}
+    assert os.environ[LEAKED] == "float32"  # set in this process, not handed on
     assert _flags(facts["argv"])["--model-path"] == str(model)
     _no_process_left(record)
     log = Path(os.environ["LING_CHAT_DATA_DIR"]) / "logs" / "stock-sglang.log"
@@ -239,7 +257,10 @@ async def test_a_chat_prompt_is_rendered_by_the_models_template_before_it_is_sen
     monkeypatch.setitem(sys.modules, "transformers", transformers)
     monkeypatch.setattr(_TokenizerDouble, "loaded_from", [])
     launch = PeerLaunch(str(model), 0.65, None, H200)
-    engine = await server.peer_factory(launch, log_file=tmp_path / "peer.log", wait_s=10)(PEER)
+    start = server.peer_factory(
+        launch, log_file=tmp_path / "peer.log", wait_s=10, inherited=os.environ
+    )
+    engine = await start(PEER)
     try:
         for _ in range(2):
             reply = await engine.generate(
@@ -308,3 +329,13 @@ def test_ctrl_c_stops_the_stock_server_with_its_group(
         child.kill()
     assert child.returncode == 130, err[-2000:]
     _no_process_left(record)
+
+
+def test_bench_refuses_the_peer_before_anything_starts_when_acceptance_is_faked(
+    record: Path, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SGLANG_SIMULATE_ACC_LEN", "2.68")
+    with pytest.raises(ConfigError) as refused:
+        bench_main([*SMALL, "--profiles", "stack", "--peer", PEER, "--model", str(model)])
+    assert "no proof to show SGLANG_SIMULATE_ACC_LEN" in str(refused.value)
+    assert not record.exists()  # nothing started

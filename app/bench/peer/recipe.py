@@ -16,6 +16,7 @@ from typing import Any
 
 from app.backend.engine.config import SERVER_ARGS, GpuFacts, engine_environment
 from app.backend.engine.patches import PLAN_ENV
+from app.backend.engine.patches.evidence import FAKING_ENV
 from app.core.errors import ConfigError
 
 PEER = "stock-sglang"
@@ -54,8 +55,8 @@ _MACHINE_FLAGS = {
 """Recipe flags whose value depends on the GPU -> (what the label calls them, ling-chat's
 setting that translates them: the same choice as ling-chat's rows on this GPU)."""
 NOT_INHERITED = (PLAN_ENV, "SGLANG_LOGGING_CONFIG_PATH")
-"""Variables an in-process engine of this run set for its own SGLang processes: the stock
-server must not see ling-chat's patch plan or its logging config."""
+"""Variables an in-process engine sets for its own SGLang processes: the stock server must not
+see ling-chat's patch plan or its logging config, even where they were set before the run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,18 +114,25 @@ class PeerLaunch:
         return f"{WHAT} (SGLang {sglang_version}: {STOCK_LEVERS}){where}"
 
     def environment(self, inherited: Mapping[str, str]) -> dict[str, str]:
-        """The server's variables: this process's, less ling-chat's own, plus the recipe's
-        (a variable the user set keeps its value)."""
+        """The server's variables: `inherited` (this process's as the run began: SGLang's
+        in-process engines set more in it, e.g. the stack's ReplaySSM its state dtype), less
+        ling-chat's own, plus the recipe's (a variable the user set keeps its value)."""
         env = {k: v for k, v in inherited.items() if k not in NOT_INHERITED}
         return {**engine_environment(), **env}
 
 
-def peer_refusal(model_path: str, overrides: Mapping[str, Any]) -> str | None:
+def peer_refusal(
+    model_path: str, overrides: Mapping[str, Any], environ: Mapping[str, str]
+) -> str | None:
     """Why the stock server cannot be measured on this model, or None.
 
     It loads what the files hold: a dummy load (`load_format=dummy`) or a folder of config
-    alone would give it random weights that ling-chat's rows do not have.
+    alone would give it random weights that ling-chat's rows do not have. It has no proof:
+    a variable that fakes acceptance or changes the quantization (`environ`) would change
+    its row unseen, where ling-chat's rows name it.
     """
+    if faking := [name for name in FAKING_ENV if environ.get(name, "") != ""]:
+        return f"--peer {PEER} has no proof to show {', '.join(faking)}: unset it"
     if overrides.get("load_format") == "dummy":
         return f"--peer {PEER} needs real weights: drop --sglang-arg load_format=dummy"
     folder = Path(model_path).expanduser()
@@ -133,7 +141,9 @@ def peer_refusal(model_path: str, overrides: Mapping[str, Any]) -> str | None:
     return None
 
 
-def check_peer_model(model_path: str, overrides: Mapping[str, Any]) -> None:
+def check_peer_model(
+    model_path: str, overrides: Mapping[str, Any], environ: Mapping[str, str]
+) -> None:
     """Raises ConfigError (one line) when `peer_refusal` refuses."""
-    if problem := peer_refusal(model_path, overrides):
+    if problem := peer_refusal(model_path, overrides, environ):
         raise ConfigError(problem)

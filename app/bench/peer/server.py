@@ -220,8 +220,11 @@ def _group_ended(child: subprocess.Popen[bytes], wait_s: float) -> bool:
         time.sleep(0.05)
 
 
-def peer_factory(launch: PeerLaunch, *, log_file: Path, wait_s: float) -> EngineFactory:
-    """The peer's name -> the stock server, started and healthy (stopped again if not)."""
+def peer_factory(
+    launch: PeerLaunch, *, log_file: Path, wait_s: float, inherited: Mapping[str, str]
+) -> EngineFactory:
+    """The peer's name -> the stock server, started and healthy (stopped again if not);
+    `inherited`: the variables it starts from (`PeerLaunch.environment`)."""
 
     async def start(_name: str) -> StockServer:
         port = free_port()
@@ -238,7 +241,7 @@ def peer_factory(launch: PeerLaunch, *, log_file: Path, wait_s: float) -> Engine
                 stdin=subprocess.DEVNULL,
                 stdout=fd,
                 stderr=fd,
-                env=launch.environment(os.environ),
+                env=launch.environment(inherited),
                 start_new_session=True,
             )
         except OSError as exc:
