@@ -322,7 +322,7 @@ for step in "$@"; do
       elif ! python3 -c "import jsonschema, soundfile" 2>/dev/null; then
         echo "bench-peer: stock SGLang's HTTP server needs the serve extra wheels (jsonschema, soundfile)"
       else
-        run bench-peer 560 python3 -m app bench --model "$ckpt" --profiles stack \
+        run bench-peer 780 python3 -m app bench --model "$ckpt" --profiles stack \
           --peer stock-sglang --peer-wait 360 --input-len 2048 --output-len 256 --num-prompts 2 \
           --reps 2 --peak-gbps 4800 --json "$OUT/bench-peer.json"
         peer_log=$(find /root -maxdepth 6 -name stock-sglang.log -mmin -15 2>/dev/null | head -1)
