@@ -42,6 +42,7 @@
 #              The boot also shows the NEXTN draft reading only its own layer's shards (under 1.5
 #              x the checkpoint in two passes). realckpt-boot: the boot and the known answer
 #              alone, no broken copies (12 layers: about 4, the checkpoint's writing included)
+#   ckpt-write realckpt's known-answer folder /root/ckpt$CKPT_LAYERS alone (default 6), marked complete
 #   bench-peer `ling-chat bench --peer stock-sglang` on /root/ckpt$CKPT_LAYERS (default 12; after
 #              realckpt or realckpt-boot with the same CKPT_LAYERS, which marks the folder complete,
 #              and `prepare`; needs the `serve` extra wheels: stock SGLang's HTTP server, checked
@@ -315,14 +316,24 @@ for step in "$@"; do
       LING_CHAT_TEST_LAYERS="$layers" LING_CHAT_TEST_CHECKPOINT="/root/ckpt$layers" \
         gpu_tests realckpt-boot 540 tests/gpu/test_checkpoint_gpu.py -k stack_boots
       [[ -e "/root/ckpt$layers/written-by-tests-gpu-checkpoint" ]] && echo "$layers" >"/root/ckpt$layers/.ling-chat-complete" ;;
+    ckpt-write)  # realckpt's folder alone, no boot (bench-peer's stack row boots from it)
+      layers="${CKPT_LAYERS:-6}"
+      LING_CHAT_TEST_LAYERS="$layers" run ckpt-write 400 python3 -c "
+import time; from pathlib import Path
+from tests.gpu import models; from tests.gpu.checkpoint import write_checkpoint
+from tests.gpu.test_checkpoint_gpu import WRITTEN, writer_key
+folder, began = Path('/root/ckpt$layers'), time.monotonic()
+write_checkpoint(folder, models.layers()); (folder / WRITTEN).write_text(writer_key(models.layers()))
+print(f'wrote {folder} in {time.monotonic() - began:.0f} s')"
+      [[ -e "/root/ckpt$layers/written-by-tests-gpu-checkpoint" ]] && echo "$layers" >"/root/ckpt$layers/.ling-chat-complete" ;;
     bench-peer)
       ckpt="/root/ckpt${CKPT_LAYERS:-12}"
       if [[ ! -e "$ckpt/.ling-chat-complete" ]]; then
-        echo "bench-peer: no complete $ckpt: run CKPT_LAYERS=${CKPT_LAYERS:-12} realckpt-boot first"
+        echo "bench-peer: no complete $ckpt: run CKPT_LAYERS=${CKPT_LAYERS:-12} realckpt-boot or ckpt-write first"
       elif ! python3 -c "import jsonschema, soundfile" 2>/dev/null; then
         echo "bench-peer: stock SGLang's HTTP server needs the serve extra wheels (jsonschema, soundfile)"
       else
-        run bench-peer 780 python3 -m app bench --model "$ckpt" --profiles stack \
+        run bench-peer 900 python3 -m app bench --model "$ckpt" --profiles stack \
           --peer stock-sglang --peer-wait 360 --input-len 2048 --output-len 256 --num-prompts 2 \
           --reps 2 --peak-gbps 4800 --json "$OUT/bench-peer.json"
         peer_log=$(find /root -maxdepth 6 -name stock-sglang.log -mmin -15 2>/dev/null | head -1)
