@@ -42,22 +42,20 @@
 #              The boot also shows the NEXTN draft reading only its own layer's shards (under 1.5
 #              x the checkpoint in two passes). realckpt-boot: the boot and the known answer
 #              alone, no broken copies (12 layers: about 4, the checkpoint's writing included)
-#   ckpt-write realckpt's known-answer folder /root/ckpt$CKPT_LAYERS alone (default 6), marked complete
+#   ckpt-write realckpt's known-answer folder /root/ckpt$CKPT_LAYERS alone, marked complete
+#              (default 6; 6 layers: 18 s)
 #   bench-peer `ling-chat bench --peer stock-sglang` on /root/ckpt$CKPT_LAYERS (default 12; after
-#              realckpt or realckpt-boot with the same CKPT_LAYERS, which marks the folder complete,
-#              and `prepare`; needs the `serve` extra wheels: stock SGLang's HTTP server, checked
-#              before anything boots): the stack in-process, then stock SGLang 0.5.23's own
-#              server (python -m sglang.launch_server, the official recipe's flags, sm_90's
-#              attention backend: BF16 head, weight-only head sharing, recurrent verify) on the
-#              same files and workload (2048 in / 256 out, greedy, 2 reps x 2 prompts); its row,
-#              and its decode ratio to the stack's with both accept lengths. Both should accept
-#              about 4: the known answer is in the files and a BF16 head shared by weight serves
-#              the draft exactly. Its log: $OUT/bench-peer.stock-sglang.log (untried; 12 layers
-#              about 5-7, 6 layers about 4-5: bench's own prepare of the model's config first (a
-#              dummy boot, kernels already cached: about 1.5), two cold boots from the files (12
-#              layers: about 75 s each; the stock one reads the files twice, its NEXTN draft
-#              too), the stack's proof, 5 short requests each, more if the stock server
-#              JIT-builds kernels the stack's did not; --peer-wait 360 bounds it)
+#              ckpt-write, realckpt or realckpt-boot with the same CKPT_LAYERS, which mark the
+#              folder complete; needs the `serve` extra wheels: stock SGLang's HTTP server, checked
+#              before anything boots): bench's own prepare (on a bare machine it compiles every
+#              kernel: 414 s), the stack in-process, then stock SGLang 0.5.23's own server
+#              (python -m sglang.launch_server, the official recipe's flags, sm_90's attention
+#              backend: BF16 head, weight-only head sharing, recurrent verify) on the same files
+#              and workload (2048 in / 256 out, greedy, 2 reps x 2 prompts); its row, and its
+#              decode ratio to the stack's with both accept lengths (both 4.00: the known answer
+#              is in the files and a BF16 head shared by weight serves the draft exactly). Its
+#              log: $OUT/bench-peer.stock-sglang.log. 6 layers on a bare machine after
+#              `flashinfer`: 10.2 minutes (the two boots from the files and their requests 3.3)
 #   engine42   the same proof and reply on the full 42-layer model (2 dense + 40 MoE layers,
 #              67.8 GB of dummy weights) at memory fraction 0.65, with start time by stage (1.5)
 #   replayssm-state  with the KDA layers live, the request's KDA state after the same reply
