@@ -251,7 +251,7 @@ def _bench(args: argparse.Namespace) -> int:
             check_peer_model(folder, overrides, inherited)  # a Hub id's files, now on disk
     factory = bench_engine_factory(config, require_proof=not args.allow_unproven)
     if args.peer:
-        factory = _with_peer(factory, config, args.peer_wait, inherited)
+        factory = _with_peer(factory, config, args.peer_wait, inherited, tuple(sorted(overrides)))
     plan = {
         "suite": args.suite,
         "profiles": profiles,
@@ -293,13 +293,20 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _with_peer(
-    factory: EngineFactory, config: EngineConfig, wait_s: float, inherited: Mapping[str, str]
+    factory: EngineFactory,
+    config: EngineConfig,
+    wait_s: float,
+    inherited: Mapping[str, str],
+    unapplied: tuple[str, ...],
 ) -> EngineFactory:
     """`factory`, and the stock server for the peer's name: same model, memory and context;
-    `inherited`: the variables this process started with."""
+    `inherited`: the variables this process started with; `unapplied`: the run's
+    `--sglang-arg` names, which its label states it does not take."""
     from app.bench.peer.server import peer_factory
 
-    launch = PeerLaunch(config.model_path, config.mem_fraction, config.context_length, gpu_facts())
+    launch = PeerLaunch(
+        config.model_path, config.mem_fraction, config.context_length, gpu_facts(), unapplied
+    )
     log_file = (config.log_dir or Path.cwd()) / f"{PEER}.log"
     peer = peer_factory(launch, log_file=log_file, wait_s=wait_s, inherited=inherited)
 

@@ -76,6 +76,15 @@ def test_on_the_h200_the_label_names_each_flag_this_machine_changes() -> None:
     )
 
 
+def test_the_label_says_which_sglang_args_the_stock_server_did_not_take() -> None:
+    launch = PeerLaunch("/ckpt", 0.65, None, SPARK, ("attention_backend", "page_size"))
+    flags = _flags(launch.argv(1))
+    assert flags["--attention-backend"] == "flashinfer" and flags["--page-size"] == "64"
+    assert launch.label("0.5.23").endswith(
+        "; on sm_121: --sglang-arg attention_backend, page_size not applied to it"
+    )
+
+
 def test_the_stock_server_never_sees_ling_chats_patch_plan() -> None:
     env = PeerLaunch("/ckpt", 0.65, None, H200).environment(
         {"LING_CHAT_PATCH_PLAN": "{}", "SGLANG_LOGGING_CONFIG_PATH": "/x", "HOME": "/h"}

@@ -67,6 +67,8 @@ class PeerLaunch:
     mem_fraction: float
     context_length: int | None
     gpu: GpuFacts
+    unapplied: tuple[str, ...] = ()
+    """The run's `--sglang-arg` settings: they change ling-chat's rows, not the stock server's."""
 
     def flags(self) -> list[tuple[str, str | None]]:
         """The recipe's flags with this GPU's values; a flag with no value here is left out."""
@@ -96,7 +98,7 @@ class PeerLaunch:
         return argv
 
     def translations(self) -> list[str]:
-        """Where this machine departs from the recipe, e.g. `attention fa3, not flashinfer`."""
+        """Where this run departs from the recipe, e.g. `attention fa3, not flashinfer`."""
         recipe, here = dict(RECIPE_FLAGS), dict(self.flags())
         changes = []
         for flag, (name, _setting) in _MACHINE_FLAGS.items():
@@ -105,6 +107,8 @@ class PeerLaunch:
                 changes.append(f"{name} {value}, not {recipe[flag]}")
         if "--grammar-backend" in here:
             changes.append("no grammar backend (xgrammar missing)")
+        if self.unapplied:
+            changes.append(f"--sglang-arg {', '.join(self.unapplied)} not applied to it")
         return changes
 
     def label(self, sglang_version: str) -> str:
