@@ -316,13 +316,9 @@ for step in "$@"; do
       [[ -e "/root/ckpt$layers/written-by-tests-gpu-checkpoint" ]] && echo "$layers" >"/root/ckpt$layers/.ling-chat-complete" ;;
     ckpt-write)  # realckpt's folder alone, no boot (bench-peer's stack row boots from it)
       layers="${CKPT_LAYERS:-6}"
-      LING_CHAT_TEST_LAYERS="$layers" run ckpt-write 400 python3 -c "
-import time; from pathlib import Path
-from tests.gpu import models; from tests.gpu.checkpoint import write_checkpoint
-from tests.gpu.test_checkpoint_gpu import WRITTEN, writer_key
-folder, began = Path('/root/ckpt$layers'), time.monotonic()
-write_checkpoint(folder, models.layers()); (folder / WRITTEN).write_text(writer_key(models.layers()))
-print(f'wrote {folder} in {time.monotonic() - began:.0f} s')"
+      LING_CHAT_TEST_LAYERS="$layers" run ckpt-write 400 python3 -c "from pathlib import Path
+from tests.gpu.test_checkpoint_gpu import written_checkpoint
+written_checkpoint(Path('/root/ckpt$layers'))"
       [[ -e "/root/ckpt$layers/written-by-tests-gpu-checkpoint" ]] && echo "$layers" >"/root/ckpt$layers/.ling-chat-complete" ;;
     bench-peer)
       ckpt="/root/ckpt${CKPT_LAYERS:-12}"

@@ -45,7 +45,14 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The 6-layer known-answer checkpoint, written once (kept where CHECKPOINT_ENV says)."""
-    folder = Path(os.environ.get(CHECKPOINT_ENV) or tmp_path_factory.mktemp("ckpt") / "ckpt6")
+    return written_checkpoint(
+        Path(os.environ.get(CHECKPOINT_ENV) or tmp_path_factory.mktemp("ckpt") / "ckpt6")
+    )
+
+
+def written_checkpoint(folder: Path) -> Path:
+    """`folder` holding the known-answer checkpoint at the tests' depth, written unless its
+    marker says this writer wrote it at this depth (also `gpu_agenda.sh ckpt-write`)."""
     key = writer_key(models.layers())
     marker = folder / WRITTEN
     if not marker.is_file() or marker.read_text() != key:
