@@ -73,7 +73,7 @@ def test_a_refused_preflight_exits_3_with_one_line_per_failure_before_anything_l
     assert (
         captured.err.strip()
         .splitlines()[-1]
-        .startswith("ling-chat: error: the preflight refused the start (2 of 10 checks failed")
+        .startswith("ling-chat: error: the preflight refused the start (2 of 11 checks failed")
     )
     assert machine["loaded"] == []
 
@@ -127,10 +127,13 @@ def test_doctor_on_a_machine_without_a_gpu_prints_the_preflight_and_exits_3(mode
     )
     assert done.returncode == 3, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("preflight: ")]
-    assert len(lines) == 10
+    assert len(lines) == 11
     assert lines[0].startswith("preflight: FAIL lever package humming-kernels: `import humming`")
     assert "preflight: FAIL GPU memory: no CUDA GPU found" in lines[5]
-    assert lines[9] == (
+    assert (
+        lines[6] == "preflight: ok   levers on this GPU: no GPU to judge (see the GPU memory line)"
+    )
+    assert lines[10] == (
         f"preflight: FAIL checkpoint: {model}: neither model.safetensors.index.json nor "
         "model.safetensors is there: no weights; fix: download the checkpoint again, or redo "
         "the conversion that wrote it"

@@ -26,6 +26,7 @@ LAYERS = (
     ("app.backend.draft", "app.backend.warmup", "app.backend.wire"),
     ("app.backend.protocol", "app.backend.sglang_meta", "app.plumbing"),
     ("app.api_key", "app.files", "app.telemetry", "app.textsafe"),
+    ("app.levers",),
     ("app.core",),
 )
 """Top to bottom. A part imports only from itself and from the layers below its own; the

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from app.core.profiles import PROFILES
+from app.levers.profiles import PROFILES
 
 CPU_FACTOR: Final = 1.0
 """Assumed Spark host seconds per H200 host second for SGLang's scheduler loop (one Python
@@ -78,7 +78,7 @@ def engines(profiles: Sequence[str], backends: Sequence[str], pins: Sequence[str
 
 
 def _speculative(profile: str) -> bool:
-    return PROFILES[profile].nextn or PROFILES[profile].dspark
+    return PROFILES[profile].speculative
 
 
 @dataclass(frozen=True, slots=True)

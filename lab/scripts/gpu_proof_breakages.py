@@ -81,14 +81,14 @@ def break_caches() -> str:
 def doctor(case: str, model: Path, data: Path) -> int:
     """One case, in this process: the known-answer entry, then `ling-chat doctor`."""
     from app.backend.engine import patches
-    from app.backend.firststart import overrides
     from app.cli import main
+    from app.levers import refusals
     from tests.gpu import known_answer, models
 
     patches.run_scheduler_process = known_answer.run_scheduler_process
     os.environ[known_answer.KNOWN_ANSWER_ENV] = "1"
     if case == "graphs-off":
-        overrides.refusal = lambda config, env: None
+        refusals.refusal = lambda profile, context, overrides, env: None
     if case == "caches-truncated":
         print(break_caches(), flush=True)
     flags, _, _ = CASES[case]

@@ -12,15 +12,16 @@ from typing import Any
 import pytest
 
 from app.backend.engine.config import EngineConfig
-from app.backend.firststart.overrides import refusal
-from app.core.profiles import PROFILES
+from app.levers.profiles import PROFILES
+from app.levers.refusals import refusal
 from tests.support.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def refused(overrides: dict[str, Any], profile: str = "stack", **env: str) -> str | None:
-    return refusal(EngineConfig("/m", profile=profile, overrides=overrides), env)
+    config = EngineConfig("/m", profile=profile, overrides=overrides)
+    return refusal(config.levers, config.context, config.overrides, env)
 
 
 CONTRADICTIONS = {

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from app.backend.engine.config import EngineConfig, GpuFacts, server_args
-from app.backend.engine.patches import PatchPlan
-from app.core.profiles import PROFILES
+from app.backend.engine.patches.boundary import PatchPlan
 from app.core.proof_report import Verdict
+from app.levers.profiles import PROFILES
 from tests.fixtures.sglang_objects import stack_facts, stack_recurrent_facts
 from tests.support.proof import judge, verdict
 
@@ -44,11 +44,11 @@ def test_the_stack_asks_sglang_for_replayssm_with_the_shortest_ring_nextn_allows
 @pytest.mark.parametrize("profile", list(PROFILES))
 def test_the_replayssm_commits_are_counted_where_a_profile_verifies_with_it(profile):
     levers = PROFILES[profile]
-    plan = PatchPlan.for_levers(levers, "/tmp/sglang.log")
-    assert plan.replayssm == levers.kda_replayssm
-    assert (plan.fp8_head, plan.dspark, plan.log_file) == (
-        levers.fp8_head,
-        levers.dspark,
+    plan = PatchPlan.for_profile(levers, "/tmp/sglang.log")
+    assert ("replayssm" in plan.patches) == levers.has("replayssm")
+    assert (plan.fp8_head, "dspark" in plan.patches, plan.log_file) == (
+        levers.has("fp8_head"),
+        levers.has("dspark"),
         "/tmp/sglang.log",
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.backend.proof.rules import build_report
+from app.backend.proof import build_report
 from app.core.proof_report import ProofReport, Verdict
 
 
