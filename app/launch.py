@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from app.backend.download import fetch_checkpoint, is_hub_id
 from app.backend.engine.config import EngineConfig, draft_models
-from app.backend.engine.download import fetch_checkpoint, is_hub_id
 from app.backend.engine.setup import ENGINE_PACKAGES, check_model_path, engine_missing
 from app.backend.firststart import probes as preflight_probes
 from app.backend.firststart.first_start import PreparedBackend

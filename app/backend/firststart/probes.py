@@ -194,7 +194,7 @@ def _missing(model: str, known_bytes: int, hub_cache: Path) -> int:
     """What the cache lacks of a Hugging Face id's `known_bytes`; 0 for a local directory."""
     if Path(model).expanduser().is_dir():
         return 0
-    from app.backend.engine.download import blob_dir
+    from app.backend.download import blob_dir
 
     blobs = blob_dir(hub_cache, model)
     have = sum(f.stat().st_size for f in blobs.glob("*") if not f.name.endswith(".incomplete"))
@@ -203,7 +203,7 @@ def _missing(model: str, known_bytes: int, hub_cache: Path) -> int:
 
 def hub_cache_dir() -> Path:
     """Where huggingface_hub keeps downloads: the downloader's own place, by its rules."""
-    from app.backend.engine.download import HubPlace
+    from app.backend.download import HubPlace
 
     return HubPlace.from_env().cache_dir
 
