@@ -12,13 +12,14 @@ from typing import Final
 from app.levers.checks import accept_length, no_faking
 from app.levers.draft import dspark, fp8_draft, nextn, replayssm
 from app.levers.lever import Lever, Package, Profile
-from app.levers.model import cuda_graphs, fp8_head, fp32_head, humming
+from app.levers.model import bf16_router, cuda_graphs, fp8_head, fp32_head, humming
 
 LEVERS: Final[tuple[Lever, ...]] = (
     cuda_graphs.LEVER,  # first: the Humming and FP8 head lines count what ran in capture
     humming.LEVER,
     fp8_head.LEVER,
     fp32_head.LEVER,
+    bf16_router.LEVER,
     nextn.LEVER,
     dspark.LEVER,
     fp8_draft.LEVER,
@@ -57,7 +58,7 @@ PROFILES: Final[dict[str, Profile]] = {
         profile("dspark", humming.LEVER, fp8_head.LEVER, dspark.LEVER, replayssm.LEVER),
         # Opt-in, measured levers (they change numerics): the stack with BF16 router gates,
         # and DSpark with an FP8 draft.
-        profile("stack+bf16-router", *STACK, replayssm.LEVER),
+        profile("stack+bf16-router", *STACK, replayssm.LEVER, bf16_router.LEVER),
         profile(
             "dspark+fp8-draft",
             humming.LEVER,
@@ -73,16 +74,11 @@ DEFAULT_PROFILE: Final = "stack"
 USER_PROFILES: Final = (DEFAULT_PROFILE, "dspark", "baseline")
 """The profiles offered to a user (`--profile`, a config file's errors); the other PROFILES,
 A/B rigs for `bench --profiles`, are accepted but not offered."""
-OPT_IN: Final = {"dspark+fp8-draft": fp8_draft.LEVER}
+OPT_IN: Final = {"stack+bf16-router": bf16_router.LEVER, "dspark+fp8-draft": fp8_draft.LEVER}
 """The opt-in levers, by the profile that adds each to its base: they change numerics, so no
 default profile has them until accuracy on real weights backs them (docs/engine-settings.md's
 table)."""
 DEFAULT_MEM_FRACTION: Final = 0.65
-BF16_ROUTER_PROFILES: Final = frozenset({"stack+bf16-router"})
-"""The profiles with the opt-in BF16 router, not a lever module yet: the engine's settings,
-the refusals, the evidence, the proof and the byte model each read it."""
-BF16_ROUTER_CONFIG: Final = {"router_dtype": "bf16"}
-"""The config.json fields the BF16 router overrides (the checkpoint says "fp32")."""
 
 
 def packages_of(p: Profile) -> tuple[Package, ...]:

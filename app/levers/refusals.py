@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.levers.lever import Context, Lever, Profile
-from app.levers.profiles import BF16_ROUTER_CONFIG, BF16_ROUTER_PROFILES, LEVERS
+from app.levers.profiles import LEVERS
 
 SPECULATIVE_KEYS = (
     "speculative_algorithm",
@@ -26,8 +26,6 @@ SPECULATIVE_KEYS = (
     "speculative_num_draft_tokens",
     "speculative_dspark_block_size",
 )
-ROUTER_KEY = "json_model_override_args"
-"""Where the BF16 router sets the config's `router_dtype`."""
 SGLANG_DEFAULTS = {"enable_fp32_lm_head": False, "enable_linear_replayssm_spec": False}
 """What SGLang 0.5.23 uses for a lever setting an override hands back to it (`null`)."""
 
@@ -69,33 +67,7 @@ def _owner(profile: Profile, context: Context, key: str) -> tuple[Lever, bool] |
     return None
 
 
-def _router(profile: Profile, key: str, value: Any) -> str | None:
-    """The BF16 router's override changed on its profile, or turned on on another."""
-    if key != ROUTER_KEY:
-        return None
-    own = json.dumps(BF16_ROUTER_CONFIG)
-    if profile.name in BF16_ROUTER_PROFILES:
-        if value == own:
-            return None
-        return (
-            f"contradicts the BF16 router lever of profile {profile.name} "
-            f"(ling-chat sets {key}={own})"
-        )
-    fields = value
-    if isinstance(value, str):
-        try:
-            fields = json.loads(value)
-        except json.JSONDecodeError:
-            return None  # SGLang refuses it in its own words
-    router = fields.get("router_dtype") if isinstance(fields, Mapping) else None
-    if router in (None, "fp32"):
-        return None
-    return f"contradicts the checkpoint's FP32 router of profile {profile.name}"
-
-
 def _override(profile: Profile, context: Context, key: str, value: Any) -> str | None:
-    if problem := _router(profile, key, value):
-        return problem
     own = lever_args(profile, context)
     free = {name for lever in profile.levers for name in lever.free}
     effective = SGLANG_DEFAULTS.get(key) if value is None else value

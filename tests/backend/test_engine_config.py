@@ -23,7 +23,6 @@ from app.backend.engine.config import (
     server_args,
 )
 from app.backend.engine.setup import check_load_format, set_engine_environment
-from app.bench.bytemodel.unit_bytes import served_config
 from app.commands.common import sglang_overrides
 from app.core.errors import BackendError
 from app.levers import profiles as lever_profiles
@@ -216,10 +215,6 @@ def engine_settings_table() -> str:
 def opt_in_levers_table() -> str:
     """The opt-in levers' table of docs/engine-settings.md, from the code's."""
     rows = ["| profile | server argument | value | why |", "|---|---|---|---|"]
-    router = engine_config.BF16_ROUTER
-    rows.append(
-        f"| `stack+bf16-router` | `{router.name}` | {_shown(router.value)} | {router.why} |"
-    )
     for name, lever in OPT_IN.items():
         ((arg, value),) = lever.args(Context("/m", "/d", PROFILES[name].window), True).items()
         rows.append(f"| `{name}` | `{arg}` | {_shown(value)} | {lever.args_why} |")
@@ -235,7 +230,7 @@ def test_the_opt_in_levers_doc_table_is_the_code_s():
     ("profile", "base"), [("stack+bf16-router", "stack"), ("dspark+fp8-draft", "dspark")]
 )
 def test_an_opt_in_lever_adds_its_one_setting_to_the_profile_it_changes(profile, base):
-    name, value = opt_in_setting(profile)
+    ((name, value),) = OPT_IN[profile].args(Context("/m", "/d", 4), True).items()
     args = server_args(EngineConfig("/m", profile=profile), H200_FULL)
     assert args == {**server_args(EngineConfig("/m", profile=base), H200_FULL), name: value}
     assert all(
@@ -245,19 +240,12 @@ def test_an_opt_in_lever_adds_its_one_setting_to_the_profile_it_changes(profile,
     )
 
 
-def opt_in_setting(profile: str) -> tuple[str, Any]:
-    """The one server argument an opt-in profile adds to its base."""
-    if profile == "stack+bf16-router":
-        return engine_config.BF16_ROUTER.name, engine_config.BF16_ROUTER.value
-    ((name, value),) = OPT_IN[profile].args(Context("/m", "/d", 4), True).items()
-    return name, value
-
-
 def test_the_bf16_router_override_is_the_profile_s_config_override():
-    _, value = opt_in_setting("stack+bf16-router")
-    assert json.loads(value) == served_config("stack+bf16-router", {})
-    assert served_config("stack+bf16-router", {}) == {"router_dtype": "bf16"}
-    assert served_config("stack", {}) == {}
+    levers = PROFILES["stack+bf16-router"]
+    ((_, value),) = OPT_IN["stack+bf16-router"].args(Context("/m", "/d", 4), True).items()
+    assert json.loads(value) == levers.bytes.config
+    assert levers.bytes.config == {"router_dtype": "bf16"}
+    assert PROFILES["stack"].bytes.config == {}
 
 
 def test_the_fp8_draft_needs_the_dspark_draft():

@@ -42,6 +42,10 @@ CONTRADICTIONS: dict[str, tuple[Contradiction, ...]] = {
         Contradiction("dspark", env={"SGLANG_FORCE_FP8_MARLIN": "1"}),
     ),
     "fp32_head": (Contradiction("baseline", ("enable_fp32_lm_head=false",)),),
+    "bf16_router": (
+        Contradiction("stack+bf16-router", ("json_model_override_args=null",)),
+        Contradiction("stack", ('json_model_override_args={"router_dtype": "bf16"}',), on=False),
+    ),
     "nextn": (
         Contradiction("stack", ("speculative_num_steps=2",)),
         Contradiction("stack-recurrent", ("speculative_draft_attention_backend=trtllm_mha",)),

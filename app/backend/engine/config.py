@@ -8,7 +8,6 @@ table of docs/engine-settings.md is rendered from them.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -19,13 +18,7 @@ from app.core.errors import ConfigError
 from app.levers.checks.accept_length import DEFAULT_MIN as DEFAULT_MIN_ACCEPT_LENGTH
 from app.levers.draft import dspark
 from app.levers.lever import Context, Profile
-from app.levers.profiles import (
-    BF16_ROUTER_CONFIG,
-    BF16_ROUTER_PROFILES,
-    DEFAULT_MEM_FRACTION,
-    DEFAULT_PROFILE,
-    PROFILES,
-)
+from app.levers.profiles import DEFAULT_MEM_FRACTION, DEFAULT_PROFILE, PROFILES
 from app.levers.refusals import lever_args
 
 
@@ -228,17 +221,6 @@ REASONING_PARSER = Setting(
 """The parser that splits thinking from the answer (in-process, and `ling-chat serve`)."""
 
 
-BF16_ROUTER = Setting(
-    "json_model_override_args",
-    json.dumps(BF16_ROUTER_CONFIG),
-    "SGLang 0.5.23's BailingMoeV3 builds its router gates (target and NEXTN draft) in the "
-    "config's `router_dtype`, FP32 when it is `fp32` (the checkpoint's) or absent; BF16 reads "
-    "105 of their 210 MB a step at 42 layers (byte model: 1.2% of a stack round's bytes) and "
-    "changes routing numerics",
-)
-"""The BF16 router's server argument, on the profiles of `BF16_ROUTER_PROFILES`."""
-
-
 def engine_environment() -> dict[str, str]:
     """The variables of ENVIRONMENT that are set, with `~` expanded."""
     return {s.name: os.path.expanduser(s.value) for s in ENVIRONMENT if s.value is not None}
@@ -305,7 +287,5 @@ def server_args(config: EngineConfig, gpu: GpuFacts) -> dict[str, Any]:
         context_length=config.context_length,
     )
     args.update(lever_args(config.levers, config.context))
-    if config.profile in BF16_ROUTER_PROFILES:
-        args[BF16_ROUTER.name] = BF16_ROUTER.value
     args.update(config.overrides)
     return {name: value for name, value in args.items() if value is not None}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from app.bench.bytemodel.checkpoint import LmHead, ModelShape, Precision, WeightFormat
@@ -20,17 +19,13 @@ from app.levers.draft.dspark import BLOCK as DSPARK_BLOCK
 from app.levers.draft.dspark import WINDOW as DSPARK_WINDOW
 from app.levers.draft.nextn import STEPS as NEXTN_STEPS
 from app.levers.lever import ByteTerm
-from app.levers.profiles import BF16_ROUTER_CONFIG, BF16_ROUTER_PROFILES, PROFILES
+from app.levers.profiles import PROFILES
 
 
 def terms(profile: str) -> ByteTerm:
     """A profile's levers' byte-model terms, merged (unknown profiles: none)."""
     levers = PROFILES.get(profile)
-    if levers is None:
-        return ByteTerm(why="not a profile")
-    if profile in BF16_ROUTER_PROFILES:  # its router gates' dtype, from the config
-        return replace(levers.bytes, config={**levers.bytes.config, **BF16_ROUTER_CONFIG})
-    return levers.bytes
+    return levers.bytes if levers is not None else ByteTerm(why="not a profile")
 
 
 def lm_head(profile: str) -> LmHead:

@@ -96,7 +96,6 @@ def collect(scheduler: Any, sources: Sources) -> dict[str, Any]:
     readers: dict[str, Callable[[Live], Any]] = {
         "versions": lambda live: sources.versions(),
         "ran_with": lambda live: _ran_with(scheduler.server_args),
-        "router": lambda live: _router(live.target, live.draft),
     }
     for lever in LEVERS:
         readers.update(lever.facts)
@@ -161,31 +160,6 @@ class LiveSources:
 
     def patch(self, name: str) -> Any:
         return importlib.import_module(f"app.backend.engine.patches.{name}")
-
-
-ROUTER_GATE_CLASS = "BailingMoEGate"
-"""SGLang 0.5.23's MoE router gate of BailingMoeV3 and of its NEXTN layer."""
-
-
-def _router(target: Any, draft: Any) -> dict[str, Any]:
-    """The router gates' weight dtypes and bytes (target, NEXTN draft), and the config's
-    `router_dtype` as SGLang read it (after `json_model_override_args`)."""
-    return {
-        "config_router_dtype": getattr(target.config, "router_dtype", None),
-        "target": _gates(target),
-        "draft": _gates(draft) if draft is not None else None,
-    }
-
-
-def _gates(model: Any) -> dict[str, Any]:
-    """Every router gate of `model`: how many in each weight dtype, and their bytes."""
-    dtypes: Counter[str] = Counter()
-    nbytes = 0
-    for _name, module in model.named_modules():
-        if type(module).__name__ == ROUTER_GATE_CLASS:
-            dtypes[str(module.weight.dtype).removeprefix("torch.")] += 1
-            nbytes += module.weight.numel() * module.weight.element_size()
-    return {"dtypes": dict(dtypes), "bytes": nbytes}
 
 
 def _ran_with(server_args: Any) -> dict[str, Any]:
