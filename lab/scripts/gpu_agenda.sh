@@ -124,8 +124,9 @@
 #              restores them before its first step
 #   proof-breakages  through `ling-chat doctor` on the 6-layer known-answer model
 #              (lab/scripts/gpu_proof_breakages.py), cheapest first, each case's exit status and
-#              the line naming its cause: --sglang-arg moe_runner_backend=triton and
-#              disable_cuda_graph=true refused before loading (exit 2); humming hidden:
+#              the line naming its cause: --sglang-arg moe_runner_backend=triton,
+#              disable_cuda_graph=true, attention_backend=torch_native and the variable
+#              SGLANG_SIMULATE_ACC_LEN=3.5 refused before loading (exit 2); humming hidden:
 #              the preflight's lever-package line (exit 3); the stack passes, prefill
 #              graphs stated off (exit 0); decode graphs off past the override check: the
 #              graphs line fails first (exit 2); every Humming cubin, a FlashInfer module and
@@ -408,7 +409,8 @@ dspark_models.write_draft_dir(Path('/root/d$layers'), $layers)"
       split -b 15m -d -a 2 /root/cache.tgz "$OUT/cache.tgz.part-"
       ls -la "$OUT"/cache.tgz.part-* ;;
     proof-breakages)
-      for cases in "moe-triton no-graphs-flag humming-hidden stack" graphs-off caches-truncated; do
+      for cases in "moe-triton no-graphs-flag torch-native simulated-accept humming-hidden stack" \
+        graphs-off caches-truncated; do
         # shellcheck disable=SC2086  # the case names are words
         run "proof-breakages-${cases##* }" 560 python3 lab/scripts/gpu_proof_breakages.py \
           /root/m6ka /root/lcd-proof $cases
