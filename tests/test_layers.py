@@ -1,4 +1,5 @@
-"""The app's parts import only downward, and no modules import each other in a circle.
+"""The app's parts import only downward, no modules import each other in a circle, and the
+UI sees the model side only through the backend's protocol.
 
 Read from the source with `ast`, so an import inside a function or under TYPE_CHECKING counts.
 """
@@ -80,6 +81,22 @@ def test_imports_run_only_downward():
             there = part_of(target)
             if there is not None and there[1] != here[1] and there[0] <= here[0]:
                 wrong.append(f"{module} -> {target}")
+    assert wrong == []
+
+
+UI_SEES_OF_THE_BACKEND = {"app.backend.protocol"}
+"""The one backend module the UI may import: the narrow interface and its records."""
+
+
+def test_the_ui_imports_only_the_backends_protocol():
+    wrong = [
+        f"{module} -> {target}"
+        for module, targets in GRAPH.items()
+        if module == "app.ui" or module.startswith("app.ui.")
+        for target in sorted(targets)
+        if (target == "app.backend" or target.startswith("app.backend."))
+        and target not in UI_SEES_OF_THE_BACKEND
+    ]
     assert wrong == []
 
 
