@@ -7,6 +7,7 @@ Read from the source with `ast`, so an import inside a function or under TYPE_CH
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,8 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_names(path: Path) -> set[str]:
+@functools.cache
+def imported_names(path: Path) -> frozenset[str]:
     """Every module (or module.name) `path` imports (absolute imports: `app` uses no others)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -47,7 +49,7 @@ def imported_names(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return found
+    return frozenset(found)
 
 
 def imports(path: Path) -> set[str]:

@@ -203,8 +203,8 @@ async def _never_run(app: LingChatApp) -> None:
     raise AssertionError("the app opened")
 
 
-@pytest.mark.slow
 def test_a_replay_keeps_its_replies_out_of_the_users_history(
+    end_to_end: None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The shipped demo, played at speed through the real app, leaves the history as it was."""

@@ -21,8 +21,6 @@ from tests.support.pilot import SIZE, chat_screen, text_of, wait_until
 from tests.support.scripted_backend import ScriptedBackendDouble, failing_report
 from tests.support.storage import write_locked
 
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
-
 MakeApp = Callable[..., LingChatApp]
 
 
