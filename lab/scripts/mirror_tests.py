@@ -173,6 +173,7 @@ def apply(moves: dict[str, str]) -> None:
         for folder in reversed(target.relative_to(TESTS).parents):
             init = TESTS / folder / "__init__.py"
             if not init.exists():
+                init.parent.mkdir(exist_ok=True)
                 init.touch()
                 git("add", str(init.relative_to(ROOT)))
         git("mv", old, new)
@@ -208,7 +209,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--apply", action="store_true", help="move (default: say what)")
     args = parser.parse_args()
-    if git("status", "--porcelain", "tests", "lab"):
+    if args.apply and git("status", "--porcelain", "tests", "lab"):
         sys.exit("tests/ or lab/ has changes: commit them first")
     moves = {old: new for old, new in MOVES.items() if (ROOT / old).exists()}
     for old in sorted(set(MOVES) - set(moves)):
