@@ -3,12 +3,13 @@ session's mark in its environment (a detached one, whose parent has gone, too)."
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 import uuid
 
 import psutil
+
+from app.backend.engine.sglang_processes import _stop_trees as stop_trees
 
 MARK = "LING_CHAT_TEST_SESSION"
 """Set in the session's environment, so that every process it starts inherits it."""
@@ -44,14 +45,9 @@ def describe(found: psutil.Process) -> str:
 
 
 def stop(found: list[psutil.Process], grace_s: float = 3.0) -> None:
-    """SIGTERM, then SIGKILL for what is left after `grace_s`."""
-    for process in found:
-        with contextlib.suppress(psutil.Error):
-            process.terminate()
-    _, alive = psutil.wait_procs(found, timeout=grace_s)
-    for process in alive:
-        with contextlib.suppress(psutil.Error):
-            process.kill()
+    """SIGTERM to each with its descendants, then SIGKILL for what is left after `grace_s`
+    (as the engine stops SGLang's processes)."""
+    stop_trees(found, grace_s)
 
 
 def running(token: str) -> list[psutil.Process]:
