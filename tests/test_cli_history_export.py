@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import stat
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -245,7 +246,7 @@ def test_an_archived_conversation_leaves_the_list_until_unarchived(
     assert capsys.readouterr().err == "ling-chat: error: no conversation 42\n"
 
 
-def test_backup_copies_the_history_and_never_overwrites(
+def test_backup_copies_the_history_and_replaces_a_file_only_with_force(
     filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     copy = tmp_path / "copy.db"
@@ -255,11 +256,83 @@ def test_backup_copies_the_history_and_never_overwrites(
         assert backup.list_conversations() == original.list_conversations()
         first = original.list_conversations()[0].id
         assert backup.messages(first) == original.messages(first)
+        original.create_conversation("Later")
+    before = copy.read_bytes()
     assert cli("history", "backup", str(copy)) == 1
-    assert (
-        capsys.readouterr().err
-        == f"ling-chat: error: {copy} exists already: a backup never overwrites a file\n"
+    assert capsys.readouterr().err == (
+        f"ling-chat: error: {copy} exists already: --force replaces it\n"
     )
+    assert copy.read_bytes() == before
+    assert cli("history", "backup", "--force", str(copy)) == 0
+    assert capsys.readouterr().out == f"Backed up 4 conversations to {copy}\n"
+    with ChatStore.open(copy) as backup:
+        assert backup.list_conversations()[0].title == "Later"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("copy")) == ["copy.db"]
+
+
+LINK_REFUSED = (
+    "it is a symbolic link, and ling-chat never writes through one (name the file itself)"
+)
+
+
+@pytest.fixture
+def planted(tmp_path: Path) -> tuple[Path, Path]:
+    """A file of someone else's, and a link to it where ling-chat is asked to write."""
+    (tmp_path / "theirs").mkdir()
+    victim = tmp_path / "theirs" / "precious"
+    victim.write_text("keep")
+    victim.chmod(0o644)
+    link = tmp_path / "out.json"
+    link.symlink_to(victim)
+    return link, victim
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]], ids=["plain", "force"])
+@pytest.mark.parametrize("command", [["export", "-o"], ["history", "backup"]])
+def test_export_and_backup_never_write_through_a_link(
+    filled: Path,
+    planted: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+    force: list[str],
+) -> None:
+    link, victim = planted
+    assert cli(*command, str(link), *force) == 1
+    assert capsys.readouterr().err == f"ling-chat: error: cannot write {link}: {LINK_REFUSED}\n"
+    assert link.readlink() == victim
+    assert victim.read_text() == "keep"
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("command", [["export", "-o"], ["history", "backup"]])
+def test_export_and_backup_to_a_dangling_link_create_nothing(
+    filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    victim = tmp_path / "elsewhere" / "created"
+    link = tmp_path / "out.json"
+    link.symlink_to(victim)
+    assert cli(*command, str(link), "--force") == 1
+    assert capsys.readouterr().err == f"ling-chat: error: cannot write {link}: {LINK_REFUSED}\n"
+    assert not victim.exists()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["elsewhere", "out.json"]
+
+
+def test_export_replaces_a_file_only_with_force_and_keeps_it_private(
+    filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out.md"
+    out.write_text("mine")
+    out.chmod(0o644)
+    assert cli("export", "-o", str(out)) == 1
+    assert (
+        capsys.readouterr().err == f"ling-chat: error: {out} exists already: --force replaces it\n"
+    )
+    assert out.read_text() == "mine"
+    assert cli("export", "-o", str(out), "--force") == 0
+    assert out.read_text().startswith("# ")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert list(tmp_path.iterdir()) == [out]
 
 
 @pytest.fixture

@@ -375,7 +375,7 @@ class RecordingBackend:
         """Rewrite the trace; a failure is kept in `save_error`, never raised into the chat."""
         try:
             private_dir(self._path.parent)
-            write_atomic(self._path, [json.dumps(self._trace, ensure_ascii=False)])
+            write_atomic(self._path, [json.dumps(self._trace, ensure_ascii=False)], replace=True)
         except ExportError as exc:
             self.save_error = str(exc)
         except OSError as exc:

@@ -9,7 +9,13 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from app.commands.common import add_data_arguments, add_raw_argument, settings_from
+from app.commands.common import (
+    add_data_arguments,
+    add_force_argument,
+    add_raw_argument,
+    force_hint,
+    settings_from,
+)
 from app.core.chat import Role
 from app.render.chats import SPEAKERS, local_time, settings_line, speed_line, status_note
 from app.render.speed import speed_by_context
@@ -50,8 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         description="Copy the whole history, consistently, to a new SQLite file (VACUUM INTO).",
     )
     backup.add_argument(
-        "file", type=Path, metavar="FILE", help="the copy to write (must not exist)"
+        "file", type=Path, metavar="FILE", help="the copy to write (a new file unless --force)"
     )
+    add_force_argument(backup, "FILE")
     actions.add_parser(
         "stats",
         help="decode speed, TTFT and accept length by context length",
@@ -74,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
         elif args.history_action == "stats":
             print(speed_by_context(store))
         elif args.history_action == "backup":
-            store.backup(args.file)
+            with force_hint():
+                store.backup(args.file, replace=args.force)
             count = len(store.list_conversations(include_archived=True))
             print(f"Backed up {count} conversation{'s' * (count != 1)} to {args.file}")
         elif args.history_action in ("archive", "unarchive"):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -17,7 +16,7 @@ from sqlite_utils import Database
 from app.core.chat import Role, Sampling
 from app.core.errors import StorageError
 from app.core.proof_report import ProofReport
-from app.files import private_file
+from app.files import new_file
 from app.storage import rows
 from app.storage.database import Connection, utc_now
 from app.storage.import_json import MAX_TEXT_CHARS
@@ -217,24 +216,20 @@ class ChatStore:
         with self._connection.errors():
             self._connection.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def backup(self, path: Path) -> None:
-        """Write a consistent copy of the whole history to a new file (`VACUUM INTO`).
+    def backup(self, path: Path, *, replace: bool = False) -> None:
+        """Write a consistent copy of the whole history to `path` (`VACUUM INTO`), whole or
+        not at all, never through a link (`app.files`).
 
         Raises:
-            StorageError: `path` exists already or cannot be written (then no part of the
-                copy is left behind).
+            TargetExists: `path` exists and `replace` is False.
+            ExportError: `path` is a link or cannot be written.
+            StorageError: the history or the copy failed (no part of the copy is left).
         """
-        if os.path.lexists(path):
-            raise StorageError(f"{path} exists already: a backup never overwrites a file")
-        try:
-            private_file(path)  # VACUUM INTO fills an empty file and keeps its mode
-        except OSError as exc:
-            raise StorageError(f"cannot write {path}: {exc.strerror}") from exc
-        with self._connection.errors():
-            try:
-                self._connection.db.execute("VACUUM INTO ?", [str(path)])
+        with new_file(path, replace=replace) as temp, self._connection.errors():
+            try:  # VACUUM INTO fills the empty, private temporary file and keeps its mode
+                self._connection.db.execute("VACUUM INTO ?", [str(temp)])
             except sqlite3.Error as exc:
-                _remove_partial_backup(path)
+                temp.with_name(f"{temp.name}-journal").unlink(missing_ok=True)
                 if not getattr(exc, "sqlite_errorname", "").startswith(_WRITE_ERRORS):
                     raise  # about the history itself: `errors()` describes it
                 raise self._connection.describe(exc, path) from exc
@@ -381,9 +376,3 @@ class ChatStore:
 
 _WRITE_ERRORS = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY")
 """SQLite errors of writing a new file: a failed backup's, not the history's."""
-
-
-def _remove_partial_backup(path: Path) -> None:
-    """Remove what a failed `VACUUM INTO` left of a new backup file and its journal."""
-    for leftover in (path, path.with_name(f"{path.name}-journal")):
-        leftover.unlink(missing_ok=True)

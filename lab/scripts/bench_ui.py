@@ -204,7 +204,7 @@ async def run_once(tps: float, tokens_per_chunk: int, kib: float, refresh_hz: fl
     watch.install()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "trace.json"
-        write_atomic(path, [json.dumps(trace)])
+        write_atomic(path, [json.dumps(trace)], replace=True)
         with ChatStore.open(Path(folder) / "history.db") as store:
             app = LingChatApp(
                 WatchedReplay(path, watch),

@@ -1,21 +1,16 @@
-"""Exports: each format parsed back, escaping, empty history, and atomic writes."""
+"""Exports: each format parsed back, escaping, empty history."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-import os
-import stat
-from collections.abc import Iterator
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
 from app.core.chat import Sampling
-from app.core.errors import ExportError, StorageError
-from app.files import write_atomic
+from app.core.errors import StorageError
 from app.render.chats import speed_line
 from app.render.formats import FORMATS
 from app.storage import ChatStore, MessageStatus, StoredMessage
@@ -218,67 +213,6 @@ def test_speed_line_shows_only_what_was_measured() -> None:
         decode_tps=None,
     )
     assert speed_line(unmeasured) == "TTFT 0.50 s"
-
-
-def test_an_atomic_write_replaces_the_file_and_leaves_no_temporary(tmp_path: Path) -> None:
-    target = tmp_path / "out.md"
-    target.write_text("old")
-    write_atomic(target, iter(["new ", "text"]))
-    assert target.read_text() == "new text"
-    assert list(tmp_path.iterdir()) == [target]
-
-
-def test_a_failing_render_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path) -> None:
-    target = tmp_path / "out.md"
-    target.write_text("old")
-
-    def broken() -> Iterator[str]:
-        yield "half of the new "
-        raise StorageError("database vanished")
-
-    with pytest.raises(StorageError, match="database vanished"):
-        write_atomic(target, broken())
-    assert target.read_text() == "old"
-    assert list(tmp_path.iterdir()) == [target]
-
-
-def test_an_unwritable_target_is_a_one_line_export_error(tmp_path: Path) -> None:
-    target = tmp_path / "taken"
-    target.mkdir()
-    (target / "inside").write_text("keep")
-
-    with pytest.raises(ExportError) as caught:
-        write_atomic(target, ["text"])
-    assert str(caught.value).startswith(f"cannot write {target}: ")
-    assert "\n" not in str(caught.value)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
-    assert (target / "inside").read_text() == "keep"
-    with pytest.raises(ExportError, match="^cannot write to "):
-        write_atomic(tmp_path / "missing" / "out.md", ["text"])
-
-
-def test_an_atomic_write_through_a_symlink_replaces_its_target_and_keeps_the_link(
-    tmp_path: Path,
-) -> None:
-    (tmp_path / "real").mkdir()
-    target = tmp_path / "real" / "out.md"
-    target.write_text("old")
-    link = tmp_path / "link.md"
-    link.symlink_to(target)
-    write_atomic(link, ["new"])
-    assert link.is_symlink() and link.readlink() == target
-    assert target.read_text() == "new"
-    assert sorted(p.name for p in tmp_path.rglob("*")) == ["link.md", "out.md", "real"]
-
-
-def test_an_atomic_write_refuses_a_target_that_is_no_regular_file(tmp_path: Path) -> None:
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    with pytest.raises(ExportError) as caught:
-        write_atomic(fifo, ["text"])
-    assert str(caught.value) == f"cannot write {fifo}: it is not a regular file"
-    assert stat.S_ISFIFO(fifo.lstat().st_mode)
-    assert list(tmp_path.iterdir()) == [fifo]
 
 
 @pytest.mark.parametrize(

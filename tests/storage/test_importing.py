@@ -50,7 +50,7 @@ def source(tmp_path: Path) -> Iterator[ChatStore]:
 
 
 def export_file(store: ChatStore, path: Path) -> Path:
-    write_atomic(path, FORMATS[path.suffix[1:]](collect(store)))
+    write_atomic(path, FORMATS[path.suffix[1:]](collect(store)), replace=True)
     return path
 
 
