@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -420,3 +421,55 @@ def test_import_reads_an_export_back_into_another_history(
     ]
     assert cli("import", "--data-dir", other, str(tmp_path / "missing.json")) == 1
     assert capsys.readouterr().err.startswith("ling-chat: error: cannot read ")
+
+
+def test_import_draws_no_bar_when_stderr_is_no_terminal(
+    filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exported = tmp_path / "all.json"
+    assert cli("export", "-o", str(exported)) == 0
+    assert cli("import", "--data-dir", str(tmp_path / "other"), str(exported)) == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_import_shows_a_progress_bar_on_a_terminal(filled: Path, tmp_path: Path) -> None:
+    """The real CLI with its stderr on a pseudo-terminal: the bar is redrawn in place."""
+    exported = tmp_path / "all.jsonl"
+    assert cli("export", "-o", str(exported)) == 0
+    line = exported.read_text(encoding="utf-8").splitlines()[0]
+    record = json.loads(line)
+    with exported.open("w", encoding="utf-8") as file:
+        for i in range(3000):  # enough to read for a while
+            record["conversation"]["title"] = f"chat {i}"
+            file.write(json.dumps(record) + "\n")
+    leader, follower = os.openpty()
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "app", "import", "--data-dir", str(tmp_path / "other")]
+            + [str(exported)],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+        )
+        os.close(follower)
+        drawn = b""
+        while chunk := _read_some(leader):  # read as it comes: a full terminal blocks
+            drawn += chunk
+        out, _ = child.communicate(timeout=scaled(120))
+    finally:
+        os.close(leader)
+    assert child.returncode == 0
+    assert out.decode() == f"Imported 3000 conversations from {exported}\n"
+    text = drawn.decode()
+    assert text.startswith("\r[---") and text.endswith("\r\n")  # from the start, in place
+    assert text.count("\r[") >= 2
+    size = f"{exported.stat().st_size / 1e6:.1f} MB"
+    assert f"[{'#' * 30}] {size} of {size}" in text
+
+
+def _read_some(fd: int) -> bytes:
+    """What the terminal holds; b'' once its other side is closed and it is empty."""
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO: the writer is gone
+        return b""

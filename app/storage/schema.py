@@ -139,3 +139,10 @@ def m002_counter_names(db: Database) -> None:
             AND json_type(extra, '$.cached_tokens') = 'integer'
         """
     )
+
+
+@MIGRATIONS()
+def m003_conversation_key_index(db: Database) -> None:
+    """An index on what makes an imported conversation one already there (its creation time
+    and title): the import's duplicate check reads it instead of every conversation."""
+    db.table("conversations").create_index(["created_at", "title"])

@@ -262,6 +262,50 @@ HUGE = 10**30
             ],
             "an accept_histogram bin = -1 is not a count in 0..1,000,000,000",
         ),
+        (
+            [text_chunk("Hi", 1), text_chunk(" there", 2), {"usage": {"completion_tokens": "2"}}],
+            "completion_tokens is '2', not a whole number",
+        ),
+        (
+            [text_chunk("Hi", 1), text_chunk(" there", 2), {"usage": {"completion_tokens": 2.0}}],
+            "completion_tokens is 2.0, not a whole number",
+        ),
+        (
+            [
+                text_chunk("Hi", 1),
+                text_chunk(" there", 2),
+                FINISH,
+                {"usage": {"prompt_tokens": "5"}},
+            ],
+            "prompt_tokens is '5', not a whole number",
+        ),
+        (
+            [
+                text_chunk("Hi", 1),
+                text_chunk(" there", 2),
+                FINISH,
+                {"usage": {"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": 1.5}}},
+            ],
+            "cached_tokens is 1.5, not a whole number",
+        ),
+        (
+            [
+                text_chunk("Hi", 1),
+                text_chunk(" there", 2),
+                FINISH,
+                {"sglext": {"spec_tokens_details": {"spec_verify_ct": "1"}}},
+            ],
+            "verify_rounds is '1', not a whole number",
+        ),
+        (
+            [
+                text_chunk("Hi", 1),
+                text_chunk(" there", 2),
+                FINISH,
+                {"sglext": {"spec_tokens_details": {"spec_correct_drafts_histogram": "1,2"}}},
+            ],
+            "accept_histogram is '1,2', not a list",
+        ),
     ],
 )
 async def test_an_absurd_count_from_a_server_ends_the_reply_in_one_line_and_it_is_stored(
