@@ -51,8 +51,9 @@ _FINISH_REASONS = {"stop": "stop", "length": "length", "abort": "abort", "tool_c
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
-_JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-"""A JSON string (skipped whole) or a bracket."""
+_JSON_NESTING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[\[\]{}]')
+"""A JSON string (skipped whole) or a bracket. Possessive: a group repeated once a character
+would keep a backtracking state each time, some 120 bytes a character of a long string."""
 
 MAX_JSON_DEPTH = 64
 """The deepest JSON nesting any SGLang answer is read with (server info nests about 4 deep)."""
@@ -103,7 +104,9 @@ class SSELines:
 
     def __init__(self, max_line: int = MAX_EVENT_LINE) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._pending = ""
+        self._pending: list[str] = []
+        """The start of a line not yet ended, in pieces (joined once, when it ends)."""
+        self._pending_chars = 0
         self._max_line = max_line
 
     def feed(self, data: bytes) -> list[str]:
@@ -112,13 +115,22 @@ class SSELines:
         Raises:
             WireError: a line grew past `max_line` characters.
         """
-        text = self._pending + self._decoder.decode(data)
+        text = self._decoder.decode(data)
+        if not _LINE_END.search(text):  # a long line goes on: no copy of what came before
+            self._pending.append(text)
+            self._pending_chars += len(text)
+            self._check(self._pending_chars)
+            return []
+        text = "".join(self._pending) + text
         held = "\r" if text.endswith("\r") else ""
         *lines, rest = _LINE_END.split(text[: len(text) - len(held)])
-        self._pending = rest + held
-        if len(self._pending) > self._max_line or any(len(x) > self._max_line for x in lines):
-            raise WireError(f"an event line is longer than {self._max_line:,} characters")
+        self._pending, self._pending_chars = [rest + held], len(rest) + len(held)
+        self._check(max([self._pending_chars, *map(len, lines)]))
         return lines
+
+    def _check(self, chars: int) -> None:
+        if chars > self._max_line:
+            raise WireError(f"an event line is longer than {self._max_line:,} characters")
 
 
 def chat_messages(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:

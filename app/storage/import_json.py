@@ -26,13 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
+from app.core.chat import MAX_TEXT_CHARS
 from app.core.errors import ImportFailed
 
-MAX_TEXT_CHARS: Final = 1 << 20
-"""The longest string an import takes: 1,048,576 characters, the model's whole context
-(262,144 tokens) at about 4 characters a token. A message past it could not be sent back
-to the model in any conversation, while every reply ling-chat writes (131,072 tokens at
-most) still round-trips. The chat's time to open a message grows with its length."""
 MAX_FILE_BYTES: Final = 512 << 20
 """The largest file an import reads: 512 MiB, hundreds of thousands of replies. Streamed,
 memory holds a piece of it; a document that does not stream is parsed whole, which takes

@@ -13,13 +13,12 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from app.core.chat import Role, Sampling
+from app.core.chat import MAX_TEXT_CHARS, Role, Sampling
 from app.core.errors import StorageError
 from app.core.proof_report import ProofReport
 from app.files import new_file
 from app.storage import rows
 from app.storage.database import Connection, utc_now
-from app.storage.import_json import MAX_TEXT_CHARS
 from app.storage.matching import match_filter, snippet
 from app.storage.models import (
     Conversation,

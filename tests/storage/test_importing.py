@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from app.core.chat import Sampling
+from app.core.chat import MAX_TEXT_CHARS, Sampling
 from app.core.errors import ImportFailed
 from app.files import write_atomic
 from app.render.formats import FORMATS
 from app.storage import ChatStore, MessageStatus, import_json
 from app.storage.export import collect
-from app.storage.import_json import MAX_FILE_BYTES, MAX_TEXT_CHARS
+from app.storage.import_json import MAX_FILE_BYTES
 from app.storage.importing import PRESENT, import_export
 from tests.support.storage import STATS
 
