@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write the export and say where it went."""
     fmt = args.format or _format_from(args.output)
-    with ChatStore.open(settings_from(args).db_path) as store:
+    with ChatStore.open_to_read(settings_from(args).db_path) as store:
         export = collect(store, args.ids)
     chunks = FORMATS[fmt](export)
     if args.output == "-":

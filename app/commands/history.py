@@ -74,7 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the list, the search hits or one conversation."""
     name = str if getattr(args, "raw", False) else one_line
-    with ChatStore.open(settings_from(args).db_path) as store:
+    changes = args.history_action in ("archive", "unarchive")
+    opened = ChatStore.open if changes else ChatStore.open_to_read
+    with opened(settings_from(args).db_path) as store:
         if args.history_action == "show":
             conversation = store.get_conversation(args.id)
             print(_render_conversation(conversation, store.messages(conversation.id), name))

@@ -7,6 +7,9 @@ from sqlite_utils.db import ForeignKey
 
 MIGRATIONS = Migrations("ling-chat")
 """Applied in order by `Connection`; each runs in one transaction with its bookkeeping."""
+READ_WITHOUT = frozenset({"m003_conversation_key_index"})
+"""Migrations a history can be read without (an index: the same rows, found slower), so a
+read-only history that lacks them still opens for reading."""
 
 
 def unknown_migrations(db: Database) -> list[str]:

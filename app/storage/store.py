@@ -18,7 +18,7 @@ from app.core.errors import StorageError
 from app.core.proof_report import ProofReport
 from app.files import new_file
 from app.storage import rows
-from app.storage.database import Connection, utc_now
+from app.storage.database import Connection, utc_now, writable
 from app.storage.matching import match_filter, snippet
 from app.storage.models import (
     Conversation,
@@ -55,6 +55,13 @@ class ChatStore:
             StorageError: the file or its folder cannot be created, read or written.
         """
         return cls(Connection(path, busy_timeout_s))
+
+    @classmethod
+    def open_to_read(cls, path: Path, busy_timeout_s: float = 5.0) -> ChatStore:
+        """`open` for the commands that only read: where the file or its folder cannot be
+        written (`writable`), the history opens read-only instead (`Connection`), and any
+        change fails in one line that says so."""
+        return cls(Connection(path, busy_timeout_s, read_only=not writable(path)))
 
     def check_writable(self) -> None:
         """Take the write lock and let it go: a history that cannot be written fails now.
