@@ -29,7 +29,8 @@ from textual.await_complete import AwaitComplete
 from textual.widgets import Markdown, TextArea
 
 from app.backend.protocol import ReplyEvent, TextChunk
-from app.backend.replay import TRACE_FORMAT, TRACE_VERSION, ReplayBackend
+from app.backend.replay import ReplayBackend
+from app.backend.trace import TRACE_FORMAT, TRACE_VERSION
 from app.core.chat import ChatMessage, Sampling
 from app.core.proof_report import ProofLine, ProofReport, Verdict
 from app.core.reply_usage import ReplyUsage
