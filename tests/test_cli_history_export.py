@@ -20,6 +20,7 @@ from app.core.reply_usage import ReplyUsage
 from app.settings import load_settings
 from app.storage import ChatStore, MessageStatus
 from app.telemetry import reply_stats
+from tests.support.scripted_backend import failing_report, passing_report
 from tests.support.storage import STATS
 from tests.support.timeouts import scaled
 
@@ -86,9 +87,30 @@ def test_history_lists_newest_first_with_message_counts(
     ]
 
     assert cli("history", "--all", "--limit", "2") == 0
-    rows = capsys.readouterr().out.splitlines()[1:]
+    *rows, more = capsys.readouterr().out.splitlines()[1:]
     assert [row.split()[0] for row in rows] == ["3", "2"]
     assert rows[1].endswith("Old taxes  (archived)")
+    assert more == "1 more; --limit N shows N (--limit 0: all)"
+
+
+def test_history_lists_50_conversations_unless_told_and_says_how_many_more(
+    db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: 100,002 rows, with no default limit."""
+    with ChatStore.open(db_path) as store:
+        for i in range(53):
+            store.create_conversation(f"chat {i}")
+    assert cli("history") == 0
+    header, *rows, more = capsys.readouterr().out.splitlines()
+    assert len(rows) == 50 and rows[0].endswith("chat 52")
+    assert more == "3 more; --limit N shows N (--limit 0: all)"
+    assert cli("history", "--limit", "0") == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1 + 53
+    assert cli("history", "--limit", "53") == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1 + 53  # no "0 more"
+    with pytest.raises(SystemExit):
+        cli("history", "--limit", "-1")
+    assert "'-1' is not a whole number, 0 or more" in capsys.readouterr().err
 
 
 def test_history_search_uses_the_index(filled: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -119,7 +141,11 @@ def test_history_search_merges_identical_snippets_and_says_how_many_more(
         "1  #2 #1  You   Pings: «ping» pong",
     ]
     assert cli("history", "--search", "ping", "--limit", "3") == 0
-    assert capsys.readouterr().out.splitlines()[-1] == ("3 more; narrow the search or use --limit")
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "3 more; narrow the search or use --limit (0: all)"
+    )
+    assert cli("history", "--search", "ping", "--limit", "0") == 0
+    assert len(capsys.readouterr().out.splitlines()) == 5
 
 
 def test_history_show_prints_one_conversation(
@@ -342,9 +368,12 @@ def measured(db_path: Path) -> Path:
     with ChatStore.open(db_path) as store:
         engine, replay = (
             store.record_engine_run(
-                kind=kind, model=model, sglang_version="0.5.23", profile="stack", proof={}
+                kind=kind, model=model, sglang_version="0.5.23", profile="stack", proof=proof
             )
-            for kind, model in (("engine", "Ling-3.0-flash"), ("replay", "h200"))
+            for kind, model, proof in (
+                ("engine", "Ling-3.0-flash", passing_report().to_dict()),
+                ("server", "h200", failing_report().to_dict()),  # chatted with anyway
+            )
         )
         chat = store.create_conversation('Long, "quoted" chat')
         for prompt, decode_s, status, run in (
@@ -374,7 +403,7 @@ def test_history_stats_shows_speed_by_context_per_engine(
     assert engine_lines[3].split()[:2] == ["1K-2K", "1"]  # the failed reply is left out
     assert engine_lines[3].split()[-3] == "25.0"
     assert len(engine_lines) == 4
-    assert replay.splitlines()[0] == "h200 · stack · replay: 1 reply"
+    assert replay.splitlines()[0] == "h200 · stack (unproven) · server: 1 reply"
     assert replay.splitlines()[2].split()[:2] == ["8K-16K", "1"]
 
 
@@ -393,11 +422,11 @@ def test_export_csv_has_one_row_per_measured_reply(
     out = tmp_path / "speed.csv"
     assert cli("export", "-o", str(out)) == 0
     rows = list(csv.DictReader(out.read_text(encoding="utf-8").splitlines()))
-    assert [(r["status"], r["prompt_tokens"], r["kind"]) for r in rows] == [
-        ("complete", "300", "engine"),
-        ("stopped", "1500", "engine"),
-        ("error", "1600", "engine"),
-        ("complete", "9000", "replay"),
+    assert [(r["status"], r["prompt_tokens"], r["kind"], r["profile"]) for r in rows] == [
+        ("complete", "300", "engine", "stack"),
+        ("stopped", "1500", "engine", "stack"),
+        ("error", "1600", "engine", "stack"),
+        ("complete", "9000", "server", "stack (unproven)"),  # before: `stack`, unproven
     ]
     first = rows[0]
     assert first["title"] == 'Long, "quoted" chat'

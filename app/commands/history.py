@@ -27,15 +27,20 @@ EMPTY = (
     "URL` on a running server (a `--replay demo` session is a demonstration, not kept here)."
 )
 """The list of an empty history: where a chat that is kept can come from."""
-SEARCH_LIMIT = 50
-"""Search hits shown when `--limit` is not given."""
+LIMIT = 50
+"""Conversations or search hits shown when `--limit` is not given."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`--search`, `--all`, `--limit`, `--data-dir`, and the actions on conversations."""
     parser.add_argument("--search", metavar="TEXT", help="only messages containing TEXT")
     parser.add_argument("--all", action="store_true", help="include archived conversations")
-    parser.add_argument("--limit", type=int, metavar="N", help="show at most N entries")
+    parser.add_argument(
+        "--limit",
+        type=_count,
+        metavar="N",
+        help=f"show at most N entries (default {LIMIT}; 0: all of them)",
+    )
     add_data_arguments(parser)
     add_raw_argument(parser)
     actions = parser.add_subparsers(dest="history_action", metavar="ACTION")
@@ -98,10 +103,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(text: str) -> int:
+    """`--limit`'s value: a whole number, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number, 0 or more")
+    return int(text)
+
+
 def _print_list(
     store: ChatStore, include_archived: bool, limit: int | None, name: Callable[[str], str]
 ) -> None:
-    conversations = store.list_conversations(include_archived=include_archived, limit=limit)
+    shown = LIMIT if limit is None else limit
+    conversations = store.list_conversations(include_archived=include_archived, limit=shown or None)
     if not conversations:
         print(EMPTY)
         return
@@ -114,11 +127,15 @@ def _print_list(
             f"{c.id:>{width}}  {local_time(c.updated_at):16}  {counts.get(c.id, 0):>4}  "
             f"{name(c.title)}{archived}"
         )
+    if len(conversations) == shown:
+        more = store.count_conversations(include_archived=include_archived) - shown
+        if more > 0:
+            print(f"{more:,} more; --limit N shows N (--limit 0: all)")
 
 
 def _print_hits(store: ChatStore, text: str, limit: int | None, name: Callable[[str], str]) -> None:
-    shown = SEARCH_LIMIT if limit is None else limit
-    hits = store.search(text, limit=shown)
+    shown = LIMIT if limit is None else limit
+    hits = store.search(text, limit=shown or None)
     if not hits:
         print(f"No messages contain {text!r}.")
         return
@@ -136,7 +153,7 @@ def _print_hits(store: ChatStore, text: str, limit: int | None, name: Callable[[
             f"{name(title)}: {snippet}"
         )
     if len(hits) == shown and (more := store.count_matches(text) - shown) > 0:
-        print(f"{more} more; narrow the search or use --limit")
+        print(f"{more:,} more; narrow the search or use --limit (0: all)")
 
 
 def _render_conversation(

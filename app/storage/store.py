@@ -167,6 +167,13 @@ class ChatStore:
             found = self._connection.db.query(sql, [-1 if limit is None else limit])
             return [rows.conversation(row) for row in found]
 
+    def count_conversations(self, *, include_archived: bool = False) -> int:
+        """How many conversations `list_conversations` would list without a limit."""
+        where = "" if include_archived else "WHERE archived = 0"
+        with self._connection.errors():
+            (row,) = self._connection.db.query(f"SELECT count(*) AS n FROM conversations {where}")
+        return int(row["n"])
+
     def get_conversation(self, conversation_id: int) -> Conversation:
         """One conversation; an unknown id raises StorageError."""
         with self._connection.errors():
@@ -307,7 +314,7 @@ class ChatStore:
             db.execute("DELETE FROM messages WHERE id = ?", [message_id])
             rows.touch(db, found[0]["conversation_id"], utc_now())
 
-    def search(self, text: str, *, limit: int = 50) -> list[SearchHit]:
+    def search(self, text: str, *, limit: int | None = 50) -> list[SearchHit]:
         """Messages containing every whitespace-separated term of `text`, newest first.
 
         Terms are matched literally and case-insensitively as substrings (no query
@@ -323,7 +330,7 @@ class ChatStore:
             f" WHERE {where} ORDER BY m.id DESC LIMIT ?"
         )
         with self._connection.errors():
-            found = list(self._connection.db.query(sql, [*params, limit]))
+            found = list(self._connection.db.query(sql, [*params, -1 if limit is None else limit]))
         return [
             SearchHit(
                 conversation_id=row["conversation_id"],

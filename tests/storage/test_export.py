@@ -13,9 +13,10 @@ from app.core.chat import Sampling
 from app.core.errors import StorageError
 from app.render.chats import speed_line
 from app.render.formats import FORMATS
-from app.storage import ChatStore, MessageStatus, StoredMessage
+from app.storage import ChatStore, EngineRun, MessageStatus, StoredMessage
 from app.storage.export import CSV_COLUMNS, SCHEMA_VERSION, Export, collect
 from app.telemetry import ReplyStats
+from tests.support.scripted_backend import failing_report, passing_report
 from tests.support.storage import STATS
 
 SPEED = "52.3 tok/s · TPOT 19.1 ms · TTFT 0.41 s · accept 3.12"
@@ -245,7 +246,7 @@ def test_no_csv_text_cell_is_a_spreadsheet_formula(store: ChatStore) -> None:
     (row,) = csv.DictReader(io.StringIO(render(collect(store), "csv"), newline=""))
     assert row["model"] == row["kind"] == "'" + FORMULA
     assert (row["title"], row["sglang_version"]) == ("'-2+3", "'+1+cmd")
-    assert row["profile"] == "'@SUM(A1)"
+    assert row["profile"] == "'@SUM(A1) (unproven)"  # no proof ran
     text_cells = [value for key, value in row.items() if key not in ("conversation_id",)]
     assert not any(cell.startswith(("=", "+", "-", "@")) for cell in text_cells)
 
@@ -265,3 +266,19 @@ def test_json_escapes_what_a_terminal_acts_on_and_reads_back_exact(
     conversation = record["conversation"] if fmt == "jsonl" else record["conversations"][0]
     assert conversation["title"] == hostile
     assert conversation["messages"][0]["content"] == hostile
+
+
+@pytest.mark.parametrize(
+    ("proof", "label"),
+    [
+        (passing_report().to_dict(), "stack"),
+        (failing_report().to_dict(), "stack (unproven)"),
+        ({}, "stack (unproven)"),  # no proof ran
+        ({"profile": "stack", "lines": [{"verdict": "maybe"}]}, "stack (unproven)"),  # damaged
+    ],
+)
+def test_a_run_s_profile_reads_unproven_unless_its_proof_passed(
+    proof: dict[str, object], label: str
+) -> None:
+    run = EngineRun(1, "server", "m", "0.5.23", "stack", "", proof, "2026-01-01T00:00:00")
+    assert run.profile_label == label
