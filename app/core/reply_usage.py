@@ -29,7 +29,9 @@ def check_count(value: object, name: str) -> int:
     Raises:
         ValueError: one line naming `name` and what is wrong with the value.
     """
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+    if type(value) is not int and (  # an int: no ABC check (the common case)
+        not isinstance(value, numbers.Integral) or isinstance(value, bool)
+    ):
         raise ValueError(f"{name} is {_shown(value)}, not a whole number")
     whole = int(value)
     if not 0 <= whole <= MAX_COUNT:

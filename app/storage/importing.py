@@ -264,7 +264,7 @@ def _run_id(db: Database, run: Mapping[str, Any]) -> int:
 def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any, int]) -> bool:
     """Insert one conversation with its messages; False when it is there already."""
     key = [_date(record, "created_at"), _text(record, "title")]
-    if db.execute(PRESENT, key).fetchone() is not None:
+    if db.conn.execute(PRESENT, key).fetchone() is not None:
         return False
     conversation_id = rows.insert(
         db,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, fields
+from dataclasses import fields
 from enum import StrEnum
 from typing import Any, TypeVar, cast
 
@@ -48,7 +49,7 @@ FROM measurements AS r JOIN messages AS m ON m.id = r.message_id ORDER BY m.id
 
 def sampling_json(sampling: Sampling) -> str:
     """Sampling as the JSON stored in `conversations.sampling`."""
-    return json.dumps(asdict(sampling), sort_keys=True)
+    return json.dumps({name: getattr(sampling, name) for name in _SAMPLING_FIELDS}, sort_keys=True)
 
 
 def sampling_from(stored: Mapping[str, Any]) -> Sampling:
@@ -224,7 +225,10 @@ def touch(db: Database, conversation_id: int, now: str) -> bool:
 
 def insert(db: Database, table: str, row: dict[str, Any]) -> int:
     """Insert one row of plain values (no JSON conversion); returns its integer primary key."""
-    columns = ", ".join(f'"{name}"' for name in row)
-    marks = ", ".join("?" * len(row))
-    sql = f'INSERT INTO "{table}" ({columns}) VALUES ({marks})'
-    return cast(int, db.execute(sql, list(row.values())).lastrowid)
+    return cast(int, db.conn.execute(_insert_sql(table, tuple(row)), tuple(row.values())).lastrowid)
+
+
+@functools.cache
+def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
+    names = ", ".join(f'"{name}"' for name in columns)
+    return f'INSERT INTO "{table}" ({names}) VALUES ({", ".join("?" * len(columns))})'
