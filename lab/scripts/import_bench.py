@@ -4,7 +4,8 @@ Builds a one-conversation history through `ChatStore` (a question and a measured
 exports it through the real CLI, copies that conversation N times with distinct titles and
 times (JSONL: one line each; JSON: one document), then imports each file through the real
 CLI (`python -m app import FILE`, its own process) into a fresh SQLite history and prints
-the wall time, the child's peak RSS and what the CLI said. A second import of the same file
+the wall time, the child's CPU time (what it needs, however busy the machine), its peak RSS
+and what the CLI said, with the load average before each run. A second import of the same file
 (everything skipped) measures the duplicate check alone.
 
     python lab/scripts/import_bench.py                 # 100,000 conversations, JSONL and JSON
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -62,18 +64,22 @@ sys.exit(main(sys.argv[1:]))
 """`ling-chat ARGV` as `python -m app` runs it (`app.cli.main`), saying its peak RSS at exit."""
 
 
-def cli(data_dir: Path, *argv: str) -> tuple[float, int, str]:
-    """Run `ling-chat ARGV` in its own process: (wall seconds, its peak RSS in MiB, output)."""
+def cli(data_dir: Path, *argv: str) -> tuple[float, float, int, str]:
+    """Run `ling-chat ARGV` in its own process: (wall seconds, its CPU seconds, its peak RSS
+    in MiB, output)."""
     env = {**os.environ, "LING_CHAT_DATA_DIR": str(data_dir), "LING_CHAT_CONFIG": os.devnull}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", PEAK, *argv], cwd=ROOT, env=env, capture_output=True, text=True
     )
     seconds = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # this child's CPU, once it ended
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     said, _, peak = (done.stdout + done.stderr).strip().rpartition("peak RSS ")
     if done.returncode != 0:
         raise SystemExit(f"ling-chat {' '.join(argv)} failed ({done.returncode}): {said}")
-    return seconds, int(peak.split()[0]), said.strip()
+    return seconds, cpu, int(peak.split()[0]), said.strip()
 
 
 def many(seed_dir: Path, work: Path, fmt: str, count: int) -> Path:
@@ -120,11 +126,12 @@ def main() -> None:
             target = work / f"history-{fmt}"
             size = source.stat().st_size / (1 << 20)
             for attempt in ("first import", "again (all skipped)"):
-                seconds, peak, said = cli(target, "import", str(source))
+                load = os.getloadavg()[0]
+                seconds, cpu, peak, said = cli(target, "import", str(source))
                 last = said.splitlines()[-1] if said else ""
                 print(
-                    f"{fmt:5} {size:6.1f} MiB  {attempt:20} {seconds:6.1f} s  peak RSS "
-                    f"{peak} MiB  | {last}"
+                    f"{fmt:5} {size:6.1f} MiB  {attempt:20} wall {seconds:6.1f} s  CPU {cpu:6.1f} s"
+                    f"  peak RSS {peak} MiB  (load {load:.1f} before)  | {last}"
                 )
 
 
