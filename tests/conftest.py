@@ -4,6 +4,7 @@ engine that reads as not installed."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -64,6 +65,17 @@ def isolated_kernel_caches(
         monkeypatch.setenv(name, str(root / name.lower()))
     monkeypatch.delenv("FLASHINFER_WORKSPACE_BASE", raising=False)
     monkeypatch.setenv("HOME", str(root / "home"))
+
+
+@pytest.fixture
+def permissive_umask() -> Iterator[None]:
+    """A umask that lets others read what is created: files ling-chat keeps private must
+    say so themselves (use it with `pytest.mark.usefixtures`)."""
+    import os
+
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
 
 
 @pytest.fixture

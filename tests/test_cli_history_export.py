@@ -20,6 +20,7 @@ from app.core.reply_usage import ReplyUsage
 from app.settings import load_settings
 from app.storage import ChatStore, MessageStatus
 from app.telemetry import reply_stats
+from tests.support.links import planted_link
 from tests.support.scripted_backend import failing_report, passing_report
 from tests.support.storage import STATS
 from tests.support.timeouts import scaled
@@ -305,13 +306,7 @@ LINK_REFUSED = (
 @pytest.fixture
 def planted(tmp_path: Path) -> tuple[Path, Path]:
     """A file of someone else's, and a link to it where ling-chat is asked to write."""
-    (tmp_path / "theirs").mkdir()
-    victim = tmp_path / "theirs" / "precious"
-    victim.write_text("keep")
-    victim.chmod(0o644)
-    link = tmp_path / "out.json"
-    link.symlink_to(victim)
-    return link, victim
+    return planted_link(tmp_path, "out.json")
 
 
 @pytest.mark.parametrize("force", [[], ["--force"]], ids=["plain", "force"])

@@ -115,17 +115,23 @@ def test_the_chat_prepares_inside_its_start(model: Path, machine: dict[str, Any]
     assert machine["loaded"] == [("engine",)]  # PreparedBackend: the start-up screen shows it
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU machine may pass")
-def test_doctor_on_a_machine_without_a_gpu_prints_the_preflight_and_exits_3(model: Path):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)])}
-    done = subprocess.run(
+def doctor_in_the_double(model: Path, *first: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`ling-chat doctor --model MODEL` in a process whose SGLang is the engine double
+    (`first`: folders ahead of it on the path; `env`: more variables)."""
+    paths = [*map(str, first), str(DOUBLE), str(ROOT)]
+    return subprocess.run(
         [sys.executable, "-m", "app", "doctor", "--model", str(model)],
         capture_output=True,
         text=True,
-        env=env,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(paths), **env},
         timeout=scaled(120),
     )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU machine may pass")
+def test_doctor_on_a_machine_without_a_gpu_prints_the_preflight_and_exits_3(model: Path):
+    done = doctor_in_the_double(model)
     assert done.returncode == 3, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("preflight: ")]
     assert len(lines) == 10
@@ -157,16 +163,8 @@ def test_what_a_lever_package_prints_on_import_goes_to_the_log_not_the_doctors_o
         f"import runpy, sys\nrunpy.run_path({str(DOUBLE / 'sitecustomize.py')!r})\n"
         "sys.modules.pop('humming', None)\n"
     )
-    paths = [str(tmp_path / "packages"), str(DOUBLE), str(ROOT)]
     data = tmp_path / "data"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "LING_CHAT_DATA_DIR": str(data)}
-    done = subprocess.run(
-        [sys.executable, "-m", "app", "doctor", "--model", str(model)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=scaled(120),
-    )
+    done = doctor_in_the_double(model, tmp_path / "packages", LING_CHAT_DATA_DIR=str(data))
     assert done.returncode == 3, done.stderr
     assert "preflight: FAIL GPU memory: no CUDA GPU found" in done.stdout
     assert "torch-like" not in done.stdout + done.stderr

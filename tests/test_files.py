@@ -12,17 +12,14 @@ import pytest
 
 from app.core.errors import ExportError, StorageError, TargetExists
 from app.files import new_file, write_atomic
+from tests.support.links import planted_link
 
 LINK_REFUSED = (
     "it is a symbolic link, and ling-chat never writes through one (name the file itself)"
 )
 
 
-@pytest.fixture(autouse=True)
-def permissive_umask() -> Iterator[None]:
-    old = os.umask(0o022)
-    yield
-    os.umask(old)
+pytestmark = pytest.mark.usefixtures("permissive_umask")
 
 
 def mode(path: Path) -> int:
@@ -87,18 +84,13 @@ def test_without_hard_links_the_name_is_claimed_before_the_rename(
 def test_a_link_at_the_target_is_refused_and_its_target_left_alone(
     tmp_path: Path, replace: bool
 ) -> None:
-    (tmp_path / "real").mkdir()
-    victim = tmp_path / "real" / "precious"
-    victim.write_text("keep")
-    victim.chmod(0o644)
-    link = tmp_path / "out.md"
-    link.symlink_to(victim)
+    link, victim = planted_link(tmp_path, "out.md")
     with pytest.raises(ExportError) as caught:
         write_atomic(link, ["new"], replace=replace)
     assert str(caught.value) == f"cannot write {link}: {LINK_REFUSED}"
     assert link.is_symlink() and link.readlink() == victim
     assert victim.read_text() == "keep" and mode(victim) == 0o644
-    assert sorted(p.name for p in tmp_path.rglob("*")) == ["out.md", "precious", "real"]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["out.md", "precious", "theirs"]
 
 
 @pytest.mark.parametrize("replace", [True, False])
