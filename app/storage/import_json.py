@@ -1,302 +1,27 @@
-"""An export file's JSON documents, read within limits before any field is looked at, and
-in pieces: memory holds one conversation at a time, not the file.
+"""JSON from a file from elsewhere, read within limits before any field is looked at.
 
 A file from elsewhere is untrusted: one message could be large enough to stall the chat
 that opens it, a key given twice would be read as its last value without a word, and a
 value nested deep enough breaks what prints or exports it later. Each of these is refused
 in one line naming the file (and line) and where in the document it is.
-
-A file whose first line is a whole JSON value and that has more lines is JSON Lines (one
-document a line); otherwise it is one document. A document that is an object whose
-`schema_version` and `engine_runs` come before its `conversations` (as ling-chat writes
-them) streams its conversations one by one; any other is parsed whole.
 """
 
 from __future__ import annotations
 
-import codecs
-import itertools
 import json
 import math
-import os
-import re
-import stat
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any, Final
+from collections.abc import Iterable
+from typing import Any, Final
 
 from app.core.chat import MAX_TEXT_CHARS
 from app.core.errors import ImportFailed
 
-MAX_FILE_BYTES: Final = 512 << 20
-"""The largest file an import reads: 512 MiB, hundreds of thousands of replies. Streamed,
-memory holds a piece of it; a document that does not stream is parsed whole, which takes
-several times its size."""
 MAX_DEPTH: Final = 32
 """The deepest nesting an import takes, anywhere: an export nests 8 deep at most
 (document, conversations, conversation, messages, message, stats, extra, a value)."""
-STREAMED_AFTER: Final = ("schema_version", "engine_runs")
-"""The fields a document's conversations stream after; else the document is read whole."""
-_PIECE = 1 << 20
-"""The least a read takes from the file (a value longer than the text at hand doubles it)."""
-_INK = re.compile(r"[^ \t\n\r]")
-"""Anything but JSON's white space."""
 
 
-@dataclass(slots=True)
-class Document:
-    """One JSON document of an export file."""
-
-    where: str
-    """The file, or `file:line` in JSON Lines."""
-    fields: dict[str, Any]
-    """Its top-level fields (without `conversations` when they stream)."""
-    conversations: Iterator[Any]
-    """Its conversation records, each within the limits (else ImportFailed, as for a document
-    without a list of them); read them all before the next document."""
-
-
-class ExportReader:
-    """The documents of one export file, read in pieces (module docstring); a context manager.
-
-    Raises (opening it):
-        ImportFailed: the file cannot be read, is no regular file or is too large.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.size = 0
-        """The file's size in bytes."""
-        self.read_bytes = 0
-        """How many of them were read so far."""
-        try:
-            # Non-blocking: opening a FIFO with no writer would wait forever.
-            self._file: IO[bytes] = os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb")
-        except OSError as exc:
-            raise ImportFailed(f"cannot read {path}: {exc}") from exc
-        try:
-            status = os.fstat(self._file.fileno())
-            if not stat.S_ISREG(status.st_mode):
-                raise ImportFailed(f"cannot read {path}: not a regular file")
-            if status.st_size > MAX_FILE_BYTES:
-                raise ImportFailed(f"cannot read {path}: larger than {MAX_FILE_BYTES >> 20} MiB")
-        except BaseException:
-            self._file.close()
-            raise
-        self.size = status.st_size
-        self._decoder = codecs.getincrementaldecoder("utf-8")()
-        self._json = json.JSONDecoder(object_pairs_hook=_unique_keys)
-        self._text = ""
-        self._at = 0
-        self._ended = False
-
-    @property
-    def done_bytes(self) -> int:
-        """About how many bytes were taken from the file: those read, less the text held
-        (counted as one byte a character)."""
-        return max(0, self.read_bytes - (len(self._text) - self._at))
-
-    def __enter__(self) -> ExportReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._file.close()
-
-    def documents(self) -> Iterator[Document]:
-        """The file's documents in order (none for an empty or blank file).
-
-        Raises:
-            ImportFailed: the file cannot be read, is not UTF-8, or a document is not JSON
-                or breaks a limit.
-        """
-        lines = self._lines()
-        first = next(lines, None)
-        if first is None:
-            return
-        second = next(lines, None)
-        if second is None:  # one line: one document, parsed whole
-            yield _whole(str(self.path), _parse_line(str(self.path), first[1]))
-            return
-        where = f"{self.path}:{first[0]}"
-        try:
-            document = _parse(where, first[1])
-        except json.JSONDecodeError:  # not JSON Lines: one document over several lines
-            yield from self._document()
-            return
-        yield _whole(where, document)
-        for number, line in itertools.chain([second], lines):
-            where = f"{self.path}:{number}"
-            yield _whole(where, _parse_line(where, line))
-
-    def _lines(self) -> Iterator[tuple[int, str]]:
-        """(number, text) of each line that is not blank."""
-        number = 0
-        while (line := self._line()) is not None:
-            number += 1
-            if line.strip():
-                yield number, line
-
-    def _document(self) -> Iterator[Document]:
-        """One document over several lines, its conversations streamed when it allows."""
-        where = str(self.path)
-        self._rewind()
-        if self._peek() != "{":
-            yield _whole(where, self._parse_all(where))
-            return
-        self._at += 1
-        fields: dict[str, Any] = {}
-        streamed = False
-        while self._peek() != "}":
-            key = self._value(where)
-            if not isinstance(key, str) or self._peek() != ":":
-                raise ImportFailed(f"{where}: not JSON (a key and a colon expected)")
-            self._at += 1
-            if key in fields:
-                raise ImportFailed(f"{where}: the key {key!r} appears twice in one object")
-            if key == "conversations" and self._peek() == "[":
-                if not all(name in fields for name in STREAMED_AFTER):
-                    yield _whole(where, self._parse_all(where))
-                    return
-                fields[key], streamed = [], True
-                records = self._stream(where)
-                yield Document(where, dict(fields), records)
-                for _ in records:  # what the caller left unread
-                    pass
-            else:
-                fields[key] = self._value(where)
-                _check_limits(where, {key: fields[key]})
-            if self._peek() == ",":
-                self._at += 1
-            elif self._peek() != "}":
-                raise ImportFailed(f"{where}: not JSON (a comma or a closing brace expected)")
-        self._at += 1
-        if self._peek():
-            raise ImportFailed(f"{where}: not JSON (more text after the document)")
-        if not streamed:
-            yield _whole(where, fields)
-
-    def _stream(self, where: str) -> Iterator[Any]:
-        """The elements of the array at hand, each checked against the limits."""
-        self._at += 1  # the [
-        index = 0
-        while self._peek() != "]":
-            record = self._value(where)
-            _check_limits(where, record, 3, f"conversations[{index}]")
-            yield record
-            index += 1
-            if self._peek() == ",":
-                self._at += 1
-            elif self._peek() != "]":
-                raise ImportFailed(f"{where}: not JSON (a comma or a closing bracket expected)")
-        self._at += 1
-
-    def _value(self, where: str) -> Any:
-        """The JSON value at hand, reading on while it may be cut short."""
-        self._peek()
-        while True:
-            try:
-                value, end = self._json.raw_decode(self._text, self._at)
-            except json.JSONDecodeError as exc:
-                cut = exc.msg.startswith("Unterminated") or exc.pos >= len(self._text) - 16
-                if cut and self._more():
-                    continue
-                raise ImportFailed(f"{where}: not JSON ({exc.msg})") from exc
-            except RecursionError:
-                raise ImportFailed(f"{where}: JSON nested deeper than {MAX_DEPTH} levels") from None
-            except _DuplicateKey as exc:
-                raise ImportFailed(f"{where}: the key {exc} appears twice in one object") from None
-            except ValueError as exc:  # e.g. an integer past Python's digit limit
-                raise ImportFailed(f"{where}: {exc}") from None
-            if end == len(self._text) and self._more():  # a number may go on
-                continue
-            self._at = end
-            return value
-
-    def _parse_all(self, where: str) -> Any:
-        """The whole file, parsed whole."""
-        self._rewind()
-        while self._more():
-            pass
-        text, self._text, self._at = self._text[self._at :], "", 0
-        try:
-            return _parse(where, text)
-        except json.JSONDecodeError as exc:
-            raise ImportFailed(f"{where}: not JSON ({exc.msg})") from exc
-
-    def _line(self) -> str | None:
-        """The next line (without its LF), or None at the end of the file."""
-        while (end := self._text.find("\n", self._at)) < 0:
-            if not self._more():
-                if self._at >= len(self._text):
-                    return None
-                end = len(self._text)
-                break
-        line = self._text[self._at : end]
-        self._at = end + 1
-        return line
-
-    def _peek(self) -> str:
-        """The next character that is not white space, skipping to it ('' at the end)."""
-        while (found := _INK.search(self._text, self._at)) is None:
-            self._at = len(self._text)
-            if not self._more():
-                return ""
-        self._at = found.start()
-        return found.group()
-
-    def _rewind(self) -> None:
-        """Back to the file's first character (the first line was read as a probe)."""
-        self._file.seek(0)
-        self._decoder.reset()
-        self._text, self._at, self._ended, self.read_bytes = "", 0, False, 0
-
-    def _more(self) -> bool:
-        """Read on: at least `_PIECE`, or as much as is held (a long value doubles the
-        read); False at the end of the file.
-
-        Raises:
-            ImportFailed: the file cannot be read or is not UTF-8.
-        """
-        if self._ended:
-            return False
-        try:
-            data = self._file.read(max(_PIECE, len(self._text) - self._at))
-            self.read_bytes += len(data)
-            self._ended = not data
-            text = self._decoder.decode(data, final=self._ended)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ImportFailed(f"cannot read {self.path}: {exc}") from exc
-        if self.read_bytes > MAX_FILE_BYTES:
-            raise ImportFailed(f"cannot read {self.path}: larger than {MAX_FILE_BYTES >> 20} MiB")
-        self._text = self._text[self._at :] + text
-        self._at = 0
-        return not self._ended or bool(text)
-
-
-def _parse_line(where: str, text: str) -> Any:
-    """`_parse`, a line that is not JSON refused in one line."""
-    try:
-        return _parse(where, text)
-    except json.JSONDecodeError as exc:
-        raise ImportFailed(f"{where}: not JSON ({exc.msg})") from exc
-
-
-def _whole(where: str, document: Any) -> Document:
-    """A document parsed whole, its conversations from `conversations` (a list) or, in
-    JSON Lines, `conversation`."""
-    fields = document if isinstance(document, dict) else {}
-    found = fields.get("conversations", [fields.get("conversation")])
-    return Document(where, fields, _records(where, found))
-
-
-def _records(where: str, found: Any) -> Iterator[Any]:
-    if not isinstance(found, list) or not all(isinstance(c, dict) for c in found):
-        raise ImportFailed(f"{where}: no conversations")
-    yield from found
-
-
-def _parse(where: str, text: str) -> Any:
+def parse(where: str, text: str, decoder: LimitedDecoder) -> Any:
     """`text` parsed as JSON and checked against the limits.
 
     Raises:
@@ -304,32 +29,71 @@ def _parse(where: str, text: str) -> Any:
         ImportFailed: a duplicate key, nesting past `MAX_DEPTH` or Python's stack, a
             string past `MAX_TEXT_CHARS`, or a number Python will not convert.
     """
+    decoder.unbounded = False
     try:
-        document = json.loads(text, object_pairs_hook=_unique_keys)
+        document = decoder.decode(text)
     except RecursionError:
         raise ImportFailed(f"{where}: JSON nested deeper than {MAX_DEPTH} levels") from None
-    except _DuplicateKey as exc:
+    except DuplicateKey as exc:
         raise ImportFailed(f"{where}: the key {exc} appears twice in one object") from None
     except json.JSONDecodeError:
         raise
     except ValueError as exc:  # e.g. an integer past Python's digit limit
         raise ImportFailed(f"{where}: {exc}") from None
-    _check_limits(where, document)
+    check(where, document, text, 0, len(text), decoder, 1, "")
     return document
 
 
-class _DuplicateKey(ValueError):
+class LimitedDecoder(json.JSONDecoder):
+    """JSON whose objects refuse a key given twice, noting a number that is not finite."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            object_pairs_hook=_unique_keys, parse_float=self._float, parse_constant=self._constant
+        )
+        self.unbounded = False
+        """Whether the last value parsed held a number that is not finite."""
+
+    def _float(self, text: str) -> float:
+        value = float(text)
+        self.unbounded = self.unbounded or not math.isfinite(value)
+        return value
+
+    def _constant(self, name: str) -> float:  # NaN, Infinity, -Infinity
+        self.unbounded = True
+        return float(name)
+
+
+def check(
+    where: str,
+    value: Any,
+    text: str,
+    start: int,
+    end: int,
+    decoder: LimitedDecoder,
+    depth: int,
+    path: str,
+) -> None:
+    """`_check_limits` for `value`, parsed from `text[start:end]`, skipped when that text
+    cannot break a limit: no number that is not finite, no more characters than a string
+    may hold, no more brackets than the nesting left."""
+    brackets = text.count("{", start, end) + text.count("[", start, end)
+    if decoder.unbounded or end - start > MAX_TEXT_CHARS or brackets > MAX_DEPTH - depth + 1:
+        _check_limits(where, value, depth, path)
+
+
+class DuplicateKey(ValueError):
     """A key given twice in one JSON object (its repr is the message)."""
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object as a dict; a key given twice raises `_DuplicateKey`."""
+    """A JSON object as a dict; a key given twice raises `DuplicateKey`."""
     found = dict(pairs)
     if len(found) != len(pairs):
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _DuplicateKey(repr(key))
+                raise DuplicateKey(repr(key))
             seen.add(key)
     return found
 

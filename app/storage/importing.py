@@ -1,7 +1,8 @@
 """Reading a JSON or JSONL export (schema version 1, `export.py`) back into a history.
 
 Everything goes in one transaction: a file that fails anywhere adds nothing. Ids are new.
-The JSON is read in pieces, within limits (`import_json`): text size, duplicate keys, nesting.
+The JSON is read in pieces (`import_file`), within limits (`import_json`): text size, duplicate
+keys, nesting.
 A conversation already present (same creation time and title, e.g. imported before) is
 skipped, and an engine run already present is reused, so importing twice adds nothing.
 """
@@ -26,7 +27,7 @@ from app.core.errors import ImportFailed
 from app.core.reply_usage import histogram_in, optional_count_in
 from app.storage import rows
 from app.storage.export import SCHEMA_VERSION
-from app.storage.import_json import ExportReader
+from app.storage.import_file import ExportReader
 from app.storage.models import MessageStatus
 from app.storage.store import ChatStore
 from app.telemetry import ReplyStats
@@ -74,7 +75,7 @@ Progress = Callable[[int, int], None]
 def import_export(store: ChatStore, path: Path, progress: Progress | None = None) -> Imported:
     """Add the conversations of an export file to `store`, all or nothing.
 
-    The file is read in pieces (`import_json`), each conversation checked field by field
+    The file is read in pieces (`import_file`), each conversation checked field by field
     and inserted as it comes, in one transaction; the error names the record and the field,
     e.g. `conversations[0].sampling.temperature`.
 

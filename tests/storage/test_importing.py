@@ -16,9 +16,9 @@ from app.core.chat import MAX_TEXT_CHARS, Sampling
 from app.core.errors import ImportFailed
 from app.files import write_atomic
 from app.render.formats import FORMATS
-from app.storage import ChatStore, MessageStatus, import_json
+from app.storage import ChatStore, MessageStatus, import_file
 from app.storage.export import collect
-from app.storage.import_json import MAX_FILE_BYTES
+from app.storage.import_file import MAX_FILE_BYTES
 from app.storage.importing import PRESENT, import_export
 from tests.support.storage import STATS
 
@@ -379,7 +379,7 @@ def test_values_cut_across_every_read_read_back_whole(
     source: ChatStore, tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Read 5 bytes at a time, every number, string and multi-byte character is cut."""
-    monkeypatch.setattr(import_json, "_PIECE", 5)
+    monkeypatch.setattr(import_file, "_PIECE", 5)
     source.rename(1, "Boiling pasta 🍝 — ünïcode")
     path = export_file(source, tmp_path / f"export{suffix}")
     with ChatStore.open(tmp_path / "target.db") as target:
@@ -408,7 +408,7 @@ def test_a_large_document_is_read_a_conversation_at_a_time(
 ) -> None:
     """Memory holds a piece of the file (64 KiB here) and one conversation, not the parsed
     file (which takes several times its size): the peak Python allocation is a fraction."""
-    monkeypatch.setattr(import_json, "_PIECE", 1 << 16)
+    monkeypatch.setattr(import_file, "_PIECE", 1 << 16)
     path = export_file(source, tmp_path / "export.json")
     document = json.loads(path.read_text())
     template = document["conversations"][0]
