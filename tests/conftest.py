@@ -127,6 +127,17 @@ def isolated_kernel_caches(
 
 
 @pytest.fixture
+def permissive_umask() -> Iterator[None]:
+    """A umask that lets others read what is created: files ling-chat keeps private must
+    say so themselves (use it with `pytest.mark.usefixtures`)."""
+    import os
+
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+@pytest.fixture
 def engine_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The `engine` extra reads as missing in this process, installed or not: importing any
     of its packages fails and `find_spec` finds none (modules already loaded are set aside)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
+import stat
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -18,6 +20,8 @@ from app.core.reply_usage import ReplyUsage
 from app.settings import load_settings
 from app.storage import ChatStore, MessageStatus
 from app.telemetry import reply_stats
+from tests.support.links import planted_link
+from tests.support.scripted_backend import failing_report, passing_report
 from tests.support.storage import STATS
 from tests.support.timeouts import scaled
 
@@ -84,9 +88,30 @@ def test_history_lists_newest_first_with_message_counts(
     ]
 
     assert cli("history", "--all", "--limit", "2") == 0
-    rows = capsys.readouterr().out.splitlines()[1:]
+    *rows, more = capsys.readouterr().out.splitlines()[1:]
     assert [row.split()[0] for row in rows] == ["3", "2"]
     assert rows[1].endswith("Old taxes  (archived)")
+    assert more == "1 more; --limit N shows N (--limit 0: all)"
+
+
+def test_history_lists_50_conversations_unless_told_and_says_how_many_more(
+    db_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: 100,002 rows, with no default limit."""
+    with ChatStore.open(db_path) as store:
+        for i in range(53):
+            store.create_conversation(f"chat {i}")
+    assert cli("history") == 0
+    header, *rows, more = capsys.readouterr().out.splitlines()
+    assert len(rows) == 50 and rows[0].endswith("chat 52")
+    assert more == "3 more; --limit N shows N (--limit 0: all)"
+    assert cli("history", "--limit", "0") == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1 + 53
+    assert cli("history", "--limit", "53") == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1 + 53  # no "0 more"
+    with pytest.raises(SystemExit):
+        cli("history", "--limit", "-1")
+    assert "'-1' is not a whole number, 0 or more" in capsys.readouterr().err
 
 
 def test_history_search_uses_the_index(filled: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -117,7 +142,11 @@ def test_history_search_merges_identical_snippets_and_says_how_many_more(
         "1  #2 #1  You   Pings: «ping» pong",
     ]
     assert cli("history", "--search", "ping", "--limit", "3") == 0
-    assert capsys.readouterr().out.splitlines()[-1] == ("3 more; narrow the search or use --limit")
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "3 more; narrow the search or use --limit (0: all)"
+    )
+    assert cli("history", "--search", "ping", "--limit", "0") == 0
+    assert len(capsys.readouterr().out.splitlines()) == 5
 
 
 def test_history_show_prints_one_conversation(
@@ -244,7 +273,7 @@ def test_an_archived_conversation_leaves_the_list_until_unarchived(
     assert capsys.readouterr().err == "ling-chat: error: no conversation 42\n"
 
 
-def test_backup_copies_the_history_and_never_overwrites(
+def test_backup_copies_the_history_and_replaces_a_file_only_with_force(
     filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     copy = tmp_path / "copy.db"
@@ -254,11 +283,77 @@ def test_backup_copies_the_history_and_never_overwrites(
         assert backup.list_conversations() == original.list_conversations()
         first = original.list_conversations()[0].id
         assert backup.messages(first) == original.messages(first)
+        original.create_conversation("Later")
+    before = copy.read_bytes()
     assert cli("history", "backup", str(copy)) == 1
-    assert (
-        capsys.readouterr().err
-        == f"ling-chat: error: {copy} exists already: a backup never overwrites a file\n"
+    assert capsys.readouterr().err == (
+        f"ling-chat: error: {copy} exists already: --force replaces it\n"
     )
+    assert copy.read_bytes() == before
+    assert cli("history", "backup", "--force", str(copy)) == 0
+    assert capsys.readouterr().out == f"Backed up 4 conversations to {copy}\n"
+    with ChatStore.open(copy) as backup:
+        assert backup.list_conversations()[0].title == "Later"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("copy")) == ["copy.db"]
+
+
+LINK_REFUSED = (
+    "it is a symbolic link, and ling-chat never writes through one (name the file itself)"
+)
+
+
+@pytest.fixture
+def planted(tmp_path: Path) -> tuple[Path, Path]:
+    """A file of someone else's, and a link to it where ling-chat is asked to write."""
+    return planted_link(tmp_path, "out.json")
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]], ids=["plain", "force"])
+@pytest.mark.parametrize("command", [["export", "-o"], ["history", "backup"]])
+def test_export_and_backup_never_write_through_a_link(
+    filled: Path,
+    planted: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+    force: list[str],
+) -> None:
+    link, victim = planted
+    assert cli(*command, str(link), *force) == 1
+    assert capsys.readouterr().err == f"ling-chat: error: cannot write {link}: {LINK_REFUSED}\n"
+    assert link.readlink() == victim
+    assert victim.read_text() == "keep"
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("command", [["export", "-o"], ["history", "backup"]])
+def test_export_and_backup_to_a_dangling_link_create_nothing(
+    filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    victim = tmp_path / "elsewhere" / "created"
+    link = tmp_path / "out.json"
+    link.symlink_to(victim)
+    assert cli(*command, str(link), "--force") == 1
+    assert capsys.readouterr().err == f"ling-chat: error: cannot write {link}: {LINK_REFUSED}\n"
+    assert not victim.exists()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["elsewhere", "out.json"]
+
+
+def test_export_replaces_a_file_only_with_force_and_keeps_it_private(
+    filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out.md"
+    out.write_text("mine")
+    out.chmod(0o644)
+    assert cli("export", "-o", str(out)) == 1
+    assert (
+        capsys.readouterr().err == f"ling-chat: error: {out} exists already: --force replaces it\n"
+    )
+    assert out.read_text() == "mine"
+    assert cli("export", "-o", str(out), "--force") == 0
+    assert out.read_text().startswith("# ")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert list(tmp_path.iterdir()) == [out]
 
 
 @pytest.fixture
@@ -267,9 +362,12 @@ def measured(db_path: Path) -> Path:
     with ChatStore.open(db_path) as store:
         engine, replay = (
             store.record_engine_run(
-                kind=kind, model=model, sglang_version="0.5.23", profile="stack", proof={}
+                kind=kind, model=model, sglang_version="0.5.23", profile="stack", proof=proof
             )
-            for kind, model in (("engine", "Ling-3.0-flash"), ("replay", "h200"))
+            for kind, model, proof in (
+                ("engine", "Ling-3.0-flash", passing_report().to_dict()),
+                ("server", "h200", failing_report().to_dict()),  # chatted with anyway
+            )
         )
         chat = store.create_conversation('Long, "quoted" chat')
         for prompt, decode_s, status, run in (
@@ -299,7 +397,7 @@ def test_history_stats_shows_speed_by_context_per_engine(
     assert engine_lines[3].split()[:2] == ["1K-2K", "1"]  # the failed reply is left out
     assert engine_lines[3].split()[-3] == "25.0"
     assert len(engine_lines) == 4
-    assert replay.splitlines()[0] == "h200 · stack · replay: 1 reply"
+    assert replay.splitlines()[0] == "h200 · stack (unproven) · server: 1 reply"
     assert replay.splitlines()[2].split()[:2] == ["8K-16K", "1"]
 
 
@@ -318,11 +416,11 @@ def test_export_csv_has_one_row_per_measured_reply(
     out = tmp_path / "speed.csv"
     assert cli("export", "-o", str(out)) == 0
     rows = list(csv.DictReader(out.read_text(encoding="utf-8").splitlines()))
-    assert [(r["status"], r["prompt_tokens"], r["kind"]) for r in rows] == [
-        ("complete", "300", "engine"),
-        ("stopped", "1500", "engine"),
-        ("error", "1600", "engine"),
-        ("complete", "9000", "replay"),
+    assert [(r["status"], r["prompt_tokens"], r["kind"], r["profile"]) for r in rows] == [
+        ("complete", "300", "engine", "stack"),
+        ("stopped", "1500", "engine", "stack"),
+        ("error", "1600", "engine", "stack"),
+        ("complete", "9000", "server", "stack (unproven)"),  # before: `stack`, unproven
     ]
     first = rows[0]
     assert first["title"] == 'Long, "quoted" chat'
@@ -346,3 +444,56 @@ def test_import_reads_an_export_back_into_another_history(
     ]
     assert cli("import", "--data-dir", other, str(tmp_path / "missing.json")) == 1
     assert capsys.readouterr().err.startswith("ling-chat: error: cannot read ")
+
+
+def test_import_draws_no_bar_when_stderr_is_no_terminal(
+    filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exported = tmp_path / "all.json"
+    assert cli("export", "-o", str(exported)) == 0
+    assert cli("import", "--data-dir", str(tmp_path / "other"), str(exported)) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_import_shows_a_progress_bar_on_a_terminal(
+    end_to_end: None, filled: Path, tmp_path: Path
+) -> None:
+    """The real CLI with its stderr on a pseudo-terminal: the bar is redrawn in place."""
+    exported = tmp_path / "all.jsonl"
+    assert cli("export", "-o", str(exported)) == 0
+    line = exported.read_text(encoding="utf-8").splitlines()[0]
+    record = json.loads(line)
+    with exported.open("w", encoding="utf-8") as file:
+        for i in range(3000):  # enough to read for a while
+            record["conversation"]["title"] = f"chat {i}"
+            file.write(json.dumps(record) + "\n")
+    leader, follower = os.openpty()
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "app", "import", "--data-dir", str(tmp_path / "other")]
+            + [str(exported)],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+        )
+        os.close(follower)
+        drawn = b""
+        while chunk := _read_some(leader):  # read as it comes: a full terminal blocks
+            drawn += chunk
+        out, _ = child.communicate(timeout=scaled(120))
+    finally:
+        os.close(leader)
+    assert child.returncode == 0
+    assert out.decode() == f"Imported 3000 conversations from {exported}\n"
+    text = drawn.decode()
+    assert text.startswith("\r[---") and text.endswith("\r\n")  # from the start, in place
+    assert text.count("\r[") >= 2
+    size = f"{exported.stat().st_size / 1e6:.1f} MB"
+    assert f"[{'#' * 30}] {size} of {size}" in text
+
+
+def _read_some(fd: int) -> bytes:
+    """What the terminal holds; b'' once its other side is closed and it is empty."""
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO: the writer is gone
+        return b""

@@ -26,11 +26,12 @@ COMMANDS = [["prepare"], ["serve"], ["bench"], ["doctor"], []]
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_refused_preflight_exits_3_with_one_line_per_failure_before_anything_loads(
-    command: list[str], model: Path, machine: dict[str, Any], capsys: pytest.CaptureFixture[str]
+    command: list[str], model: Path, machine: dict[str, Any], capfd: pytest.CaptureFixture[str]
 ):
+    """Read from the file descriptors: the doctor writes its lines to the terminal's."""
     machine["probes"] = dataclasses.replace(HEALTHY_SPARK, nvcc=None, resident=("pid 7: x",))
     assert main([*command, "--model", str(model)]) == 3
-    captured = capsys.readouterr()
+    captured = capfd.readouterr()
     fails = [line for line in (captured.out + captured.err).splitlines() if "FAIL" in line]
     assert [line.split("FAIL ")[1].split(":")[0] for line in fails] == ["nvcc", "no other engine"]
     assert all("; fix: " in line for line in fails)
@@ -78,18 +79,24 @@ def test_the_chat_prepares_inside_its_start(model: Path, machine: dict[str, Any]
     assert machine["loaded"] == [("engine",)]  # PreparedBackend: the start-up screen shows it
 
 
+def doctor_in_the_double(model: Path, *first: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`ling-chat doctor --model MODEL` in a process whose SGLang is the engine double
+    (`first`: folders ahead of it on the path; `env`: more variables)."""
+    paths = [*map(str, first), str(DOUBLE), str(ROOT)]
+    return subprocess.run(
+        [sys.executable, "-m", "app", "doctor", "--model", str(model)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(paths), **env},
+        timeout=scaled(120),
+    )
+
+
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU machine may pass")
 def test_doctor_on_a_machine_without_a_gpu_prints_the_preflight_and_exits_3(
     end_to_end: None, model: Path
 ):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)])}
-    done = subprocess.run(
-        [sys.executable, "-m", "app", "doctor", "--model", str(model)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=scaled(120),
-    )
+    done = doctor_in_the_double(model)
     assert done.returncode == 3, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("preflight: ")]
     assert len(lines) == 11
@@ -104,6 +111,34 @@ def test_doctor_on_a_machine_without_a_gpu_prints_the_preflight_and_exits_3(
         "the conversion that wrote it"
     )
     assert "Importing SGLang" not in done.stdout
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU machine may pass")
+def test_what_a_lever_package_prints_on_import_goes_to_the_log_not_the_doctors_output(
+    end_to_end: None, model: Path, tmp_path: Path
+):
+    """The preflight imports the lever packages, and torch with them: torch's import-time
+    warnings went to the terminal between the doctor's lines."""
+    noisy = tmp_path / "packages" / "humming"
+    noisy.mkdir(parents=True)
+    (noisy / "__init__.py").write_text(
+        "import sys, warnings\n"
+        "warnings.warn('a torch-like warning on import', UserWarning)\n"
+        "print('and a line on stderr', file=sys.stderr)\n"
+    )
+    (noisy.parent / "sitecustomize.py").write_text(  # the double's world, this humming in it
+        f"import runpy, sys\nrunpy.run_path({str(DOUBLE / 'sitecustomize.py')!r})\n"
+        "sys.modules.pop('humming', None)\n"
+    )
+    data = tmp_path / "data"
+    done = doctor_in_the_double(model, tmp_path / "packages", LING_CHAT_DATA_DIR=str(data))
+    assert done.returncode == 3, done.stderr
+    assert "preflight: FAIL GPU memory: no CUDA GPU found" in done.stdout
+    assert "torch-like" not in done.stdout + done.stderr
+    assert "a line on stderr" not in done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1  # the refusal's one line
+    logged = (data / "logs" / "sglang.log").read_text()
+    assert "a torch-like warning on import" in logged and "and a line on stderr" in logged
 
 
 @pytest.mark.parametrize("command", [["prepare"], ["serve"], ["doctor"], []])

@@ -25,6 +25,7 @@ LAYERS = (
     ("app.backend.resident",),
     ("app.backend.engine",),
     ("app.backend.proof", "app.backend.replay", "app.backend.checkpoint"),
+    ("app.backend.trace",),
     ("app.backend.download", "app.backend.draft", "app.backend.warmup", "app.backend.wire"),
     ("app.backend.protocol", "app.backend.sglang_meta", "app.plumbing"),
     ("app.api_key", "app.files", "app.telemetry", "app.textsafe"),

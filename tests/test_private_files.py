@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,11 +21,7 @@ from tests.support.timeouts import scaled
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def permissive_umask() -> Iterator[None]:
-    old = os.umask(0o022)
-    yield
-    os.umask(old)
+pytestmark = pytest.mark.usefixtures("permissive_umask")
 
 
 def mode(path: Path) -> int:

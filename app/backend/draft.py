@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from app.backend.protocol import DraftShape
+from app.core.reply_usage import check_count
 
 MAX_COUNT: Final = 999
 """The most steps or tokens believed: no speculative setting comes near it, and the speed
@@ -18,10 +19,12 @@ DSPARK: Final = "DSPARK"
 
 
 def count(value: object) -> int | None:
-    """`value` when it is a whole number in 1..MAX_COUNT (a bool is not), else None."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_COUNT:
-        return value
-    return None
+    """`value` when it is a count (`check_count`) in 1..MAX_COUNT, else None."""
+    try:
+        found = check_count(value, "a draft count")
+    except ValueError:
+        return None
+    return found if 0 < found <= MAX_COUNT else None
 
 
 def shape(steps: object, verify_tokens: object, block: object = None) -> DraftShape | None:

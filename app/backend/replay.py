@@ -1,39 +1,18 @@
-"""Recorded sessions: `RecordingBackend` writes a trace, `ReplayBackend` plays it back.
-
-A trace is one JSON file (schema `TRACE_FORMAT`, version `TRACE_VERSION`):
-
-    {"format": "ling-chat-trace", "version": 1, "recorded_at": "2025-01-01T00:00:00+00:00",
-     "info": {"kind": "engine", "model": ..., "sglang_version": ..., "profile": ...,
-              "speculative": true, "context_length": 32768,
-              "draft": {"steps": 3, "verify_tokens": 4, "block": null}},
-     "stages": [{"name": ..., "done": false, "elapsed_s": 0.0, "detail": ""}, ...],
-     "proof": {...ProofReport.to_dict()...} | null,
-     "replies": [{"request": {"messages": [{"role": "user", "content": ...}],
-                              "sampling": {"temperature": ..., ...}},
-                  "events": [{"type": "chunk", "t": 0.21, "answer": ..., "reasoning": ...,
-                              "completion_tokens": 3},
-                             ...,
-                             {"type": "done", "t": 4.2, "finish_reason": "stop",
-                              "usage": {...ReplyUsage.to_dict()...}}]}]}
-
-`t` is seconds since the request was sent; the last event of a reply is a `done` or an
-`error` (`{"type": "error", "t": ..., "message": ...}`). Older traces hold SGLang's final
-`meta_info` in a `done` event instead of `usage`; it is read into the same record.
-"""
+"""Recorded sessions: `RecordingBackend` writes a trace, `ReplayBackend` plays it back (the
+trace file: `trace`)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from app.backend.draft import from_facts, shape
+from app.backend.draft import from_facts
 from app.backend.protocol import (
     BackendInfo,
     ChatBackend,
@@ -43,16 +22,22 @@ from app.backend.protocol import (
     ReplyEvent,
     TextChunk,
 )
-from app.backend.sglang_meta import usage_from_meta_info
+from app.backend.trace import (
+    TRACE_FORMAT,
+    TRACE_VERSION,
+    event_from_dict,
+    event_to_dict,
+    info_from_dict,
+    read_trace,
+    recorded_info,
+)
 from app.backend.wire import chat_messages
 from app.core.chat import ChatMessage, Sampling
 from app.core.errors import BackendError, ExportError
 from app.core.proof_report import ProofReport
-from app.core.reply_usage import ReplyUsage, check_count
+from app.core.reply_usage import ReplyUsage
 from app.files import private_dir, write_atomic
 
-TRACE_FORMAT: Final = "ling-chat-trace"
-TRACE_VERSION: Final = 1
 Clock = Callable[[], float]
 """Seconds on a monotonic clock (`time.perf_counter`)."""
 Sleep = Callable[[float], Awaitable[object]]
@@ -74,103 +59,6 @@ def trace_path(name: str | Path) -> Path:
         if (folder / DEMO_TRACE).is_file():
             return folder / DEMO_TRACE
     raise BackendError(f"the demo trace {DEMO_TRACE} is not installed with ling-chat")
-
-
-def event_to_dict(event: ReplyEvent, started_at: float) -> dict[str, Any]:
-    """One reply event as trace JSON, its time made relative to `started_at`."""
-    t = round(event.at - started_at, 6)
-    if isinstance(event, TextChunk):
-        return {
-            "type": "chunk",
-            "t": t,
-            "answer": event.answer,
-            "reasoning": event.reasoning,
-            "completion_tokens": event.completion_tokens,
-        }
-    if isinstance(event, ReplyDone):
-        return {
-            "type": "done",
-            "t": t,
-            "finish_reason": event.finish_reason,
-            "usage": event.usage.to_dict(),
-        }
-    return {"type": "error", "t": t, "message": event.message}
-
-
-def event_from_dict(data: Mapping[str, Any], at: float) -> ReplyEvent:
-    """Rebuild a reply event from trace JSON, stamped with arrival time `at`."""
-    kind = data["type"]
-    if kind == "chunk":
-        return TextChunk(
-            answer=data["answer"],
-            reasoning=data["reasoning"],
-            completion_tokens=check_count(data["completion_tokens"], "completion_tokens"),
-            at=at,
-        )
-    if kind == "done":
-        usage = (
-            ReplyUsage.from_dict(data["usage"])
-            if "usage" in data
-            else usage_from_meta_info(data["meta_info"])
-        )
-        return ReplyDone(finish_reason=data["finish_reason"], usage=usage, at=at)
-    if kind == "error":
-        return ReplyError(message=data["message"], at=at)
-    raise ValueError(f"unknown event type {kind!r}")
-
-
-def info_from_dict(data: Mapping[str, Any]) -> BackendInfo:
-    """The recorded backend's facts; a trace recorded before the draft was kept has none."""
-    draft = data.get("draft")
-    if draft is None:
-        return BackendInfo(**data)
-    if (recorded := shape(**draft)) is None:
-        raise ValueError(f"the draft {draft!r} is not counts of steps and tokens")
-    return BackendInfo(**{**data, "draft": recorded})
-
-
-def read_trace(path: Path) -> dict[str, Any]:
-    """Read and check a trace file; problems raise a one-line `BackendError`."""
-    try:
-        trace = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise BackendError(f"{path}: no such trace file") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BackendError(f"{path}: not a readable trace ({exc})") from exc
-    if not isinstance(trace, dict) or trace.get("format") != TRACE_FORMAT:
-        raise BackendError(f"{path}: not a ling-chat trace")
-    if trace.get("version") != TRACE_VERSION:
-        raise BackendError(
-            f"{path}: trace version {trace.get('version')!r} is not supported "
-            f"(this ling-chat reads version {TRACE_VERSION})"
-        )
-    try:
-        info_from_dict(trace["info"])
-        for stage in trace["stages"]:
-            LoadStage(**stage)
-        if trace["proof"] is not None:
-            ProofReport.from_dict(trace["proof"])
-        for reply in trace["replies"]:
-            for event in reply["events"]:
-                event_from_dict(event, _seconds(event["t"]))
-            if reply["events"][-1]["type"] not in ("done", "error"):
-                raise ValueError("a reply does not end with a done or error event")
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise BackendError(f"{path}: malformed trace ({exc!r})") from exc
-    return trace
-
-
-def _seconds(value: object) -> float:
-    """An event's time: a finite number of seconds, 0 or more, as recorded.
-
-    Raises:
-        ValueError: it is not one (NaN, infinite, negative, a bool or not a number).
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"an event's time {value!r:.40} is not a number")
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"an event's time {value!r:.40} is not finite seconds >= 0")
-    return float(value)
 
 
 class ReplayBackend:
@@ -283,19 +171,6 @@ class ReplayBackend:
         """Nothing to stop."""
 
 
-def recorded_info(info: BackendInfo) -> dict[str, Any]:
-    """The backend's facts for a trace: a local model path as its folder's name only.
-
-    A trace is shared and replayed elsewhere, where the recording machine's folders mean
-    nothing (and may say too much).
-    """
-    model = Path(info.model)
-    local = model.is_absolute() or info.model.startswith((".", "~"))
-    recorded = asdict(replace(info, model=model.name if local else info.model))
-    recorded.pop("replay_speed")  # how a replay plays, not what was recorded
-    return recorded
-
-
 class RecordingBackend:
     """Wraps any `ChatBackend` and records what passes through it to a trace file.
 
@@ -376,7 +251,7 @@ class RecordingBackend:
         """Rewrite the trace; a failure is kept in `save_error`, never raised into the chat."""
         try:
             private_dir(self._path.parent)
-            write_atomic(self._path, [json.dumps(self._trace, ensure_ascii=False)])
+            write_atomic(self._path, [json.dumps(self._trace, ensure_ascii=False)], replace=True)
         except ExportError as exc:
             self.save_error = str(exc)
         except OSError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from app.core.reply_usage import ReplyUsage
+from app.core.reply_usage import ReplyUsage, count_in, histogram_in, optional_count_in
 
 SGLANG_VERIFY_ROUNDS: Final = "spec_verify_ct"
 SGLANG_CORRECT_DRAFTS: Final = "spec_num_correct_drafts"
@@ -20,16 +20,14 @@ SGLANG_ACCEPT_HISTOGRAM: Final = "spec_correct_drafts_histogram"
 
 def usage_from_meta_info(meta_info: Mapping[str, Any]) -> ReplyUsage:
     """The reply's usage from SGLang's final meta_info (`spec_*` keys only appear there)."""
-    histogram = meta_info.get(SGLANG_ACCEPT_HISTOGRAM)
-    cached = meta_info.get("cached_tokens")
     return ReplyUsage(
-        completion_tokens=int(meta_info.get("completion_tokens") or 0),
-        prompt_tokens=int(meta_info.get("prompt_tokens") or 0),
-        cached_tokens=int(cached) if cached is not None else None,
-        verify_rounds=int(meta_info.get(SGLANG_VERIFY_ROUNDS) or 0),
-        correct_drafts=int(meta_info.get(SGLANG_CORRECT_DRAFTS) or 0),
-        proposed_drafts=int(meta_info.get(SGLANG_PROPOSED_DRAFTS) or 0),
-        accept_histogram=tuple(int(n) for n in histogram) if histogram else None,
+        completion_tokens=count_in(meta_info, "completion_tokens"),
+        prompt_tokens=count_in(meta_info, "prompt_tokens"),
+        cached_tokens=optional_count_in(meta_info, "cached_tokens"),
+        verify_rounds=count_in(meta_info, SGLANG_VERIFY_ROUNDS, "verify_rounds"),
+        correct_drafts=count_in(meta_info, SGLANG_CORRECT_DRAFTS, "correct_drafts"),
+        proposed_drafts=count_in(meta_info, SGLANG_PROPOSED_DRAFTS, "proposed_drafts"),
+        accept_histogram=histogram_in(meta_info, SGLANG_ACCEPT_HISTOGRAM),
     )
 
 
@@ -43,7 +41,7 @@ def finish_type(meta_info: Mapping[str, Any]) -> str | None:
 
 def chunk_tokens(chunk: Mapping[str, Any]) -> int:
     """Tokens generated so far, from one chunk of SGLang's stream."""
-    return int(chunk.get("meta_info", {}).get("completion_tokens") or 0)
+    return count_in(chunk.get("meta_info", {}), "completion_tokens")
 
 
 def chunk_ending(chunk: Mapping[str, Any]) -> tuple[ReplyUsage, str | None]:

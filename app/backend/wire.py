@@ -38,15 +38,22 @@ from app.backend.sglang_meta import (
     SGLANG_VERIFY_ROUNDS,
 )
 from app.core.chat import ChatMessage, Sampling
-from app.core.reply_usage import ReplyUsage, check_count
+from app.core.reply_usage import (
+    ReplyUsage,
+    check_count,
+    count_in,
+    histogram_in,
+    optional_count_in,
+)
 
 _FINISH_REASONS = {"stop": "stop", "length": "length", "abort": "abort", "tool_calls": "stop"}
 """Chat finish reasons (`protocol.py:1373-1377`) as the protocol's three; others read as stop."""
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
-_JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-"""A JSON string (skipped whole) or a bracket."""
+_JSON_NESTING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[\[\]{}]')
+"""A JSON string (skipped whole) or a bracket. Possessive: a group repeated once a character
+would keep a backtracking state each time, some 120 bytes a character of a long string."""
 
 MAX_JSON_DEPTH = 64
 """The deepest JSON nesting any SGLang answer is read with (server info nests about 4 deep)."""
@@ -97,7 +104,9 @@ class SSELines:
 
     def __init__(self, max_line: int = MAX_EVENT_LINE) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._pending = ""
+        self._pending: list[str] = []
+        """The start of a line not yet ended, in pieces (joined once, when it ends)."""
+        self._pending_chars = 0
         self._max_line = max_line
 
     def feed(self, data: bytes) -> list[str]:
@@ -106,13 +115,22 @@ class SSELines:
         Raises:
             WireError: a line grew past `max_line` characters.
         """
-        text = self._pending + self._decoder.decode(data)
+        text = self._decoder.decode(data)
+        if not _LINE_END.search(text):  # a long line goes on: no copy of what came before
+            self._pending.append(text)
+            self._pending_chars += len(text)
+            self._check(self._pending_chars)
+            return []
+        text = "".join(self._pending) + text
         held = "\r" if text.endswith("\r") else ""
         *lines, rest = _LINE_END.split(text[: len(text) - len(held)])
-        self._pending = rest + held
-        if len(self._pending) > self._max_line or any(len(x) > self._max_line for x in lines):
-            raise WireError(f"an event line is longer than {self._max_line:,} characters")
+        self._pending, self._pending_chars = [rest + held], len(rest) + len(held)
+        self._check(max([self._pending_chars, *map(len, lines)]))
         return lines
+
+    def _check(self, chars: int) -> None:
+        if chars > self._max_line:
+            raise WireError(f"an event line is longer than {self._max_line:,} characters")
 
 
 def chat_messages(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
@@ -136,12 +154,12 @@ def prompt_size(body: Any) -> tuple[int, int]:
     Raises:
         WireError: the answer is not a tokenize response.
     """
-    count = body.get("count") if isinstance(body, dict) else None
-    context = body.get("max_model_len") if isinstance(body, dict) else None
-    if not (isinstance(count, int) and isinstance(context, int)):
+    if not (isinstance(body, dict) and "count" in body and "max_model_len" in body):
         raise WireError(f"not a tokenize response: {str(body)[:80]}")
     try:
-        return check_count(count, "count"), check_count(context, "max_model_len")
+        return check_count(body["count"], "count"), check_count(
+            body["max_model_len"], "max_model_len"
+        )
     except ValueError as exc:
         raise WireError(f"impossible tokenize response: {exc}") from None
 
@@ -214,25 +232,22 @@ class ChatStream:
         return ReplyDone("abort", usage, at)
 
     def usage(self) -> ReplyUsage:
-        """What arrived so far: the `usage` and `sglext.spec_tokens_details` chunks."""
+        """What arrived so far: the `usage` and `sglext.spec_tokens_details` chunks; every
+        count they hold must be one (`check_count`), a count left out is 0 (or unknown)."""
         details = self._usage.get("prompt_tokens_details")
-        cached = details.get("cached_tokens") if isinstance(details, dict) else None
-        histogram = self._spec.get(SGLANG_ACCEPT_HISTOGRAM)
         try:
             return ReplyUsage(
                 completion_tokens=self.completion_tokens,
-                prompt_tokens=_count(self._usage, "prompt_tokens"),
-                cached_tokens=cached if isinstance(cached, int) else None,
-                verify_rounds=_count(self._spec, SGLANG_VERIFY_ROUNDS),
-                correct_drafts=_count(self._spec, SGLANG_CORRECT_DRAFTS),
-                proposed_drafts=_count(self._spec, SGLANG_PROPOSED_DRAFTS),
-                accept_histogram=(
-                    tuple(histogram)
-                    if isinstance(histogram, list)
-                    and histogram
-                    and all(isinstance(n, int) for n in histogram)
+                prompt_tokens=count_in(self._usage, "prompt_tokens"),
+                cached_tokens=(
+                    optional_count_in(details, "cached_tokens")
+                    if isinstance(details, dict)
                     else None
                 ),
+                verify_rounds=count_in(self._spec, SGLANG_VERIFY_ROUNDS, "verify_rounds"),
+                correct_drafts=count_in(self._spec, SGLANG_CORRECT_DRAFTS, "correct_drafts"),
+                proposed_drafts=count_in(self._spec, SGLANG_PROPOSED_DRAFTS, "proposed_drafts"),
+                accept_histogram=histogram_in(self._spec, SGLANG_ACCEPT_HISTOGRAM),
             )
         except ValueError as exc:
             raise WireError(f"impossible usage: {exc}") from None
@@ -253,12 +268,13 @@ class ChatStream:
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self._usage = usage
-            if isinstance(usage.get("completion_tokens"), int):
+            if usage.get("completion_tokens") is not None:
                 try:
-                    tokens = check_count(usage["completion_tokens"], "completion_tokens")
+                    self.completion_tokens = check_count(
+                        usage["completion_tokens"], "completion_tokens"
+                    )
                 except ValueError as exc:
                     raise WireError(f"impossible usage: {exc}") from None
-                self.completion_tokens = tokens
         sglext = chunk.get("sglext")
         if isinstance(sglext, dict) and isinstance(sglext.get("spec_tokens_details"), dict):
             self._spec = sglext["spec_tokens_details"]
@@ -277,9 +293,3 @@ class ChatStream:
             if choice.get("finish_reason"):
                 self._finish = str(choice["finish_reason"])
         return events
-
-
-def _count(source: Mapping[str, Any], key: str) -> int:
-    """An integer count from a usage or spec-details chunk; 0 when absent or not an integer."""
-    value = source.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0

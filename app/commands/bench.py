@@ -324,7 +324,7 @@ def write_json(run: BenchRun, path: Path) -> None:
     """
     data = {**run.to_dict(), "tables": tables_json(run), "published": published_json(run)}
     # default=str: a stray Path or enum in the engine's facts must not lose a long run.
-    write_atomic(path, [json.dumps(data, indent=1, default=str) + "\n"])
+    write_atomic(path, [json.dumps(data, indent=1, default=str) + "\n"], replace=True)
 
 
 def read_json(path: Path) -> BenchRun:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from app.core.errors import ConfigError
+from app.core.errors import ConfigError, TargetExists
 from app.levers.draft.dspark import DRAFT as DSPARK_DRAFT
 from app.levers.profiles import DEFAULT_PROFILE, PROFILES, USER_PROFILES
 
@@ -76,6 +78,24 @@ def add_raw_argument(parser: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help="print stored text byte for byte: its terminal escapes act on a terminal",
     )
+
+
+def add_force_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """--force: replace the file a command writes if it exists."""
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help=f"replace {what} if it exists (a symbolic link there is never written through)",
+    )
+
+
+@contextmanager
+def force_hint() -> Iterator[None]:
+    """A `TargetExists` raised inside names the way on: `--force`."""
+    try:
+        yield
+    except TargetExists as exc:
+        raise TargetExists(f"{exc}: --force replaces it") from None
 
 
 def settings_from(args: argparse.Namespace) -> Settings:

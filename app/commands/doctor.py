@@ -31,19 +31,22 @@ def run(args: argparse.Namespace) -> int:
 
     print(environment())
     plan = launch_plan_from(args)
-    backend = launch.engine_backend(plan, gpu=False, show=_preflight_line)  # the preflight first
-    settings = plan.settings
-    for model in [settings.model_path, *draft_models([plan.config])]:
-        launch.fetch_model(model)  # a text bar here, not one line per progress stage
-    log_file = settings.log_dir / "sglang.log"
+    log_file = plan.settings.log_dir / "sglang.log"
     route_sglang_logging(log_file)
-    with output_to_log(log_file) as terminal:  # SGLang's import warnings, its logging
-        report = asyncio.run(run_doctor(backend, lambda line: print(line, file=terminal)))
+    # From the preflight on (it imports the lever packages, and torch with them), whatever
+    # a package prints goes to the log; the terminal gets the doctor's own lines.
+    with output_to_log(log_file) as terminal:
+
+        def say(line: str) -> None:
+            print(line, file=terminal)
+
+        backend = launch.engine_backend(
+            plan, gpu=False, show=lambda line: say(f"preflight: {line}")
+        )
+        for model in [plan.settings.model_path, *draft_models([plan.config])]:
+            launch.fetch_model(model, terminal)  # a text bar here, not a line per stage
+        report = asyncio.run(run_doctor(backend, say))
     return 0 if report.ok else 2
-
-
-def _preflight_line(line: str) -> None:
-    print(f"preflight: {line}")
 
 
 def environment() -> str:

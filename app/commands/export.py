@@ -8,7 +8,13 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from app.commands.common import add_data_arguments, add_raw_argument, settings_from
+from app.commands.common import (
+    add_data_arguments,
+    add_force_argument,
+    add_raw_argument,
+    force_hint,
+    settings_from,
+)
 from app.core.errors import ConfigError
 from app.files import write_atomic
 from app.render.formats import FORMATS
@@ -17,7 +23,7 @@ from app.storage.export import collect
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--id`, `--format`, `-o/--output` and `--data-dir`."""
+    """`--id`, `--format`, `-o/--output`, `--force` and `--data-dir`."""
     parser.add_argument(
         "--id",
         dest="ids",
@@ -37,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="file to write, `-` for stdout (default: ling-chat-export-DATE.FORMAT here)",
     )
+    add_force_argument(parser, "the output file")
     add_data_arguments(parser)
     add_raw_argument(parser)
 
@@ -44,14 +51,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write the export and say where it went."""
     fmt = args.format or _format_from(args.output)
-    with ChatStore.open(settings_from(args).db_path) as store:
+    with ChatStore.open_to_read(settings_from(args).db_path) as store:
         export = collect(store, args.ids)
     chunks = FORMATS[fmt](export)
     if args.output == "-":
         sys.stdout.writelines(chunks)  # a closed pipe or a full disk: see `cli.main`
         return 0
     path = Path(args.output or f"ling-chat-export-{datetime.now():%Y%m%d-%H%M%S}.{fmt}")
-    write_atomic(path, chunks)
+    with force_hint():
+        write_atomic(path, chunks, replace=args.force)
     count = len(export.threads)
     print(f"Exported {count} conversation{'s' * (count != 1)} to {path}")
     return 0

@@ -9,7 +9,13 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from app.commands.common import add_data_arguments, add_raw_argument, settings_from
+from app.commands.common import (
+    add_data_arguments,
+    add_force_argument,
+    add_raw_argument,
+    force_hint,
+    settings_from,
+)
 from app.core.chat import Role
 from app.render.chats import SPEAKERS, local_time, settings_line, speed_line, status_note
 from app.render.speed import speed_by_context
@@ -21,15 +27,20 @@ EMPTY = (
     "URL` on a running server (a `--replay demo` session is a demonstration, not kept here)."
 )
 """The list of an empty history: where a chat that is kept can come from."""
-SEARCH_LIMIT = 50
-"""Search hits shown when `--limit` is not given."""
+LIMIT = 50
+"""Conversations or search hits shown when `--limit` is not given."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`--search`, `--all`, `--limit`, `--data-dir`, and the actions on conversations."""
     parser.add_argument("--search", metavar="TEXT", help="only messages containing TEXT")
     parser.add_argument("--all", action="store_true", help="include archived conversations")
-    parser.add_argument("--limit", type=int, metavar="N", help="show at most N entries")
+    parser.add_argument(
+        "--limit",
+        type=_count,
+        metavar="N",
+        help=f"show at most N entries (default {LIMIT}; 0: all of them)",
+    )
     add_data_arguments(parser)
     add_raw_argument(parser)
     actions = parser.add_subparsers(dest="history_action", metavar="ACTION")
@@ -50,8 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         description="Copy the whole history, consistently, to a new SQLite file (VACUUM INTO).",
     )
     backup.add_argument(
-        "file", type=Path, metavar="FILE", help="the copy to write (must not exist)"
+        "file", type=Path, metavar="FILE", help="the copy to write (a new file unless --force)"
     )
+    add_force_argument(backup, "FILE")
     actions.add_parser(
         "stats",
         help="decode speed, TTFT and accept length by context length",
@@ -67,14 +79,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the list, the search hits or one conversation."""
     name = str if getattr(args, "raw", False) else one_line
-    with ChatStore.open(settings_from(args).db_path) as store:
+    changes = args.history_action in ("archive", "unarchive")
+    opened = ChatStore.open if changes else ChatStore.open_to_read
+    with opened(settings_from(args).db_path) as store:
         if args.history_action == "show":
             conversation = store.get_conversation(args.id)
             print(_render_conversation(conversation, store.messages(conversation.id), name))
         elif args.history_action == "stats":
             print(speed_by_context(store))
         elif args.history_action == "backup":
-            store.backup(args.file)
+            with force_hint():
+                store.backup(args.file, replace=args.force)
             count = len(store.list_conversations(include_archived=True))
             print(f"Backed up {count} conversation{'s' * (count != 1)} to {args.file}")
         elif args.history_action in ("archive", "unarchive"):
@@ -88,10 +103,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(text: str) -> int:
+    """`--limit`'s value: a whole number, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number, 0 or more")
+    return int(text)
+
+
 def _print_list(
     store: ChatStore, include_archived: bool, limit: int | None, name: Callable[[str], str]
 ) -> None:
-    conversations = store.list_conversations(include_archived=include_archived, limit=limit)
+    shown = LIMIT if limit is None else limit
+    conversations = store.list_conversations(include_archived=include_archived, limit=shown or None)
     if not conversations:
         print(EMPTY)
         return
@@ -104,11 +127,15 @@ def _print_list(
             f"{c.id:>{width}}  {local_time(c.updated_at):16}  {counts.get(c.id, 0):>4}  "
             f"{name(c.title)}{archived}"
         )
+    if len(conversations) == shown:
+        more = store.count_conversations(include_archived=include_archived) - shown
+        if more > 0:
+            print(f"{more:,} more; --limit N shows N (--limit 0: all)")
 
 
 def _print_hits(store: ChatStore, text: str, limit: int | None, name: Callable[[str], str]) -> None:
-    shown = SEARCH_LIMIT if limit is None else limit
-    hits = store.search(text, limit=shown)
+    shown = LIMIT if limit is None else limit
+    hits = store.search(text, limit=shown or None)
     if not hits:
         print(f"No messages contain {text!r}.")
         return
@@ -126,7 +153,7 @@ def _print_hits(store: ChatStore, text: str, limit: int | None, name: Callable[[
             f"{name(title)}: {snippet}"
         )
     if len(hits) == shown and (more := store.count_matches(text) - shown) > 0:
-        print(f"{more} more; narrow the search or use --limit")
+        print(f"{more:,} more; narrow the search or use --limit (0: all)")
 
 
 def _render_conversation(

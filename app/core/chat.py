@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Final
 
 from app.core.errors import ContextFull
+
+MAX_TEXT_CHARS: Final = 1 << 20
+"""The longest text of one message: 1,048,576 characters, the model's whole context
+(262,144 tokens) at about 4 characters a token. A message past it could not be sent back
+to the model in any conversation, while every reply ling-chat writes (131,072 tokens at
+most) still fits. Typed text, imports and a server's reply are held to it. The chat's time
+to open a message grows with its length."""
 
 
 class Role(StrEnum):

@@ -17,7 +17,8 @@ LingChatError                 str(error) is the one line the user sees
 │   └── CheckpointRefused     a checkpoint the loader cannot read (also a PreflightFailed)
 ├── ContextFull               the conversation leaves no room in the model's context
 ├── PreflightFailed           the machine cannot start the engine safely (exit status 3)
-├── ExportError               an export could not be written
+├── ExportError               a file (an export, a backup, a recording) could not be written
+│   └── TargetExists          the file exists and replacing it was not asked for
 └── ImportFailed              an export file could not be read back (nothing was added)
 """
 
@@ -75,7 +76,11 @@ class ContextFull(LingChatError):
 
 
 class ExportError(LingChatError):
-    """An export could not be written."""
+    """A file (an export, a backup, a recording, unsaved replies) could not be written."""
+
+
+class TargetExists(ExportError):
+    """The file to write exists, and replacing it was not asked for."""
 
 
 class ImportFailed(LingChatError):

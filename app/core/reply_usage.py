@@ -7,6 +7,7 @@ telemetry, storage, the bench and the proof's warm-up read only this record.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -19,16 +20,51 @@ MAX_HISTOGRAM_BINS: Final = 1000
 
 
 def check_count(value: object, name: str) -> int:
-    """`value` when it is a whole number in 0..MAX_COUNT (a bool is not).
+    """`value` as an int when it is a count: a whole number (an int or another integral
+    type, such as numpy's; not a bool, a float or a string) in 0..MAX_COUNT.
+
+    The one rule for every count ling-chat reads, from any source (a server, SGLang, a
+    trace, an import file).
 
     Raises:
         ValueError: one line naming `name` and what is wrong with the value.
     """
-    if not isinstance(value, int) or isinstance(value, bool):
+    if type(value) is not int and (  # an int: no ABC check (the common case)
+        not isinstance(value, numbers.Integral) or isinstance(value, bool)
+    ):
         raise ValueError(f"{name} is {_shown(value)}, not a whole number")
-    if not 0 <= value <= MAX_COUNT:
-        raise ValueError(f"{name} = {_shown(value)} is not a count in 0..{MAX_COUNT:,}")
-    return value
+    whole = int(value)
+    if not 0 <= whole <= MAX_COUNT:
+        raise ValueError(f"{name} = {_shown(whole)} is not a count in 0..{MAX_COUNT:,}")
+    return whole
+
+
+def count_in(source: Mapping[str, Any], key: str, name: str = "") -> int:
+    """The count at `source[key]` (`check_count`, named `name` or `key`); 0 when it is
+    absent or null, as a source that does not report it means."""
+    return optional_count_in(source, key, name) or 0
+
+
+def optional_count_in(source: Mapping[str, Any], key: str, name: str = "") -> int | None:
+    """The count at `source[key]` (`check_count`, named `name` or `key`); None (unknown)
+    when it is absent or null."""
+    value = source.get(key)
+    return None if value is None else check_count(value, name or key)
+
+
+def histogram_in(source: Mapping[str, Any], key: str) -> tuple[int, ...] | None:
+    """The accept histogram at `source[key]`, each bin a count; None when it is absent,
+    null or empty.
+
+    Raises:
+        ValueError: it is not a list, or a bin is not a count.
+    """
+    value = source.get(key)
+    if value is None or value == []:
+        return None
+    if not isinstance(value, list):
+        raise ValueError(f"accept_histogram is {_shown(value)}, not a list")
+    return tuple(check_count(n, "an accept_histogram bin") for n in value)
 
 
 def _shown(value: object) -> str:
@@ -114,15 +150,12 @@ class ReplyUsage:
             TypeError, ValueError: `data` is not such a record (a count that is not a whole
                 number in 0..MAX_COUNT is a ValueError).
         """
-        histogram = data.get("accept_histogram")
-        if histogram is not None and not isinstance(histogram, list):
-            raise ValueError(f"accept_histogram is {_shown(histogram)}, not a list")
         return cls(
-            completion_tokens=data["completion_tokens"],
-            prompt_tokens=data.get("prompt_tokens") or 0,
-            cached_tokens=data.get("cached_tokens"),
-            verify_rounds=data.get("verify_rounds") or 0,
-            correct_drafts=data.get("correct_drafts") or 0,
-            proposed_drafts=data.get("proposed_drafts") or 0,
-            accept_histogram=tuple(histogram) if histogram else None,
+            completion_tokens=check_count(data["completion_tokens"], "completion_tokens"),
+            prompt_tokens=count_in(data, "prompt_tokens"),
+            cached_tokens=optional_count_in(data, "cached_tokens"),
+            verify_rounds=count_in(data, "verify_rounds"),
+            correct_drafts=count_in(data, "correct_drafts"),
+            proposed_drafts=count_in(data, "proposed_drafts"),
+            accept_histogram=histogram_in(data, "accept_histogram"),
         )

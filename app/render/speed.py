@@ -23,7 +23,7 @@ def speed_by_context(store: ChatStore) -> str:
     for reply in store.measured_replies():
         if reply.status in COUNTED:
             run = reply.run
-            key = f"{run.model} · {run.profile} · {run.kind}" if run else "engine unknown"
+            key = f"{run.model} · {run.profile_label} · {run.kind}" if run else "engine unknown"
             groups.setdefault(key, []).append(reply.stats)
     if not groups:
         return "No measured replies yet."

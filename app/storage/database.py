@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,7 +14,7 @@ from sqlite_utils import Database
 from app import __version__
 from app.core.errors import DatabaseCorrupt, DatabaseLocked, StorageError
 from app.files import private_dir, private_file
-from app.storage.schema import MIGRATIONS, unknown_migrations
+from app.storage.schema import MIGRATIONS, READ_WITHOUT, unknown_migrations
 
 
 def utc_now() -> str:
@@ -26,11 +27,22 @@ class Connection:
 
     Durability: WAL journal with `synchronous=FULL`, so every committed transaction
     survives a killed process (and a power cut). Use it on the thread that opened it.
+
+    A history whose file or folder cannot be written (`writable`) opens only `read_only`:
+    SQLite's `mode=ro` and, when no write-ahead log holds changes (a history closed
+    cleanly), `immutable=1`, which reads the file as it is and adds no file beside it;
+    every write then fails as read-only.
     """
 
-    def __init__(self, path: Path, busy_timeout_s: float) -> None:
+    def __init__(self, path: Path, busy_timeout_s: float, *, read_only: bool = False) -> None:
         self.path = path
         self.busy_timeout_s = busy_timeout_s
+        self.read_only = read_only
+        if read_only:
+            self.db = Database(self._connect_read_only(), execute_plugins=False)
+            return
+        if not writable(path):
+            raise StorageError(f"{path} is read-only (the file or its folder): {READ_ONLY_HINT}")
         try:
             private_dir(path.parent)
         except OSError as exc:
@@ -50,11 +62,7 @@ class Connection:
                 # database, or whose schema is damaged, fails here and stays untouched.
                 self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
                 if newer := unknown_migrations(self.db):
-                    raise StorageError(
-                        f"{path} was written by a newer ling-chat (its schema has "
-                        f"{', '.join(newer)}, which ling-chat {__version__} does not know); "
-                        "it was left untouched: upgrade ling-chat to open it"
-                    )
+                    raise StorageError(_newer(path, newer))
                 self.db.enable_wal()
                 self.db.execute("PRAGMA synchronous = FULL")
                 self.db.execute("PRAGMA foreign_keys = ON")
@@ -66,6 +74,57 @@ class Connection:
         except BaseException:
             conn.close()
             raise
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """The file opened read-only, its schema checked; nothing is ever written.
+
+        Raises:
+            StorageError: it cannot be read, is no database, needs a migration that reading
+                cannot do without, or has a write-ahead log SQLite cannot read from here.
+        """
+        path = self.path
+        uri = path.absolute().as_uri()
+        wal = path.with_name(f"{path.name}-wal")
+        with self.errors():
+            if not (wal.exists() and wal.stat().st_size):  # the file holds it all: as it is
+                conn = self._open_checked(f"{uri}?mode=ro&immutable=1")
+            else:
+                try:
+                    conn = self._open_checked(f"{uri}?mode=ro")
+                except sqlite3.OperationalError as exc:
+                    if getattr(exc, "sqlite_errorname", "") != "SQLITE_CANTOPEN":
+                        raise
+                    raise StorageError(
+                        f"{path} is read-only and its last changes are still in {wal.name}, "
+                        "which SQLite reads only where it may add a shared-memory file: copy "
+                        "the folder somewhere writable to read it whole"
+                    ) from exc
+        try:
+            with self.errors():
+                db = Database(conn, execute_plugins=False)
+                if newer := unknown_migrations(db):
+                    raise StorageError(_newer(path, newer))
+                needed = [m.name for m in MIGRATIONS.pending(db) if m.name not in READ_WITHOUT]
+                if needed:
+                    raise StorageError(
+                        f"{path} is read-only, and reading it needs {', '.join(needed)}, which "
+                        "writes it: open it once where it can be written"
+                    )
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _open_checked(self, uri: str) -> sqlite3.Connection:
+        """A read-only connection to `uri` whose header and schema were read (`mode=ro`:
+        the history is never written; `VACUUM INTO` still copies it)."""
+        conn = sqlite3.connect(uri, uri=True, timeout=self.busy_timeout_s)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def close(self) -> None:
         """Close the connection (uncommitted work is rolled back)."""
@@ -117,9 +176,32 @@ class Connection:
                 "close other ling-chat windows and try again"
             )
         if name.startswith("SQLITE_READONLY"):
-            return StorageError(f"cannot write {path}: the file or its folder is read-only")
+            return StorageError(f"{path} is read-only (the file or its folder): {READ_ONLY_HINT}")
         if name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR"):
             return StorageError(f"cannot write {path}: {exc} (is the disk full?)")
         if name.startswith("SQLITE_CANTOPEN"):
             return StorageError(f"cannot open {path}: {exc}")
         return StorageError(f"{path}: {exc}")
+
+
+READ_ONLY_HINT = (
+    "reading works (history, history show/stats, export, history backup), changing it does not"
+)
+"""What a read-only history still allows, for the line that refuses a change."""
+
+
+def writable(path: Path) -> bool:
+    """Whether the history at `path` can be written: the file, if it exists, and its folder
+    (where SQLite keeps its journal), if that exists (a missing one is created)."""
+    folder = path.parent
+    if path.exists() and not os.access(path, os.W_OK):
+        return False
+    return not folder.is_dir() or os.access(folder, os.W_OK | os.X_OK)
+
+
+def _newer(path: Path, names: list[str]) -> str:
+    return (
+        f"{path} was written by a newer ling-chat (its schema has {', '.join(names)}, which "
+        f"ling-chat {__version__} does not know); it was left untouched: upgrade ling-chat "
+        "to open it"
+    )

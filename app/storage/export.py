@@ -121,7 +121,7 @@ def as_csv(export: Export) -> Iterator[str]:
             message.id,
             message.created_at,
             message.status.value,
-            *(getattr(run, name) if run else "" for name in _RUN_COLUMNS),
+            *(_run_cell(run, name) for name in _RUN_COLUMNS),
             *(_blank_if_none(getattr(message.stats, name)) for name in _STATS_COLUMNS),
         ]
         writer.writerow([_as_text(cell) if isinstance(cell, str) else cell for cell in cells])
@@ -129,6 +129,13 @@ def as_csv(export: Export) -> Iterator[str]:
         buffer.seek(0)
         buffer.truncate()
     yield buffer.getvalue()  # the header of an empty history
+
+
+def _run_cell(run: EngineRun | None, name: str) -> Any:
+    """A run's cell: blank without a run; its profile labelled unproven where it was."""
+    if run is None:
+        return ""
+    return run.profile_label if name == "profile" else getattr(run, name)
 
 
 def _blank_if_none(value: Any) -> Any:

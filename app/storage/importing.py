@@ -1,7 +1,8 @@
 """Reading a JSON or JSONL export (schema version 1, `export.py`) back into a history.
 
 Everything goes in one transaction: a file that fails anywhere adds nothing. Ids are new.
-The JSON is read within limits first (`import_json`): text size, duplicate keys, nesting.
+The JSON is read in pieces (`import_file`), within limits (`import_json`): text size, duplicate
+keys, nesting.
 A conversation already present (same creation time and title, e.g. imported before) is
 skipped, and an engine run already present is reused, so importing twice adds nothing.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -23,14 +24,17 @@ from sqlite_utils import Database
 
 from app.core.chat import Role, Sampling
 from app.core.errors import ImportFailed
+from app.core.reply_usage import histogram_in, optional_count_in
 from app.storage import rows
 from app.storage.export import SCHEMA_VERSION
-from app.storage.import_json import documents, read_text
+from app.storage.import_file import ExportReader
 from app.storage.models import MessageStatus
 from app.storage.store import ChatStore
 from app.telemetry import ReplyStats
 from app.telemetry.metrics import LEGACY_VERIFY_ROUNDS
 
+PRESENT = "SELECT 1 FROM conversations WHERE created_at = ? AND title = ?"
+"""A conversation already in the history: the same creation time and title (indexed)."""
 _RUN_KEYS = ("kind", "model", "sglang_version", "profile", "proof_summary", "started_at")
 _ERRORS = (
     TypeError,
@@ -47,12 +51,12 @@ MAX_NAME_CHARS = 1000
 _NAMES = frozenset({"title", *_RUN_KEYS[:-1]})
 _MAX_DRAFT_POSITIONS = 64
 """The most accept-histogram entries an import takes (a verify round checks 4 or 9 tokens)."""
-_MAX_COUNT = 1 << 53
-"""The largest count an import takes: past it a float no longer holds every whole number."""
-_STATS_NUMBERS = [f.name for f in fields(ReplyStats) if f.name not in ("accept_histogram", "extra")]
-_STATS_WHOLE = frozenset(
-    {"prompt_tokens", "completion_tokens", "verify_rounds", "cached_tokens", LEGACY_VERIFY_ROUNDS}
-)
+_STATS_COUNTS = ("prompt_tokens", "completion_tokens", "verify_rounds", "cached_tokens")
+_STATS_NUMBERS = [
+    f.name
+    for f in fields(ReplyStats)
+    if f.name not in ("accept_histogram", "extra", *_STATS_COUNTS)
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,55 +68,46 @@ class Imported:
     """Conversations already in the history."""
 
 
-def read_export(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The engine runs and conversations of a JSON or JSONL export file.
-
-    Raises:
-        ImportFailed: the file cannot be read, or is no ling-chat export of this schema.
-    """
-    text = read_text(path)
-    runs: dict[Any, dict[str, Any]] = {}
-    conversations = []
-    for where, document in documents(path, text):
-        if not isinstance(document, dict) or document.get("schema_version") != SCHEMA_VERSION:
-            raise ImportFailed(
-                f"{where}: not a ling-chat export of schema version {SCHEMA_VERSION}"
-            )
-        found = document.get("conversations", [document.get("conversation")])
-        if not isinstance(found, list) or not all(isinstance(c, dict) for c in found):
-            raise ImportFailed(f"{where}: no conversations")
-        conversations += found
-        runs.update((run["id"], run) for run in _engine_runs(where, document))
-    return list(runs.values()), conversations
+Progress = Callable[[int, int], None]
+"""Told (bytes read, bytes in all) of the file as an import goes."""
 
 
-def import_export(store: ChatStore, path: Path) -> Imported:
+def import_export(store: ChatStore, path: Path, progress: Progress | None = None) -> Imported:
     """Add the conversations of an export file to `store`, all or nothing.
 
-    Every field is checked for its type and range first; the error names the record and
-    the field, e.g. `conversations[0].sampling.temperature`.
+    The file is read in pieces (`import_file`), each conversation checked field by field
+    and inserted as it comes, in one transaction; the error names the record and the field,
+    e.g. `conversations[0].sampling.temperature`.
 
     Raises:
         ImportFailed: the file is unreadable, malformed or holds no conversation (then
             nothing was added).
         StorageError: the history cannot be written.
     """
-    runs, conversations = read_export(path)
-    if not conversations:
-        raise ImportFailed(f"no conversations in {path}")
-    with store.transaction() as db:
-        try:
-            run_ids = {}
-            for index, run in enumerate(runs):
-                with _within(f"engine_runs[{index}]"):
-                    run_ids[run["id"]] = _run_id(db, run)
-            added = 0
-            for index, record in enumerate(conversations):
-                with _within(f"conversations[{index}]"):
-                    added += _conversation(db, record, run_ids)
-        except _Malformed as exc:
-            raise ImportFailed(f"{path}: {exc}") from exc
-    return Imported(added, len(conversations) - added)
+    with ExportReader(path) as reader, store.transaction() as db:
+        run_ids: dict[int, int] = {}
+        added = total = 0
+        for document in reader.documents():
+            if document.fields.get("schema_version") != SCHEMA_VERSION:
+                raise ImportFailed(
+                    f"{document.where}: not a ling-chat export of schema version {SCHEMA_VERSION}"
+                )
+            try:
+                for run in _engine_runs(document.where, document.fields):
+                    if run["id"] not in run_ids:
+                        with _within(f"engine_runs[{len(run_ids)}]"):
+                            run_ids[run["id"]] = _run_id(db, run)
+                for record in document.conversations:
+                    with _within(f"conversations[{total}]"):
+                        added += _conversation(db, record, run_ids)
+                    total += 1
+                    if progress is not None:
+                        progress(reader.done_bytes, reader.size)
+            except _Malformed as exc:
+                raise ImportFailed(f"{document.where}: {exc}") from exc
+        if not total:
+            raise ImportFailed(f"no conversations in {path}")
+    return Imported(added, total - added)
 
 
 class _Malformed(Exception):
@@ -205,7 +200,7 @@ def _number(
 def _choice(record: Mapping[str, Any], key: str, kind: type[StrEnum]) -> str:
     """`record[key]`, which must be one of `kind`'s values."""
     value = record[key]
-    if not isinstance(value, str) or value not in {member.value for member in kind}:
+    if not isinstance(value, str) or value not in kind.__members__.values():
         allowed = ", ".join(member.value for member in kind)
         raise _Malformed(f"{key}: {value!r} is not one of {allowed}")
     return str(value)
@@ -227,24 +222,29 @@ def _sampling(record: Mapping[str, Any]) -> Sampling:
 
 
 def _stats(message: Mapping[str, Any]) -> ReplyStats:
-    """A reply's measurements: finite numbers >= 0, token counts whole (or null)."""
+    """A reply's measurements: finite numbers >= 0 and counts (`check_count`), or null."""
     data = _object(message, "stats")
     with _within("stats"):
-        for key in (*_STATS_NUMBERS, LEGACY_VERIFY_ROUNDS):
-            _number(data, key, whole=key in _STATS_WHOLE)
-        histogram = data.get("accept_histogram")
-        if histogram is not None and not (
-            isinstance(histogram, list)
-            and len(histogram) <= _MAX_DRAFT_POSITIONS
-            and all(type(n) is int and 0 <= n <= _MAX_COUNT for n in histogram)
-        ):
-            raise _Malformed(
-                f"accept_histogram: not a list of at most {_MAX_DRAFT_POSITIONS} whole numbers "
-                f"from 0 to {_MAX_COUNT}"
-            )
+        for key in _STATS_NUMBERS:
+            _number(data, key)
         extra = data.get("extra")
-        if extra is not None:  # an export of an older version kept cached_tokens there
-            _number(_object(data, "extra"), "cached_tokens", whole=True)
+        try:
+            for key in (*_STATS_COUNTS, LEGACY_VERIFY_ROUNDS):
+                optional_count_in(data, key)
+            if extra is not None:  # an export of an older version kept cached_tokens there
+                optional_count_in(_object(data, "extra"), "cached_tokens", "extra.cached_tokens")
+        except ValueError as exc:
+            raise _Malformed(str(exc)) from None
+        histogram = data.get("accept_histogram")
+        if isinstance(histogram, list) and len(histogram) > _MAX_DRAFT_POSITIONS:
+            raise _Malformed(
+                f"accept_histogram: {len(histogram):,} entries, over the limit of "
+                f"{_MAX_DRAFT_POSITIONS}"
+            )
+        try:
+            histogram_in(data, "accept_histogram")
+        except ValueError as exc:
+            raise _Malformed(f"accept_histogram: {exc}") from None
         return ReplyStats.from_dict(data)
 
 
@@ -264,11 +264,8 @@ def _run_id(db: Database, run: Mapping[str, Any]) -> int:
 
 def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any, int]) -> bool:
     """Insert one conversation with its messages; False when it is there already."""
-    present = db.query(
-        "SELECT 1 FROM conversations WHERE created_at = ? AND title = ?",
-        [_date(record, "created_at"), _text(record, "title")],
-    )
-    if next(iter(present), None) is not None:
+    key = [_date(record, "created_at"), _text(record, "title")]
+    if db.conn.execute(PRESENT, key).fetchone() is not None:
         return False
     conversation_id = rows.insert(
         db,
@@ -315,4 +312,4 @@ def _message(
     if message.get("stats") is not None:
         stats = _stats(message)
         run_id = run_ids.get(message.get("engine_run_id"))
-        db.table("measurements").insert(rows.measurement(message_id, run_id, stats))
+        rows.insert(db, "measurements", rows.measurement(message_id, run_id, stats))

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from app.core.chat import Role, Sampling
+from app.core.proof_report import ProofReport
 from app.telemetry import ReplyStats
 
 
@@ -84,6 +85,17 @@ class EngineRun:
     proof: Mapping[str, Any]
     """`ProofReport.to_dict()`."""
     started_at: str
+
+    @property
+    def profile_label(self) -> str:
+        """The profile as reports show it: `stack`, or `stack (unproven)` where the proof
+        did not pass (a server chatted with anyway, `--allow-unoptimized`), did not run, or
+        cannot be read."""
+        try:
+            proven = bool(self.proof) and ProofReport.from_dict(self.proof).ok
+        except (KeyError, TypeError, ValueError):
+            proven = False
+        return self.profile if proven else f"{self.profile} (unproven)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, fields
+from dataclasses import fields
 from enum import StrEnum
 from typing import Any, TypeVar, cast
 
 from sqlite_utils import Database
 
 from app.core.chat import Role, Sampling
+from app.core.reply_usage import check_count
 from app.storage.models import Conversation, EngineRun, MessageStatus, StoredMessage
 from app.telemetry import ReplyStats
 
@@ -47,7 +49,7 @@ FROM measurements AS r JOIN messages AS m ON m.id = r.message_id ORDER BY m.id
 
 def sampling_json(sampling: Sampling) -> str:
     """Sampling as the JSON stored in `conversations.sampling`."""
-    return json.dumps(asdict(sampling), sort_keys=True)
+    return json.dumps({name: getattr(sampling, name) for name in _SAMPLING_FIELDS}, sort_keys=True)
 
 
 def sampling_from(stored: Mapping[str, Any]) -> Sampling:
@@ -124,28 +126,37 @@ def select_measured(db: Database) -> list[tuple[int, MessageStatus, int | None, 
 
 
 def _stats(row: Mapping[str, Any]) -> ReplyStats:
-    """A reply's stored stats; a number that is not finite and >= 0 reads as unknown."""
+    """A reply's stored stats; a number that is not finite and >= 0, or a count that is not
+    one (`check_count`), reads as unknown."""
     histogram = _json(row["accept_histogram"], None)
     extra = _json(row["extra"], {})
-    numbers = {name: _number(row[name], whole=name in _WHOLE) for name in _MEASURED}
+    numbers: dict[str, Any] = {
+        name: _count(row[name]) if name in _WHOLE else _number(row[name]) for name in _MEASURED
+    }
     return ReplyStats(
         **{**numbers, **{name: numbers[name] or 0 for name in _REQUIRED}},
         accept_histogram=(
             tuple(histogram)
-            if isinstance(histogram, list) and all(type(n) is int for n in histogram)
+            if isinstance(histogram, list) and all(_count(n) is not None for n in histogram)
             else None
         ),
         extra=extra if isinstance(extra, dict) else {},
     )
 
 
-def _number(value: Any, *, whole: bool = False) -> Any:
-    """`value` when it is a finite number >= 0 (an int, when `whole`), else None."""
+def _number(value: Any) -> Any:
+    """`value` when it is a finite number >= 0, else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    if not math.isfinite(value) or value < 0 or (whole and value != int(value)):
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _count(value: Any) -> int | None:
+    """`value` when it is a count (`check_count`), else None."""
+    try:
+        return check_count(value, "a stored count")
+    except ValueError:
         return None
-    return int(value) if whole else value
 
 
 def _json(text: Any, default: Any) -> Any:
@@ -213,5 +224,11 @@ def touch(db: Database, conversation_id: int, now: str) -> bool:
 
 
 def insert(db: Database, table: str, row: dict[str, Any]) -> int:
-    """Insert one row; returns its integer primary key."""
-    return cast(int, db.table(table).insert(row).last_pk)
+    """Insert one row of plain values (no JSON conversion); returns its integer primary key."""
+    return cast(int, db.conn.execute(_insert_sql(table, tuple(row)), tuple(row.values())).lastrowid)
+
+
+@functools.cache
+def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
+    names = ", ".join(f'"{name}"' for name in columns)
+    return f'INSERT INTO "{table}" ({names}) VALUES ({", ".join("?" * len(columns))})'

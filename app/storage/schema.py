@@ -7,6 +7,9 @@ from sqlite_utils.db import ForeignKey
 
 MIGRATIONS = Migrations("ling-chat")
 """Applied in order by `Connection`; each runs in one transaction with its bookkeeping."""
+READ_WITHOUT = frozenset({"m003_conversation_key_index"})
+"""Migrations a history can be read without (an index: the same rows, found slower), so a
+read-only history that lacks them still opens for reading."""
 
 
 def unknown_migrations(db: Database) -> list[str]:
@@ -139,3 +142,10 @@ def m002_counter_names(db: Database) -> None:
             AND json_type(extra, '$.cached_tokens') = 'integer'
         """
     )
+
+
+@MIGRATIONS()
+def m003_conversation_key_index(db: Database) -> None:
+    """An index on what makes an imported conversation one already there (its creation time
+    and title): the import's duplicate check reads it instead of every conversation."""
+    db.table("conversations").create_index(["created_at", "title"])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -14,13 +13,12 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from app.core.chat import Role, Sampling
+from app.core.chat import MAX_TEXT_CHARS, Role, Sampling
 from app.core.errors import StorageError
 from app.core.proof_report import ProofReport
-from app.files import private_file
+from app.files import new_file
 from app.storage import rows
-from app.storage.database import Connection, utc_now
-from app.storage.import_json import MAX_TEXT_CHARS
+from app.storage.database import Connection, utc_now, writable
 from app.storage.matching import match_filter, snippet
 from app.storage.models import (
     Conversation,
@@ -57,6 +55,13 @@ class ChatStore:
             StorageError: the file or its folder cannot be created, read or written.
         """
         return cls(Connection(path, busy_timeout_s))
+
+    @classmethod
+    def open_to_read(cls, path: Path, busy_timeout_s: float = 5.0) -> ChatStore:
+        """`open` for the commands that only read: where the file or its folder cannot be
+        written (`writable`), the history opens read-only instead (`Connection`), and any
+        change fails in one line that says so."""
+        return cls(Connection(path, busy_timeout_s, read_only=not writable(path)))
 
     def check_writable(self) -> None:
         """Take the write lock and let it go: a history that cannot be written fails now.
@@ -162,6 +167,13 @@ class ChatStore:
             found = self._connection.db.query(sql, [-1 if limit is None else limit])
             return [rows.conversation(row) for row in found]
 
+    def count_conversations(self, *, include_archived: bool = False) -> int:
+        """How many conversations `list_conversations` would list without a limit."""
+        where = "" if include_archived else "WHERE archived = 0"
+        with self._connection.errors():
+            (row,) = self._connection.db.query(f"SELECT count(*) AS n FROM conversations {where}")
+        return int(row["n"])
+
     def get_conversation(self, conversation_id: int) -> Conversation:
         """One conversation; an unknown id raises StorageError."""
         with self._connection.errors():
@@ -217,24 +229,20 @@ class ChatStore:
         with self._connection.errors():
             self._connection.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def backup(self, path: Path) -> None:
-        """Write a consistent copy of the whole history to a new file (`VACUUM INTO`).
+    def backup(self, path: Path, *, replace: bool = False) -> None:
+        """Write a consistent copy of the whole history to `path` (`VACUUM INTO`), whole or
+        not at all, never through a link (`app.files`).
 
         Raises:
-            StorageError: `path` exists already or cannot be written (then no part of the
-                copy is left behind).
+            TargetExists: `path` exists and `replace` is False.
+            ExportError: `path` is a link or cannot be written.
+            StorageError: the history or the copy failed (no part of the copy is left).
         """
-        if os.path.lexists(path):
-            raise StorageError(f"{path} exists already: a backup never overwrites a file")
-        try:
-            private_file(path)  # VACUUM INTO fills an empty file and keeps its mode
-        except OSError as exc:
-            raise StorageError(f"cannot write {path}: {exc.strerror}") from exc
-        with self._connection.errors():
-            try:
-                self._connection.db.execute("VACUUM INTO ?", [str(path)])
+        with new_file(path, replace=replace) as temp, self._connection.errors():
+            try:  # VACUUM INTO fills the empty, private temporary file and keeps its mode
+                self._connection.db.execute("VACUUM INTO ?", [str(temp)])
             except sqlite3.Error as exc:
-                _remove_partial_backup(path)
+                temp.with_name(f"{temp.name}-journal").unlink(missing_ok=True)
                 if not getattr(exc, "sqlite_errorname", "").startswith(_WRITE_ERRORS):
                     raise  # about the history itself: `errors()` describes it
                 raise self._connection.describe(exc, path) from exc
@@ -306,7 +314,7 @@ class ChatStore:
             db.execute("DELETE FROM messages WHERE id = ?", [message_id])
             rows.touch(db, found[0]["conversation_id"], utc_now())
 
-    def search(self, text: str, *, limit: int = 50) -> list[SearchHit]:
+    def search(self, text: str, *, limit: int | None = 50) -> list[SearchHit]:
         """Messages containing every whitespace-separated term of `text`, newest first.
 
         Terms are matched literally and case-insensitively as substrings (no query
@@ -322,7 +330,7 @@ class ChatStore:
             f" WHERE {where} ORDER BY m.id DESC LIMIT ?"
         )
         with self._connection.errors():
-            found = list(self._connection.db.query(sql, [*params, limit]))
+            found = list(self._connection.db.query(sql, [*params, -1 if limit is None else limit]))
         return [
             SearchHit(
                 conversation_id=row["conversation_id"],
@@ -381,9 +389,3 @@ class ChatStore:
 
 _WRITE_ERRORS = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY")
 """SQLite errors of writing a new file: a failed backup's, not the history's."""
-
-
-def _remove_partial_backup(path: Path) -> None:
-    """Remove what a failed `VACUUM INTO` left of a new backup file and its journal."""
-    for leftover in (path, path.with_name(f"{path.name}-journal")):
-        leftover.unlink(missing_ok=True)

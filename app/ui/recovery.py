@@ -17,7 +17,8 @@ class RecoveryFile:
     """One file per session, rewritten with the replies still unsaved, removed once none is."""
 
     def __init__(self, db_path: Path, folders: Sequence[Path] | None = None) -> None:
-        self._name = f"unsaved-replies-{datetime.now():%Y%m%d-%H%M%S}.md"
+        self.name = f"unsaved-replies-{datetime.now():%Y%m%d-%H%M%S}.md"
+        """The file's name, in whichever folder takes it."""
         self._folders = tuple(folders or (db_path.parent, Path.home(), Path(tempfile.gettempdir())))
         self.path: Path | None = None
         """Where the unsaved replies are now, if anywhere."""
@@ -31,9 +32,9 @@ class RecoveryFile:
         text = recovery_markdown(runs)
         failures = []
         for folder in dict.fromkeys((*([self.path.parent] if self.path else []), *self._folders)):
-            path = folder / self._name
+            path = folder / self.name
             try:
-                write_atomic(path, [text])
+                write_atomic(path, [text], replace=path == self.path)
             except ExportError as error:
                 failures.append(str(error))
                 continue

@@ -29,7 +29,8 @@ from textual.await_complete import AwaitComplete
 from textual.widgets import Markdown, TextArea
 
 from app.backend.protocol import ReplyEvent, TextChunk
-from app.backend.replay import TRACE_FORMAT, TRACE_VERSION, ReplayBackend
+from app.backend.replay import ReplayBackend
+from app.backend.trace import TRACE_FORMAT, TRACE_VERSION
 from app.core.chat import ChatMessage, Sampling
 from app.core.proof_report import ProofLine, ProofReport, Verdict
 from app.core.reply_usage import ReplyUsage
@@ -204,7 +205,7 @@ async def run_once(tps: float, tokens_per_chunk: int, kib: float, refresh_hz: fl
     watch.install()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "trace.json"
-        write_atomic(path, [json.dumps(trace)])
+        write_atomic(path, [json.dumps(trace)], replace=True)
         with ChatStore.open(Path(folder) / "history.db") as store:
             app = LingChatApp(
                 WatchedReplay(path, watch),

@@ -19,6 +19,8 @@ import pytest
 
 from app.backend.protocol import ReplyError
 from app.backend.remote.remote import RemoteBackend
+from app.backend.remote.stream import MAX_REPLY_BYTES, MAX_REPLY_CHARS, MAX_REPLY_EVENTS
+from app.backend.wire import MAX_EVENT_LINE
 from app.core.chat import ChatMessage, Role, Sampling
 from app.core.errors import BadServerAnswer, LingChatError
 from app.storage import ChatStore, MessageStatus
@@ -29,16 +31,17 @@ SENT_AT_MOST = 256 << 20
 PIECE = 64 << 10
 HELLO = (ChatMessage(Role.USER, "Hi"),)
 SERVER_INFO = b'{"version": "0.5.23", "model_path": "m"}'
+EVENTS = "text/event-stream"
 
 Send = Callable[[BaseHTTPRequestHandler], None]
 
 
-def endless(first: bytes, piece: bytes) -> Send:
+def endless(first: bytes, piece: bytes, content_type: str = "application/json") -> Send:
     """Chunked: `first`, then `piece` again and again."""
 
     def send(handler: BaseHTTPRequestHandler) -> None:
         handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Type", content_type)
         handler.send_header("Transfer-Encoding", "chunked")
         handler.end_headers()
         sent = 0
@@ -157,10 +160,16 @@ async def test_an_endless_health_answer_is_one_line(serve) -> None:
 @pytest.mark.parametrize(
     ("answer", "message"),
     [
-        (endless(b"data: ", b"x" * PIECE), "an event line is longer than 1,048,576 characters"),
-        (whole(b"data: " + b"[" * 100_000 + b"\n\n"), "an event nests deeper than 64 levels"),
         (
-            whole(b'data: {"usage": ' + b"{" * 100 + b"\n\n"),
+            endless(b"data: ", b"x" * PIECE, EVENTS),
+            "an event line is longer than 1,048,576 characters",
+        ),
+        (
+            whole(b"data: " + b"[" * 100_000 + b"\n\n", EVENTS),
+            "an event nests deeper than 64 levels",
+        ),
+        (
+            whole(b'data: {"usage": ' + b"{" * 100 + b"\n\n", EVENTS),
             "an event nests deeper than 64 levels",
         ),
     ],
@@ -262,12 +271,56 @@ HUGE = 10**30
             ],
             "an accept_histogram bin = -1 is not a count in 0..1,000,000,000",
         ),
+        (
+            [text_chunk("Hi", 1), text_chunk(" there", 2), {"usage": {"completion_tokens": "2"}}],
+            "completion_tokens is '2', not a whole number",
+        ),
+        (
+            [text_chunk("Hi", 1), text_chunk(" there", 2), {"usage": {"completion_tokens": 2.0}}],
+            "completion_tokens is 2.0, not a whole number",
+        ),
+        (
+            [
+                text_chunk("Hi", 1),
+                text_chunk(" there", 2),
+                FINISH,
+                {"usage": {"prompt_tokens": "5"}},
+            ],
+            "prompt_tokens is '5', not a whole number",
+        ),
+        (
+            [
+                text_chunk("Hi", 1),
+                text_chunk(" there", 2),
+                FINISH,
+                {"usage": {"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": 1.5}}},
+            ],
+            "cached_tokens is 1.5, not a whole number",
+        ),
+        (
+            [
+                text_chunk("Hi", 1),
+                text_chunk(" there", 2),
+                FINISH,
+                {"sglext": {"spec_tokens_details": {"spec_verify_ct": "1"}}},
+            ],
+            "verify_rounds is '1', not a whole number",
+        ),
+        (
+            [
+                text_chunk("Hi", 1),
+                text_chunk(" there", 2),
+                FINISH,
+                {"sglext": {"spec_tokens_details": {"spec_correct_drafts_histogram": "1,2"}}},
+            ],
+            "accept_histogram is '1,2', not a list",
+        ),
     ],
 )
 async def test_an_absurd_count_from_a_server_ends_the_reply_in_one_line_and_it_is_stored(
     serve, tmp_path: Path, chunks: list[dict[str, Any]], message: str
 ) -> None:
-    url = serve({"/v1/chat/completions": whole(sse_reply(*chunks), "text/event-stream")})
+    url = serve({"/v1/chat/completions": whole(sse_reply(*chunks), EVENTS)})
     backend = RemoteBackend(url)
     with ChatStore.open(tmp_path / "history.db") as store:
         conversation = store.create_conversation("numbers")
@@ -377,3 +430,92 @@ async def test_a_reply_that_stalls_on_keepalives_ends_after_the_wait_with_its_te
     assert isinstance(error, ReplyError)
     assert error.message == f"{url} did not send the reply's next token {HINT}"
     assert seconds < WAIT_S + 3
+
+
+def _line_just_under_the_limit(**fields: Any) -> bytes:
+    """An SGLang-shaped event whose line is a few characters under the 1 MiB line limit and
+    that nests 62 levels deep (the limit is 64), its content text filling the rest."""
+    fields["pad"] = json.loads("[" * 60 + "]" * 60)
+    event = {"choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": None}], **fields}
+    bare = len(b"data: " + json.dumps(event).encode())
+    event["choices"][0]["delta"]["content"] = "x" * (MAX_EVENT_LINE - bare - 8)
+    line = b"data: " + json.dumps(event).encode() + b"\n"
+    assert MAX_EVENT_LINE - 10 < len(line) - 1 < MAX_EVENT_LINE
+    return line
+
+
+TEXT_LINE = _line_just_under_the_limit()
+COMMENT_LINE = b": " + b"k" * (MAX_EVENT_LINE - 10) + b"\n"
+TINY_LINE = b'data: {"choices": []}\n'
+
+
+@pytest.mark.parametrize(
+    ("piece", "bound"),
+    [
+        (
+            TEXT_LINE,
+            f"more than {MAX_REPLY_CHARS:,} characters of text for one reply (a message's limit)",
+        ),
+        (COMMENT_LINE, f"more than {MAX_REPLY_BYTES >> 20} MiB for one reply"),
+        pytest.param(
+            TINY_LINE * 1000,
+            f"more than {MAX_REPLY_EVENTS:,} event lines for one reply",
+            marks=pytest.mark.slow,  # 262,144 lines parsed under tracemalloc: some 15 s
+        ),
+    ],
+    ids=["text", "bytes", "events"],
+)
+async def test_a_stream_of_valid_lines_under_every_line_limit_ends_at_a_reply_bound(
+    serve, tmp_path: Path, piece: bytes, bound: str
+) -> None:
+    """Before: many such lines took 1.6 GB and a core for a minute, until the server wait
+    fired and blamed the server. Now one line names the bound, the text so far is stored,
+    and the memory the reply holds stays far below what the server sent."""
+    url = serve({"/v1/chat/completions": endless(piece, piece, EVENTS)})
+    backend = RemoteBackend(url)
+    with ChatStore.open(tmp_path / "history.db") as store:
+        conversation = store.create_conversation("hostile")
+        request = ReplyRequest(conversation.id, HELLO, Sampling())
+        run = ReplyRun(request, store.start_reply(conversation.id), time.perf_counter)
+        tracemalloc.start()
+        try:
+            async for event in backend.stream_reply(HELLO, Sampling()):
+                run.observe(event)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+            await backend.shutdown()
+        run.close()
+        (reply,) = store.messages(conversation.id)
+
+    assert reply.status is MessageStatus.ERROR
+    assert reply.error == f"{url} sent {bound}: not an SGLang reply, read no further"
+    assert len(reply.content) <= MAX_REPLY_CHARS
+    if piece is TEXT_LINE:
+        assert reply.content == json.loads(TEXT_LINE[6:])["choices"][0]["delta"]["content"]
+    assert peak < 64 << 20
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        (b"<!doctype html>\n<html><body>Sign in</body></html>", "text/html"),
+        (b'{"error": "no such route"}', "application/json"),
+    ],
+)
+async def test_a_chat_answer_that_is_no_event_stream_says_what_it_is(
+    serve, body: bytes, kind: str
+) -> None:
+    """Before: an HTML page without a last newline read as a stream that ended early,
+    `the server may have died`."""
+    url = serve({"/v1/chat/completions": whole(body, kind)})
+    backend = RemoteBackend(url)
+    try:
+        events = await collect(backend.stream_reply(HELLO, Sampling()))
+    finally:
+        await backend.shutdown()
+    (error,) = events
+    assert error.message == (
+        f"{url} answered POST /v1/chat/completions with {kind}, not an event stream: not an "
+        "SGLang chat endpoint (a web page or a proxy at that address?)"
+    )

@@ -57,12 +57,12 @@ def test_a_setting_that_contradicts_the_lever_is_refused_before_anything_loads_e
     model: Path,
     machine: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    capfd: pytest.CaptureFixture[str],
 ):
     for name, value in case.env.items():
         monkeypatch.setenv(name, value)
     assert doctor(model, case.profile, *case.args) == 2
-    captured = capsys.readouterr()
+    captured = capfd.readouterr()
     line = captured.err.strip().splitlines()[-1]
     setting = case.args[0] if case.args else next(f"{k}={v}" for k, v in case.env.items())
     assert line.startswith(f"ling-chat: error: {'--sglang-arg ' if case.args else ''}{setting}")
@@ -77,12 +77,12 @@ def test_a_package_the_lever_runs_on_that_cannot_be_imported_fails_the_preflight
     package: Package,
     model: Path,
     machine: dict[str, Any],
-    capsys: pytest.CaptureFixture[str],
+    capfd: pytest.CaptureFixture[str],
 ):
     error = f"ModuleNotFoundError: No module named '{package.module}'"
     machine["probes"] = dataclasses.replace(HEALTHY_SPARK, import_errors={package.module: error})
     assert doctor(model, profile) == 3
-    captured = capsys.readouterr()
+    captured = capfd.readouterr()
     failed = [line for line in (captured.out + captured.err).splitlines() if "FAIL" in line]
     assert any(
         f"FAIL lever package {package.dist}: `import {package.module}` failed: {error}; "
@@ -94,13 +94,13 @@ def test_a_package_the_lever_runs_on_that_cannot_be_imported_fails_the_preflight
 
 @pytest.mark.parametrize("lever", FLOORS, ids=lambda lever: lever.name)
 def test_a_gpu_older_than_the_lever_runs_on_fails_the_preflight_exit_3(
-    lever: Lever, model: Path, machine: dict[str, Any], capsys: pytest.CaptureFixture[str]
+    lever: Lever, model: Path, machine: dict[str, Any], capfd: pytest.CaptureFixture[str]
 ):
     floor = lever.runs_on.min_sm or 0
     old = GpuInfo(name="an older GPU", sm=floor - 1, total_bytes=80 * 2**30)
     machine["probes"] = dataclasses.replace(HEALTHY_SPARK, gpu=old)
     assert doctor(model, home(lever)) == 3
-    captured = capsys.readouterr()
+    captured = capfd.readouterr()
     failed = [line for line in (captured.out + captured.err).splitlines() if "FAIL" in line]
     assert any(
         "levers on this GPU" in line and f"{lever.called} runs on sm_{floor}" in line

@@ -1,26 +1,22 @@
-"""Exports: each format parsed back, escaping, empty history, and atomic writes."""
+"""Exports: each format parsed back, escaping, empty history."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-import os
-import stat
-from collections.abc import Iterator
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
 from app.core.chat import Sampling
-from app.core.errors import ExportError, StorageError
-from app.files import write_atomic
+from app.core.errors import StorageError
 from app.render.chats import speed_line
 from app.render.formats import FORMATS
-from app.storage import ChatStore, MessageStatus, StoredMessage
+from app.storage import ChatStore, EngineRun, MessageStatus, StoredMessage
 from app.storage.export import CSV_COLUMNS, SCHEMA_VERSION, Export, collect
 from app.telemetry import ReplyStats
+from tests.support.scripted_backend import failing_report, passing_report
 from tests.support.storage import STATS
 
 SPEED = "52.3 tok/s · TPOT 19.1 ms · TTFT 0.41 s · accept 3.12"
@@ -220,67 +216,6 @@ def test_speed_line_shows_only_what_was_measured() -> None:
     assert speed_line(unmeasured) == "TTFT 0.50 s"
 
 
-def test_an_atomic_write_replaces_the_file_and_leaves_no_temporary(tmp_path: Path) -> None:
-    target = tmp_path / "out.md"
-    target.write_text("old")
-    write_atomic(target, iter(["new ", "text"]))
-    assert target.read_text() == "new text"
-    assert list(tmp_path.iterdir()) == [target]
-
-
-def test_a_failing_render_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path) -> None:
-    target = tmp_path / "out.md"
-    target.write_text("old")
-
-    def broken() -> Iterator[str]:
-        yield "half of the new "
-        raise StorageError("database vanished")
-
-    with pytest.raises(StorageError, match="database vanished"):
-        write_atomic(target, broken())
-    assert target.read_text() == "old"
-    assert list(tmp_path.iterdir()) == [target]
-
-
-def test_an_unwritable_target_is_a_one_line_export_error(tmp_path: Path) -> None:
-    target = tmp_path / "taken"
-    target.mkdir()
-    (target / "inside").write_text("keep")
-
-    with pytest.raises(ExportError) as caught:
-        write_atomic(target, ["text"])
-    assert str(caught.value).startswith(f"cannot write {target}: ")
-    assert "\n" not in str(caught.value)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
-    assert (target / "inside").read_text() == "keep"
-    with pytest.raises(ExportError, match="^cannot write to "):
-        write_atomic(tmp_path / "missing" / "out.md", ["text"])
-
-
-def test_an_atomic_write_through_a_symlink_replaces_its_target_and_keeps_the_link(
-    tmp_path: Path,
-) -> None:
-    (tmp_path / "real").mkdir()
-    target = tmp_path / "real" / "out.md"
-    target.write_text("old")
-    link = tmp_path / "link.md"
-    link.symlink_to(target)
-    write_atomic(link, ["new"])
-    assert link.is_symlink() and link.readlink() == target
-    assert target.read_text() == "new"
-    assert sorted(p.name for p in tmp_path.rglob("*")) == ["link.md", "out.md", "real"]
-
-
-def test_an_atomic_write_refuses_a_target_that_is_no_regular_file(tmp_path: Path) -> None:
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    with pytest.raises(ExportError) as caught:
-        write_atomic(fifo, ["text"])
-    assert str(caught.value) == f"cannot write {fifo}: it is not a regular file"
-    assert stat.S_ISFIFO(fifo.lstat().st_mode)
-    assert list(tmp_path.iterdir()) == [fifo]
-
-
 @pytest.mark.parametrize(
     "title",
     ['=HYPERLINK("http://x")', "+1+cmd", "-2+3", "@SUM(A1)", "\t=1", "\r=1", "\uff1dSUM(A1)"],
@@ -311,7 +246,7 @@ def test_no_csv_text_cell_is_a_spreadsheet_formula(store: ChatStore) -> None:
     (row,) = csv.DictReader(io.StringIO(render(collect(store), "csv"), newline=""))
     assert row["model"] == row["kind"] == "'" + FORMULA
     assert (row["title"], row["sglang_version"]) == ("'-2+3", "'+1+cmd")
-    assert row["profile"] == "'@SUM(A1)"
+    assert row["profile"] == "'@SUM(A1) (unproven)"  # no proof ran
     text_cells = [value for key, value in row.items() if key not in ("conversation_id",)]
     assert not any(cell.startswith(("=", "+", "-", "@")) for cell in text_cells)
 
@@ -331,3 +266,19 @@ def test_json_escapes_what_a_terminal_acts_on_and_reads_back_exact(
     conversation = record["conversation"] if fmt == "jsonl" else record["conversations"][0]
     assert conversation["title"] == hostile
     assert conversation["messages"][0]["content"] == hostile
+
+
+@pytest.mark.parametrize(
+    ("proof", "label"),
+    [
+        (passing_report().to_dict(), "stack"),
+        (failing_report().to_dict(), "stack (unproven)"),
+        ({}, "stack (unproven)"),  # no proof ran
+        ({"profile": "stack", "lines": [{"verdict": "maybe"}]}, "stack (unproven)"),  # damaged
+    ],
+)
+def test_a_run_s_profile_reads_unproven_unless_its_proof_passed(
+    proof: dict[str, object], label: str
+) -> None:
+    run = EngineRun(1, "server", "m", "0.5.23", "stack", "", proof, "2026-01-01T00:00:00")
+    assert run.profile_label == label

@@ -5,20 +5,21 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.core.chat import Sampling
+from app.core.chat import MAX_TEXT_CHARS, Sampling
 from app.core.errors import ImportFailed
 from app.files import write_atomic
 from app.render.formats import FORMATS
-from app.storage import ChatStore, MessageStatus
+from app.storage import ChatStore, MessageStatus, import_file
 from app.storage.export import collect
-from app.storage.import_json import MAX_FILE_BYTES, MAX_TEXT_CHARS
-from app.storage.importing import import_export
+from app.storage.import_file import MAX_FILE_BYTES
+from app.storage.importing import PRESENT, import_export
 from tests.support.storage import STATS
 
 IDS = {"id", "conversation_id", "engine_run_id", "exported_at"}
@@ -50,7 +51,7 @@ def source(tmp_path: Path) -> Iterator[ChatStore]:
 
 
 def export_file(store: ChatStore, path: Path) -> Path:
-    write_atomic(path, FORMATS[path.suffix[1:]](collect(store)))
+    write_atomic(path, FORMATS[path.suffix[1:]](collect(store)), replace=True)
     return path
 
 
@@ -197,7 +198,7 @@ def test_a_file_that_would_never_end_or_fill_memory_is_one_line(tmp_path: Path, 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('{"schema_version": 1, "conversation": {}}\nnot json\n', r"export.jsonl:2: not JSON"),
+        ('{"schema_version": 1, "conversations": []}\nnot json\n', r"export.jsonl:2: not JSON"),
         ('{"schema_version": 2, "conversations": []}', r"not a ling-chat export of schema"),
         ('{"schema_version": 1}', r"export.jsonl: no conversations"),
         ('{"schema_version": 1, "x": ' + "1" * 5000 + "}", r"export.jsonl.*digits"),
@@ -247,19 +248,24 @@ OUT_OF_RANGE: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     ),
     "tokens negative": (
         lambda d: _stats(d)["stats"].update(completion_tokens=-3),
-        r"stats\.completion_tokens: -3 is not a whole number at least 0",
+        r"stats\.completion_tokens = -3 is not a count in 0\.\.1,000,000,000$",
+    ),
+    "tokens a string": (
+        lambda d: _stats(d)["stats"].update(prompt_tokens="12"),
+        r"stats\.prompt_tokens is '12', not a whole number$",
     ),
     "tokens a float": (
         lambda d: _stats(d)["stats"].update(prompt_tokens=9.5),
-        r"stats\.prompt_tokens: a float, not a whole number",
+        r"stats\.prompt_tokens is 9\.5, not a whole number$",
     ),
     "histogram negative": (
         lambda d: _stats(d)["stats"].update(accept_histogram=[1, -2]),
-        r"stats\.accept_histogram: not a list of at most 64 whole numbers from 0 to",
+        r"stats\.accept_histogram: an accept_histogram bin = -2 is not a count in "
+        r"0\.\.1,000,000,000$",
     ),
     "histogram of 100,000 entries": (
         lambda d: _stats(d)["stats"].update(accept_histogram=[1] * 100_000),
-        r"stats\.accept_histogram: not a list of at most 64 whole numbers",
+        r"stats\.accept_histogram: 100,000 entries, over the limit of 64$",
     ),
     "a message past the text limit": (
         lambda d: _stats(d).update(content="x" * (MAX_TEXT_CHARS + 1)),
@@ -354,3 +360,73 @@ def test_an_export_of_an_older_version_reads_its_counters_under_their_one_name(
         9,
         STATS.extra,
     )
+
+
+def test_a_bad_line_after_good_ones_adds_nothing(source: ChatStore, tmp_path: Path) -> None:
+    """Conversations go in as they are read: a later line that fails takes them back out."""
+    path = export_file(source, tmp_path / "export.jsonl")
+    first, second = path.read_text().splitlines()
+    broken = second.replace('"role": "user"', '"role": "robot"')
+    path.write_text(f"{first}\n{broken}\n")
+    with ChatStore.open(tmp_path / "target.db") as target:
+        with pytest.raises(ImportFailed, match=r"export.jsonl:2: conversations\[1\]\.messages"):
+            import_export(target, path)
+        assert target.list_conversations(include_archived=True) == []
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_values_cut_across_every_read_read_back_whole(
+    source: ChatStore, tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read 5 bytes at a time, every number, string and multi-byte character is cut."""
+    monkeypatch.setattr(import_file, "_PIECE", 5)
+    source.rename(1, "Boiling pasta 🍝 — ünïcode")
+    path = export_file(source, tmp_path / f"export{suffix}")
+    with ChatStore.open(tmp_path / "target.db") as target:
+        assert import_export(target, path).conversations == 2
+        copied = json.loads("".join(FORMATS["json"](collect(target))))
+    original = json.loads("".join(FORMATS["json"](collect(source))))
+    assert without_ids(copied) == without_ids(original)
+
+
+def test_a_document_with_its_conversations_first_is_read_whole_and_the_same(
+    source: ChatStore, tmp_path: Path
+) -> None:
+    path = export_file(source, tmp_path / "export.json")
+    document = json.loads(path.read_text())
+    reordered = {"conversations": document.pop("conversations"), **document}
+    path.write_text(json.dumps(reordered, indent=2))
+    with ChatStore.open(tmp_path / "target.db") as target:
+        assert import_export(target, path).conversations == 2
+        copied = json.loads("".join(FORMATS["json"](collect(target))))
+    assert len(copied["engine_runs"]) == 1
+    assert _stats(copied)["engine_run_id"] == copied["engine_runs"][0]["id"]
+
+
+def test_a_large_document_is_read_a_conversation_at_a_time(
+    source: ChatStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory holds a piece of the file (64 KiB here) and one conversation, not the parsed
+    file (which takes several times its size): the peak Python allocation is a fraction."""
+    monkeypatch.setattr(import_file, "_PIECE", 1 << 16)
+    path = export_file(source, tmp_path / "export.json")
+    document = json.loads(path.read_text())
+    template = document["conversations"][0]
+    document["conversations"] = [{**template, "title": f"chat {i}"} for i in range(3000)]
+    path.write_text(json.dumps(document, indent=2))
+    size = path.stat().st_size
+    with ChatStore.open(tmp_path / "target.db") as target:
+        tracemalloc.start()
+        try:
+            assert import_export(target, path).conversations == 3000
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert size > 4 << 20
+    assert peak < size / 8
+
+
+def test_the_duplicate_check_reads_an_index(tmp_path: Path) -> None:
+    with ChatStore.open(tmp_path / "target.db") as target:
+        plan = target._connection.db.execute(f"EXPLAIN QUERY PLAN {PRESENT}", ["", ""]).fetchall()
+    assert "USING COVERING INDEX" in plan[0][-1] or "USING INDEX" in plan[0][-1]

@@ -80,13 +80,15 @@ def test_opening_a_missing_file_creates_folders_and_the_full_schema(db_path: Pat
         }
         applied = [m.name for m in MIGRATIONS.applied(db)]
         pending = MIGRATIONS.pending(db)
+        indexes = {tuple(index.columns) for index in db.table("conversations").indexes}
     assert cascades == {
         ("messages", "conversation_id", "CASCADE"),
         ("measurements", "message_id", "CASCADE"),
         ("measurements", "engine_run_id", "SET NULL"),
     }
-    assert applied == ["m001_initial", "m002_counter_names"]
+    assert applied == ["m001_initial", "m002_counter_names", "m003_conversation_key_index"]
     assert pending == []
+    assert ("created_at", "title") in indexes  # the import's duplicate check
 
 
 def test_reopening_applies_nothing_twice_and_keeps_the_data(db_path: Path) -> None:
@@ -100,7 +102,10 @@ def test_reopening_applies_nothing_twice_and_keeps_the_data(db_path: Path) -> No
 
     with Database(db_path) as db:
         assert db.schema == schema
-        assert db.table("_sqlite_migrations").count == 2  # each migration once
+        # each migration once
+        assert db.table("_sqlite_migrations").count == len(
+            MIGRATIONS.pending(Database(memory=True))
+        )
 
 
 def test_the_connection_uses_wal_full_sync_foreign_keys_and_the_busy_timeout(

@@ -12,13 +12,8 @@ import pytest
 from textual.widgets import Static
 
 from app.backend.protocol import DraftShape, ReplyDone, ReplyEvent, TextChunk
-from app.backend.replay import (
-    MAX_START_S,
-    RecordingBackend,
-    ReplayBackend,
-    read_trace,
-    trace_path,
-)
+from app.backend.replay import MAX_START_S, RecordingBackend, ReplayBackend, trace_path
+from app.backend.trace import read_trace
 from app.core.chat import Sampling
 from app.core.errors import BackendError
 from app.core.reply_usage import ReplyUsage
@@ -151,6 +146,40 @@ async def test_a_damaged_reply_in_a_trace_is_a_one_line_error(tmp_path: Path, da
     damage(trace["replies"][0])
     path.write_text(json.dumps(trace))
     with pytest.raises(BackendError, match="malformed trace") as refused:
+        ReplayBackend(path)
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (
+            lambda events: events[-1].update(t=0.0),
+            r"reply 1, event \d+: its time 0 s is before the last event's [\d.]+ s",
+        ),
+        (
+            lambda events: events.insert(0, {**events[-1], "t": 0.0}),
+            "reply 1, event 1: a reply ends with its one done or error event",
+        ),
+        (
+            lambda events: events.insert(1, {**events[-1], "t": events[0]["t"]}),
+            "reply 1, event 2: a reply ends with its one done or error event",
+        ),
+    ],
+    ids=["time backwards", "done first", "done in the middle"],
+)
+async def test_a_reply_that_would_not_play_as_recorded_refuses_the_trace(
+    tmp_path: Path, damage: Callable[[list[dict[str, object]]], None], why: str
+) -> None:
+    """Before: times going back played at 24,510 tok/s, and a `done` first played an empty
+    reply marked complete."""
+    path = tmp_path / "trace.json"
+    _, recorder = await record(path)
+    await collect(recorder)
+    trace = json.loads(path.read_text())
+    damage(trace["replies"][0]["events"])
+    path.write_text(json.dumps(trace))
+    with pytest.raises(BackendError, match=f"^{path}: malformed trace .*{why}") as refused:
         ReplayBackend(path)
     assert "\n" not in str(refused.value)
 

@@ -11,12 +11,12 @@ rate; a figure the record cannot support is left out, never guessed.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final
 
 from app.backend.protocol import LoadStage
+from app.files import write_atomic
 
 WRITES_PER_S: Final = 4
 GB: Final = 1e9
@@ -108,12 +108,12 @@ def _valid(p: LoadProgress) -> bool:
 
 def write_progress(path: Path, progress: LoadProgress) -> None:
     """Replace `path` whole with `progress` (a reader never sees half a file); private to the
-    user, as the logs beside it."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with open(fd, "w", encoding="utf-8") as file:
-        file.write(progress.to_json())
-    os.replace(temporary, path)
+    user, as the logs beside it. Not synced to the disk: a crash may lose a snapshot.
+
+    Raises:
+        ExportError: the file cannot be written.
+    """
+    write_atomic(path, [progress.to_json()], replace=True, sync=False)
 
 
 def progress_line(progress: LoadProgress) -> str:

@@ -31,7 +31,8 @@ from app.backend.engine.config import EngineConfig
 from app.backend.engine.engine import WARMUP_STAGE
 from app.backend.firststart.preflight import GIB
 from app.backend.protocol import ChatBackend, LoadStage
-from app.core.errors import BackendError
+from app.core.errors import BackendError, ExportError
+from app.files import write_atomic
 
 PREPARE_STAGE = "Compiling kernels (first start)"
 CACHE_STAGE = "Checking kernel caches"
@@ -271,7 +272,7 @@ async def prepare(
     record = {"gpu": spec.gpu, "profile": spec.config.profile, "versions": versions()}
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(json.dumps({**record, "seconds": round(took, 1)}))
-    except OSError as exc:
+        write_atomic(marker, [json.dumps({**record, "seconds": round(took, 1)})], replace=True)
+    except (OSError, ExportError) as exc:
         raise BackendError(f"kernels built, but {marker} cannot be written: {exc}") from exc
     yield LoadStage(PREPARE_STAGE, True, time.perf_counter() - t0, "cached for later starts")

@@ -1,7 +1,8 @@
 """One reply's stream from an SGLang server: `POST /v1/chat/completions`, read into events.
 
 The server wait bounds the first token, then each next one (keepalives do not count); a
-stream that ends without `[DONE]` or breaks ends the reply with a one-line `ReplyError`.
+stream that ends without `[DONE]`, breaks, or passes a reply's bounds (its text, its event
+lines, its bytes) ends the reply with a one-line `ReplyError`, its text so far kept.
 """
 
 from __future__ import annotations
@@ -10,18 +11,29 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import httpx
 
-from app.backend.protocol import ReplyError, ReplyEvent
+from app.backend.protocol import ReplyError, ReplyEvent, TextChunk
 from app.backend.remote.http import ServerHttp
 from app.backend.wire import ChatStream, SSELines, WireError
+from app.core.chat import MAX_TEXT_CHARS
 from app.core.errors import BadServerAnswer
 
 STREAM_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=None)
 """For replies: headers arrive only after the first token (`serving_chat.py:2422-2428`);
 reading is bounded by the server wait instead: the first token, then each next one."""
+MAX_REPLY_CHARS: Final = MAX_TEXT_CHARS
+"""The most text (answer and reasoning together) one reply may bring: a message's limit,
+so that the stored reply still exports and imports (131,072 tokens, the longest budget, is
+about 524,288 characters)."""
+MAX_REPLY_EVENTS: Final = 1 << 18
+"""The most event-stream lines (keepalives included) one reply may take: 262,144, two for
+each token of the longest budget (SGLang sends at most one a decode step)."""
+MAX_REPLY_BYTES: Final = 128 << 20
+"""The most bytes one reply's stream may take: 128 MiB, about twice the longest budget
+sent a token a chunk with its usage (some 450 bytes each)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -33,6 +45,41 @@ class RemoteReply:
     """The reply's events, then None once the reading task ended."""
     stopping: bool = False
     task: asyncio.Task[None] | None = None
+
+
+@dataclass(slots=True)
+class ReplyBounds:
+    """What one reply's stream took so far; each method says, in words that follow the
+    server's name, which bound a step passed (None while within them)."""
+
+    taken_bytes: int = 0
+    lines: int = 0
+    chars: int = 0
+
+    def bytes(self, count: int) -> str | None:
+        self.taken_bytes += count
+        if self.taken_bytes > MAX_REPLY_BYTES:
+            return f"sent more than {MAX_REPLY_BYTES >> 20} MiB for one reply: {_NOT_A_REPLY}"
+        return None
+
+    def line(self) -> str | None:
+        self.lines += 1
+        if self.lines > MAX_REPLY_EVENTS:
+            return f"sent more than {MAX_REPLY_EVENTS:,} event lines for one reply: {_NOT_A_REPLY}"
+        return None
+
+    def text(self, event: ReplyEvent) -> str | None:
+        if isinstance(event, TextChunk):
+            self.chars += len(event.answer) + len(event.reasoning)
+        if self.chars > MAX_REPLY_CHARS:
+            return (
+                f"sent more than {MAX_REPLY_CHARS:,} characters of text for one reply (a "
+                f"message's limit): {_NOT_A_REPLY}"
+            )
+        return None
+
+
+_NOT_A_REPLY = "not an SGLang reply, read no further"
 
 
 async def read_reply(http: ServerHttp, reply: RemoteReply, body: Mapping[str, Any]) -> None:
@@ -74,11 +121,24 @@ async def _read_stream(
         ):
             if response.status_code != 200:
                 return http.status_message(await http.error_answer(response, what), what)
+            kind = response.headers.get("content-type", "no content type").split(";")[0].strip()
+            if kind != "text/event-stream":  # SGLang's (serving_chat.py:2437)
+                return (
+                    f"{http.base_url} answered {what} with {kind}, not an event stream: not an "
+                    "SGLang chat endpoint (a web page or a proxy at that address?)"
+                )
             lines = SSELines()
+            taken = ReplyBounds()
             async for data in response.aiter_bytes():
                 at = time.perf_counter()
+                if past := taken.bytes(len(data)):
+                    return f"{http.base_url} {past}"
                 for line in lines.feed(data):
+                    if past := taken.line():
+                        return f"{http.base_url} {past}"
                     for event in stream.feed(line, at):
+                        if past := taken.text(event):
+                            return f"{http.base_url} {past}"
                         reply.events.put_nowait(event)
                         # Only text or the end counts: keepalives do not hold the wait.
                         awaited = "the reply's next token"

@@ -23,7 +23,7 @@ from platformdirs import user_runtime_path
 
 from app.backend.engine.config import EngineConfig
 from app.core.errors import ConfigError
-from app.files import private_dir
+from app.files import private_dir, write_atomic
 
 RUNTIME_DIR_ENV = "LING_CHAT_RUNTIME_DIR"
 """Moves the runtime folder (tests, or a system without one)."""
@@ -157,13 +157,12 @@ def read_state(folder: Path) -> ResidentState | None:
 
 
 def write_state(folder: Path, state: ResidentState) -> None:
-    """Replace the state file whole (0600)."""
-    path = state_path(folder)
-    temp = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with open(fd, "w", encoding="utf-8") as handle:
-        handle.write(state.to_json())
-    os.replace(temp, path)
+    """Replace the state file whole (0600).
+
+    Raises:
+        ExportError: the file cannot be written.
+    """
+    write_atomic(state_path(folder), [state.to_json()], replace=True)
 
 
 def remove_state(folder: Path, pid: int) -> None:
@@ -177,9 +176,5 @@ def remove_state(folder: Path, pid: int) -> None:
 def new_key(folder: Path) -> Path:
     """A fresh random API key in `folder`'s key file, created 0600."""
     path = folder / KEY_NAME
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.fchmod(fd, 0o600)
-    with open(fd, "w", encoding="utf-8") as handle:
-        handle.write(secrets.token_urlsafe(32) + "\n")
+    write_atomic(path, [secrets.token_urlsafe(32) + "\n"], replace=True)
     return path

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from app.backend.engine.load_progress import WRITES_PER_S, LoadProgress, write_progress
+from app.core.errors import ExportError
 
 ITERATORS = (
     "buffered_multi_thread_safetensors_weights_iterator",
@@ -116,7 +117,7 @@ class LoadWatch:
         if not force and now - self._written < 1 / WRITES_PER_S:
             return
         self._written = now
-        with contextlib.suppress(OSError):  # a full disk must not stop the load
+        with contextlib.suppress(ExportError):  # a full disk must not stop the load
             write_progress(self.path, self.snapshot())
 
 
