@@ -22,6 +22,7 @@ import pytest
 
 from app.core.errors import DatabaseCorrupt, DatabaseLocked, LingChatError, StorageError
 from app.storage import ChatStore, MessageStatus
+from app.storage.database import READ_ONLY_HINT
 from tests.support.storage import write_locked
 from tests.support.timeouts import scaled
 
@@ -261,7 +262,7 @@ def test_a_read_only_database_is_a_one_line_storage_error(end_to_end: None) -> N
         result = python(READ_ONLY, str(path))
 
         assert result.stdout == (
-            f"StorageError: cannot write {path}: the file or its folder is read-only\n"
+            f"StorageError: {path} is read-only (the file or its folder): {READ_ONLY_HINT}\n"
         ), result.stderr
         assert path.read_bytes() == before
     finally:
