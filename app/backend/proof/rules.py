@@ -14,6 +14,7 @@ from typing import Any
 from app.backend.proof import FP8_HEAD_METHOD, LACKING_FIX
 from app.backend.proof import dspark as proof_dspark
 from app.backend.proof import graphs as proof_graphs
+from app.backend.proof import host as proof_host
 from app.backend.proof import replayssm as proof_replayssm
 from app.core.profiles import NEXTN_DRAFT_TOKENS, NEXTN_STEPS, NEXTN_TOPK, PROFILES, Levers
 from app.core.proof_report import ProofLine, ProofReport, Verdict
@@ -80,6 +81,7 @@ TITLES = {
     "no_faking": "No result-faking variables",
     "accept_length": "Warm-up accept length",
     **proof_dspark.TITLES,
+    **proof_host.TITLES,
 }
 FIXES = {
     "humming": "install humming-kernels==0.1.12 with cuda-python (NVRTC), use the mixed "
@@ -102,6 +104,7 @@ FIXES = {
     "accept_length": "check the draft (MTP) weights and the shared head; a collapsed "
     "accept length makes NEXTN slower than no speculation",
     **proof_dspark.FIXES,
+    **proof_host.FIXES,
 }
 
 
@@ -403,13 +406,17 @@ RULES: tuple[Rule, ...] = (
     _shared_head,
     _nextn,
     _no_faking,
+    proof_host.gc_frozen,
+    proof_host.fast_cores,
 )
 REPLAYSSM_RULES: tuple[Rule, ...] = (
     *RULES[: RULES.index(_nextn) + 1],
     _replayssm,
+    proof_host.prepared_commit,
     *RULES[RULES.index(_nextn) + 1 :],
 )
-"""The rules of a NEXTN profile with ReplaySSM verify: its ring's line after NEXTN's."""
+"""The rules of a NEXTN profile with ReplaySSM verify: its ring's and its commit's lines
+after NEXTN's."""
 DSPARK_RULES: tuple[Rule, ...] = (
     proof_dspark.graphs,  # first, as the graphs line of the NEXTN profiles
     _humming,
@@ -419,6 +426,8 @@ DSPARK_RULES: tuple[Rule, ...] = (
     _router,
     *(rule for rule in proof_dspark.RULES if rule is not proof_dspark.graphs),
     _no_faking,
+    proof_host.gc_frozen,
+    proof_host.fast_cores,
 )
 """The rules of a DSpark profile: its draft replaces the NEXTN lines."""
 

@@ -11,7 +11,9 @@ ling-chat's model changes in the child, then call SGLang's stock entry:
   (dspark: the DSpark draft's part of it; replayssm: the KDA verify's);
 - kernel_load: a cached Humming kernel CUDA cannot load names its file and cache;
 - load_watch: the weight load's bytes and stages, written for the start screen;
-- draft_shards: the NEXTN draft reads only the shards holding its layer.
+- draft_shards: the NEXTN draft reads only the shards holding its layer;
+- host: the scheduler's host time a round (the ReplaySSM commit fed the verify's indices,
+  the garbage collector frozen once up, the scheduler on the fastest cores).
 
 The plan (which changes to make) travels in the `LING_CHAT_PATCH_PLAN` environment
 variable, which spawned children inherit.
@@ -56,6 +58,12 @@ class PatchPlan:
     draft_own_shards: bool = True
     """The NEXTN draft reads only its own shards (draft_shards.py); off: SGLang's second
     reading of the whole checkpoint, for the load benchmark's side-by-side rows."""
+    prepared_commit: bool = False
+    """NEXTN's KDA ReplaySSM commit takes the verify's prepared indices (host/commit.py)."""
+    gc_freeze: bool = True
+    """The scheduler's garbage collector frozen once it is up (host/gc_freeze.py)."""
+    fast_cores: bool = True
+    """The scheduler on the fastest cores where they differ in speed (host/cores.py)."""
 
     @classmethod
     def for_levers(
@@ -66,6 +74,7 @@ class PatchPlan:
             fp8_head=levers.fp8_head,
             dspark=levers.dspark,
             replayssm=levers.kda_replayssm,
+            prepared_commit=levers.replayssm and levers.nextn,
             log_file=log_file,
             progress_file=progress_file,
         )
@@ -88,12 +97,14 @@ def install(plan: PatchPlan) -> None:
         dspark,
         evidence,
         fp8_head,
+        host,
         kernel_load,
         load_watch,
         replayssm,
         sharing,
     )
 
+    host.install(plan)  # first: the cores before any thread starts, the GC freeze under evidence
     evidence.install()
     kernel_load.install()
     sharing.install()

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.backend.engine.patches import dspark, graph_runners, replayssm
+from app.backend.engine.patches.host import commit
 from app.backend.proof import PROOF_KEY
 
 FAKING_ENV = (
@@ -125,6 +126,12 @@ class Sources(Protocol):
     def fp8_head_method(self) -> Any:
         """The installed head method's class, with its call counters."""
 
+    def verify_commit(self) -> Any:
+        """The function SGLang's NEXTN verify commits the KDA state through."""
+
+    def host_facts(self) -> Mapping[str, Mapping[str, Any]]:
+        """The host levers' own records: `gc` and `cores` (patches/host)."""
+
 
 def collect(scheduler: Any, sources: Sources) -> dict[str, Any]:
     """Every fact the proof rules read, as JSON-ready values."""
@@ -154,6 +161,9 @@ def collect(scheduler: Any, sources: Sources) -> dict[str, Any]:
             dspark.draft_weights(scheduler.draft_worker.draft_model) if dspark_spec else None
         ),
         "replayssm": lambda: replayssm.collect(scheduler),
+        "prepared_commit": lambda: commit.collect(sources.verify_commit()),
+        "gc": lambda: dict(sources.host_facts()["gc"]),
+        "cores": lambda: dict(sources.host_facts()["cores"]),
     }
     for key, read in parts.items():
         try:
@@ -212,6 +222,14 @@ class LiveSources:
         from app.backend.engine.patches import fp8_head
 
         return fp8_head.method_class()
+
+    def verify_commit(self) -> Any:
+        return commit.live_commit()
+
+    def host_facts(self) -> Mapping[str, Mapping[str, Any]]:
+        from app.backend.engine.patches.host import cores, gc_freeze
+
+        return {"gc": gc_freeze.collect(), "cores": cores.collect()}
 
 
 def _moe_layers(model: Any, moe_class: type[Any]) -> list[dict[str, Any]]:
