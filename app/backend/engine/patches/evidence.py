@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.backend.engine.patches import dspark, graph_runners, replayssm
-from app.backend.engine.patches.host import commit
+from app.backend.engine.patches.host import commit, log_level
 from app.backend.proof import PROOF_KEY
 
 FAKING_ENV = (
@@ -164,6 +164,7 @@ def collect(scheduler: Any, sources: Sources) -> dict[str, Any]:
         "prepared_commit": lambda: commit.collect(sources.verify_commit()),
         "gc": lambda: dict(sources.host_facts()["gc"]),
         "cores": lambda: dict(sources.host_facts()["cores"]),
+        "log_level": lambda: log_level.collect(scheduler.server_args),
     }
     for key, read in parts.items():
         try:
