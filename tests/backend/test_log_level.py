@@ -65,8 +65,8 @@ def test_sglang_alone_logs_every_round_line_at_info_whatever_ling_chat_asks(
 def test_the_start_up_logs_at_info_and_the_running_scheduler_at_the_level_asked(
     tmp_path, monkeypatch, root_logging
 ):
-    import logging.config
     import json
+    import logging.config
 
     path = configured(tmp_path, monkeypatch)
     logging.config.dictConfig(
