@@ -281,6 +281,7 @@ def test_json_schema_keys(tmp_path: Path) -> None:
     first = data["profiles"][0]
     assert set(first) == {
         "profile", "error", "engine", "proof", "simulated_accept_length", "workloads",
+        "host_time",
     }  # fmt: skip
     assert first["simulated_accept_length"] is None
     workload = first["workloads"][0]
@@ -298,6 +299,8 @@ def test_json_schema_keys(tmp_path: Path) -> None:
         "profile": "humming",
         "lever": "+Humming",
         "decode_tps": 39.45,
+        "boot_decode_tps": [],
+        "boot_median_tps": None,
         "vs_prev": pytest.approx(39.45 / 36.09 - 1),
         "vs_baseline": pytest.approx(39.45 / 36.09 - 1),
         "simulated_accept_length": None,
