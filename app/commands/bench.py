@@ -22,6 +22,7 @@ from app.backend.engine.setup import check_model_path, engine_missing, gpu_facts
 from app.bench.bytemodel.bandwidth import roofline_columns
 from app.bench.bytemodel.roofline import DGX_SPARK_GBPS
 from app.bench.compare import compare_runs, render_comparison
+from app.bench.host import table as host_table
 from app.bench.host.measure import probe
 from app.bench.inputs.gsm8k import load_gsm8k
 from app.bench.inputs.suites import SUITES, nvidia_suite, recipes_suite
@@ -130,16 +131,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_boots,
         default=BootPlan(),
         metavar="N[,ENGINE=K...]",
-        help="start each engine N times (ENGINE=K: that profile or the peer K times), the"
-        " engines booted most often first, in rotation, and pool each one's boots: the table"
-        " shows the spread from boot to boot (default: 1)",
+        help="boot each engine N times (ENGINE=K: that one K times), the most booted first, in"
+        " rotation; each one's boots pooled, their spread shown (default: 1)",
     )
     parser.add_argument(
         "--host-time",
         action="store_true",
-        help="after each boot's workloads, time 3 pairs of a short and a long greedy request:"
-        " a verify round's wall time, and on each engine's first boot its GPU-busy time under"
-        " SGLang's profiler (GPU only), the difference the round's host share",
+        help="after each boot: a verify round's wall time (3 short/long request pairs) and, on"
+        " an engine's first boot, its GPU-busy time (SGLang's profiler): the host's share",
     )
     parser.add_argument(
         "--warmup", type=_count(0), default=1, help="unmeasured requests first (default: 1)"
@@ -344,6 +343,7 @@ def write_json(run: BenchRun, path: Path) -> None:
         ExportError: the file cannot be written.
     """
     data = {**run.to_dict(), "tables": tables_json(run), "published": published_json(run)}
+    data |= {"host_time": host_table.rows_json(run.profiles)}
     # default=str: a stray Path or enum in the engine's facts must not lose a long run.
     write_atomic(path, [json.dumps(data, indent=1, default=str) + "\n"])
 

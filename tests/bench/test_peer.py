@@ -250,6 +250,10 @@ def test_boots_interleave_stack_and_stock_with_singles_last_and_each_has_its_hos
     assert "stock-sglang: by boot medians" in stdout
     host_lines = [line for line in stdout.splitlines() if line.startswith(("stack ", PEER))]
     assert any("8.000 (8.000-8.000)" in line and "0.400" in line for line in host_lines)
+    split = {row["engine"]: row for row in data["host_time"]}
+    assert split["stack"]["wall_ms_vs_above"] is None  # the first row
+    assert split[PEER]["gpu_busy_ms_vs_above"] == pytest.approx(0.3 - 0.4)
+    assert split[PEER]["wall_ms_vs_above"] == pytest.approx(peer.wall_ms - 8.0)
     _no_process_left(record)
 
 

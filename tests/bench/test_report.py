@@ -274,7 +274,9 @@ def test_json_schema_keys(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
     write_json(_nvidia_run(), path)
     data = json.loads(path.read_text())
-    assert set(data) == {"schema", "created_at", "git", "plan", "profiles", "tables", "published"}
+    assert set(data) == {
+        "schema", "created_at", "git", "plan", "profiles", "tables", "published", "host_time",
+    }  # fmt: skip
     assert data["schema"] == SCHEMA
     assert data["git"] == {"commit": "abc123", "dirty": False}
     assert data["plan"]["workloads"] == [SYNTHETIC_PLAN]
