@@ -9,6 +9,7 @@ indices come from SGLang's own fused kernel (`prepare_verify_commit_outputs`), w
 CPU tensors under Triton's interpreter (TRITON_INTERPRET=1, set before SGLang's import).
 
     TRITON_INTERPRET=1 python -m tests.support.commit_cases [CASES]   # JSON on stdout
+    python -m tests.support.commit_cases CASES cuda                    # on a GPU, compiled
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ TRACK_GRID = 64
 """The mamba-track interval at ling-chat's page size 64 (`mamba_track_grid(64)`)."""
 SPEC_STATE = object()
 """Stands in for the pool's SpeculativeState: passed through, never read."""
+DEVICE = ["cpu"]
+"""Where the cases' tensors live (`cuda`: the fused kernel runs compiled, on the GPU)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +78,8 @@ def verify_outputs(case: Case) -> tuple[Any, Any, Any, Any]:
         accept_index[row, :n] = torch.arange(n, dtype=torch.int32) + row * DRAFT_TOKENS
     predict = torch.arange(1000, 1000 + bs * DRAFT_TOKENS, dtype=torch.int32)
     accept_lens = torch.tensor(case.accept, dtype=torch.int32)
-    return predict, accept_index, accept_lens, torch.tensor(case.seq_lens, dtype=torch.int64)
+    seq_lens = torch.tensor(case.seq_lens, dtype=torch.int64)
+    return tuple(t.to(DEVICE[0]) for t in (predict, accept_index, accept_lens, seq_lens))
 
 
 def prepared(case: Case) -> tuple[Any, Any]:
@@ -99,7 +103,7 @@ def worker_and_batch(case: Case) -> tuple[Any, Any]:
     slot = 100 + request index, tracking slots 200 + request index when tracking is on."""
     import torch
 
-    mapping = torch.arange(100, 164, dtype=torch.int32)
+    mapping = torch.arange(100, 164, dtype=torch.int32, device=DEVICE[0])
     pool = SimpleNamespace(replayssm_spec_fold=True, replayssm_is_kda=True)
     req_pool = SimpleNamespace(
         mamba_pool=pool,
@@ -107,7 +111,7 @@ def worker_and_batch(case: Case) -> tuple[Any, Any]:
         get_mamba_indices=lambda indices: mapping[indices],
     )
     runner = SimpleNamespace(model_config=object(), req_to_token_pool=req_pool)
-    indices = torch.tensor(case.req_pool_indices, dtype=torch.int64)
+    indices = torch.tensor(case.req_pool_indices, dtype=torch.int64, device=DEVICE[0])
     batch = SimpleNamespace(
         forward_mode=SimpleNamespace(is_idle=lambda: False),
         req_pool_indices=indices,
@@ -183,4 +187,6 @@ def compare(cases: list[Case]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(compare(random_cases(int(sys.argv[1]) if len(sys.argv) > 1 else 500))))
+    DEVICE[0] = sys.argv[2] if len(sys.argv) > 2 else "cpu"
+    report = compare(random_cases(int(sys.argv[1]) if len(sys.argv) > 1 else 500))
+    print(json.dumps({**report, "device": DEVICE[0]}))
