@@ -4,19 +4,14 @@ wherever its KDA branch would not run."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from app.backend.engine.patches.host import commit
+from tests.support.commit_cases import run_cases
 
-ROOT = Path(__file__).resolve().parents[2]
 CASES = 300
 
 
@@ -24,17 +19,7 @@ CASES = 300
 def test_the_fed_commit_hands_the_kda_kernels_what_sglangs_own_commit_does() -> None:
     pytest.importorskip("torch", reason="needs torch and SGLang (the engine extra)")
     pytest.importorskip("sglang", reason="needs SGLang (the engine extra)")
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.support.commit_cases", str(CASES)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = run_cases(CASES, "cpu")
     assert report["differences"] == []
     assert report["cases"] == report["fed_commits"] == CASES  # every case took the fed path
     # the cases reach both of the branch's index computations, crossings included

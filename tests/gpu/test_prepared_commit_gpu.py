@@ -11,28 +11,16 @@ by tests/gpu/test_replayssm_gpu.py, four engine boots.)
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
+from tests.support.commit_cases import run_cases
+
 pytestmark = pytest.mark.gpu
-ROOT = Path(__file__).resolve().parents[2]
 CASES = 300
 
 
 def test_the_fed_commit_hands_the_kda_kernels_sglangs_own_indices_on_the_gpu() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.support.commit_cases", str(CASES), "cuda"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = run_cases(CASES, "cuda")
     print(f"on the GPU: {report}")
     assert report["device"] == "cuda"
     assert report["differences"] == []

@@ -109,25 +109,13 @@ class PacedEngineDouble(ScriptedEngineDouble):
     ttft: float = 0.05
     accept: int = 4
 
-    async def generate(
-        self,
-        *,
-        input_ids: list[int] | None,
-        prompt: str | None,
-        sampling_params: dict[str, Any],
-        chat_template: Mapping[str, Any] | None = None,
-    ) -> BenchSample:
-        tokens = int(sampling_params["max_new_tokens"])
+    async def generate(self, **request: Any) -> BenchSample:  # type: ignore[override]
+        tokens = int(request["sampling_params"]["max_new_tokens"])
         rounds = -(-tokens // self.accept)
         self.script.append(
             sample(ttft=self.ttft, tpot=self.tpot, tokens=tokens, verify_rounds=rounds)
         )
-        return await super().generate(
-            input_ids=input_ids,
-            prompt=prompt,
-            sampling_params=sampling_params,
-            chat_template=chat_template,
-        )
+        return await super().generate(**request)
 
 
 def write_trace(path: Path, tokens: Sequence[int], busy_us_per_token: float) -> None:

@@ -15,9 +15,12 @@ CPU tensors under Triton's interpreter (TRITON_INTERPRET=1, set before SGLang's 
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -184,6 +187,22 @@ def compare(cases: list[Case]) -> dict[str, Any]:
         report["differences"] += [f"{case}: {d}" for d in differences(want, got)]
     report["fed_commits"] = COUNTS["prepared"]
     return report
+
+
+def run_cases(cases: int, device: str) -> dict[str, Any]:
+    """`compare` over `cases` random cases on `device` in a fresh Python (on the CPU under
+    Triton's interpreter): its report, or AssertionError with the process's error's end."""
+    env = {**os.environ, **({"TRITON_INTERPRET": "1"} if device == "cpu" else {})}
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.support.commit_cases", str(cases), device],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":
