@@ -19,14 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from app.backend.download import fetch_checkpoint, is_hub_id
 from app.backend.engine.config import EngineConfig, draft_models
-from app.backend.engine.download import fetch_checkpoint, is_hub_id
 from app.backend.engine.setup import ENGINE_PACKAGES, check_model_path, engine_missing
 from app.backend.firststart import probes as preflight_probes
 from app.backend.firststart.first_start import PreparedBackend
 from app.backend.firststart.gpu_probe import require_gpu
-from app.backend.firststart.overrides import refusal
-from app.backend.firststart.preflight import Probes, is_unified, lever_packages, run_preflight
+from app.backend.firststart.preflight import GpuFloor, Probes, is_unified, run_preflight
 from app.backend.firststart.prepare import (
     PREPARE_MEM_FRACTION,
     PrepareSpec,
@@ -37,6 +36,8 @@ from app.backend.firststart.prepare import (
 )
 from app.backend.protocol import ChatBackend
 from app.core.errors import BackendError, ConfigError, LeverOverridden, PreflightFailed
+from app.levers.profiles import packages_of
+from app.levers.refusals import refusal
 from app.render.progress import TextBar
 from app.settings import Settings
 
@@ -101,7 +102,8 @@ def check_engine_can_start(
         PreflightFailed: no usable GPU.
     """
     for config in configs:
-        if not unproven and (problem := refusal(config, os.environ)):
+        overrides, env = config.overrides, os.environ
+        if not unproven and (problem := refusal(config.levers, config.context, overrides, env)):
             raise LeverOverridden(problem)
     check_model_path(settings.model_path, draft_models(configs))
     for package in ENGINE_PACKAGES[:2]:  # the levers' packages are the preflight's
@@ -132,14 +134,16 @@ def preflight_gate(
     settings = plan.settings
     check_engine_can_start(settings, configs, gpu=gpu, unproven=plan.allow_unproven)
     drafts = draft_models(configs)
-    packages = tuple(dict.fromkeys(m for c in configs for m in lever_packages(c.levers)))
+    packages = tuple(dict.fromkeys(p for c in configs for p in packages_of(c.levers)))
+    floors = tuple(dict.fromkeys(f for c in configs for f in GpuFloor.of(c.levers)))
     hub = preflight_probes.hub_cache_dir()
     local = Path(settings.model_path).expanduser()
     dummy = all(c.overrides.get("load_format") == "dummy" for c in configs)
     weights = local if local.is_dir() and not dummy else None  # headers only: under a second
-    probes = preflight_probes.probe(local if local.is_dir() else hub, packages, weights)
+    modules = [package.module for package in packages]
+    probes = preflight_probes.probe(local if local.is_dir() else hub, modules, weights)
     machine = preflight_probes.build_plan(
-        settings.model_path, settings.mem_fraction, hub, drafts, packages
+        settings.model_path, settings.mem_fraction, hub, drafts, packages, floors
     )
     checks = run_preflight(probes, machine)
     for check in checks:

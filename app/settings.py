@@ -28,15 +28,10 @@ from pydantic_settings import (
 from app.core.chat import Sampling
 from app.core.duration import parse_duration
 from app.core.errors import ConfigError
-from app.core.profiles import (
-    DEFAULT_MEM_FRACTION,
-    DEFAULT_MIN_ACCEPT_LENGTH,
-    DEFAULT_PROFILE,
-    DSPARK_DRAFT,
-    PROFILES,
-    USER_PROFILES,
-)
 from app.core.server_wait import DEFAULT_SERVER_WAIT_S
+from app.levers.checks.accept_length import DEFAULT_MIN as DEFAULT_MIN_ACCEPT_LENGTH
+from app.levers.draft.dspark import DRAFT as DSPARK_DRAFT
+from app.levers.profiles import DEFAULT_MEM_FRACTION, DEFAULT_PROFILE, PROFILES, USER_PROFILES
 
 APP_NAME = "ling-chat"
 DEFAULT_MODEL = "inclusionAI/Ling-3.0-flash-fp4"

@@ -4,8 +4,13 @@ engine that reads as not installed."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
+
+ENGINE_DOUBLE = Path(__file__).resolve().parent / "fixtures" / "engine_double"
+"""The engine double: SGLang, torch and their kin as the CPU tests' doubles."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -76,3 +81,47 @@ def engine_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
         for loaded in [m for m in sys.modules if m.startswith(f"{name}.")]:
             monkeypatch.delitem(sys.modules, loaded)
         monkeypatch.setitem(sys.modules, name, None)
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    """A local checkpoint folder holding Ling-3.0-flash's config alone."""
+    import json
+
+    from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(json.dumps(LING_3_FLASH_CONFIG))
+    return tmp_path / "model"
+
+
+@pytest.fixture
+def machine(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """For the CLI run in this process: probe results injected for the real ones (a healthy
+    Spark; change `state["probes"]`), SGLang read as installed (the engine double), and what
+    ran after the preflight recorded in `state["loaded"]` instead of run."""
+    from app import launch
+    from app.backend.firststart import gpu_probe
+    from app.backend.firststart import probes as preflight_probes
+    from tests.support.preflight import HEALTHY_SPARK
+
+    state: dict[str, Any] = {"probes": HEALTHY_SPARK, "loaded": []}
+    monkeypatch.syspath_prepend(str(ENGINE_DOUBLE))  # SGLang "installed"
+    monkeypatch.setattr(
+        preflight_probes,
+        "probe",
+        lambda download_dir, packages=(), checkpoint=None: state["probes"],
+    )
+    monkeypatch.setattr(gpu_probe, "probe_gpu", lambda: gpu_probe.GpuProbe(True, name="GB10"))
+
+    async def prepared(spec: Any, out: Any = None) -> None:
+        state["loaded"].append(("prepare", spec.config.profile))
+
+    def loaded(*args: Any, **kwargs: Any) -> Any:
+        state["loaded"].append(("engine",))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(launch, "prepare_printing", prepared)
+    monkeypatch.setattr(launch, "PreparedBackend", loaded)
+    monkeypatch.setattr("app.backend.remote.server.serve", loaded)
+    return state

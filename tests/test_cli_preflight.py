@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import shutil
 import subprocess
@@ -15,9 +14,6 @@ from typing import Any
 import pytest
 
 from app import launch
-from app.backend.firststart import gpu_probe
-from app.backend.firststart import probes as preflight_probes
-from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.cli import main
 from tests.support.preflight import HEALTHY_SPARK
 from tests.support.timeouts import scaled
@@ -26,38 +22,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
 COMMANDS = [["prepare"], ["serve"], ["bench"], ["doctor"], []]
 """Every command that starts the in-process engine ([]: the chat)."""
-
-
-@pytest.fixture
-def model(tmp_path: Path) -> Path:
-    (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text(json.dumps(LING_3_FLASH_CONFIG))
-    return tmp_path / "model"
-
-
-@pytest.fixture
-def machine(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """Probe results injected for the real ones; what ran after the preflight is recorded."""
-    state: dict[str, Any] = {"probes": HEALTHY_SPARK, "loaded": []}
-    monkeypatch.syspath_prepend(str(DOUBLE))  # SGLang "installed"
-    monkeypatch.setattr(
-        preflight_probes,
-        "probe",
-        lambda download_dir, packages=(), checkpoint=None: state["probes"],
-    )
-    monkeypatch.setattr(gpu_probe, "probe_gpu", lambda: gpu_probe.GpuProbe(True, name="GB10"))
-
-    async def prepared(spec: Any, out: Any = None) -> None:
-        state["loaded"].append(("prepare", spec.config.profile))
-
-    def loaded(*args: Any, **kwargs: Any) -> Any:
-        state["loaded"].append(("engine",))
-        raise SystemExit(0)
-
-    monkeypatch.setattr(launch, "prepare_printing", prepared)
-    monkeypatch.setattr(launch, "PreparedBackend", loaded)
-    monkeypatch.setattr("app.backend.remote.server.serve", loaded)
-    return state
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -73,7 +37,7 @@ def test_a_refused_preflight_exits_3_with_one_line_per_failure_before_anything_l
     assert (
         captured.err.strip()
         .splitlines()[-1]
-        .startswith("ling-chat: error: the preflight refused the start (2 of 10 checks failed")
+        .startswith("ling-chat: error: the preflight refused the start (2 of 11 checks failed")
     )
     assert machine["loaded"] == []
 
@@ -127,10 +91,13 @@ def test_doctor_on_a_machine_without_a_gpu_prints_the_preflight_and_exits_3(mode
     )
     assert done.returncode == 3, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("preflight: ")]
-    assert len(lines) == 10
+    assert len(lines) == 11
     assert lines[0].startswith("preflight: FAIL lever package humming-kernels: `import humming`")
     assert "preflight: FAIL GPU memory: no CUDA GPU found" in lines[5]
-    assert lines[9] == (
+    assert (
+        lines[6] == "preflight: ok   levers on this GPU: no GPU to judge (see the GPU memory line)"
+    )
+    assert lines[10] == (
         f"preflight: FAIL checkpoint: {model}: neither model.safetensors.index.json nor "
         "model.safetensors is there: no weights; fix: download the checkpoint again, or redo "
         "the conversion that wrote it"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.cli import build_parser, main
-from app.core.profiles import PROFILES, USER_PROFILES
+from app.levers.profiles import PROFILES, USER_PROFILES
 
 RIGS = (
     "humming",

@@ -23,9 +23,10 @@ LAYERS = (
     ("app.backend.resident",),
     ("app.backend.engine",),
     ("app.backend.proof", "app.backend.replay", "app.backend.checkpoint"),
-    ("app.backend.draft", "app.backend.warmup", "app.backend.wire"),
+    ("app.backend.download", "app.backend.draft", "app.backend.warmup", "app.backend.wire"),
     ("app.backend.protocol", "app.backend.sglang_meta", "app.plumbing"),
     ("app.api_key", "app.files", "app.telemetry", "app.textsafe"),
+    ("app.levers",),
     ("app.core",),
 )
 """Top to bottom. A part imports only from itself and from the layers below its own; the

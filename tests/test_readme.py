@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.proof.rules import TITLES
+from app.backend.proof import LINES
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -86,5 +86,5 @@ def test_every_relative_link_points_to_an_existing_file_and_heading(doc: Path) -
 
 def test_the_proof_doc_names_every_line_the_proof_prints() -> None:
     text = (ROOT / "docs" / "proof.md").read_text(encoding="utf-8")
-    missing = [title for title in TITLES.values() if f"\n| {title}" not in text]
+    missing = [line.title for line in LINES.values() if f"\n| {line.title}" not in text]
     assert not missing, f"docs/proof.md lacks the lines {missing}"

@@ -10,7 +10,7 @@ import pytest
 from app.backend.engine.config import EngineConfig
 from app.backend.remote.remote import RemoteBackend
 from app.core.errors import ConfigError
-from app.core.profiles import PROFILES
+from app.levers.profiles import PROFILES
 from app.settings import load_settings
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from app.bench.acceptance import SIMULATE_ENV, position_cell
 from app.bench.host import table as host_table
 from app.bench.results import BenchRun, ProfileResult, RooflineColumns, WorkloadSummary
-from app.core.profiles import DEFAULT_PROFILE, PROFILES
+from app.levers.profiles import DEFAULT_PROFILE, PROFILES
 from app.render.bars import CEILING, bars
 from app.render.grid import grid
 
@@ -36,9 +36,9 @@ def lever_label(profile: str, previous: str | None) -> str:
     if levers is None or before is None:
         return profile
     changes = [
-        ("+" if getattr(levers, attr) else "-") + name
-        for attr, name in (_LEVERS | _DRAFTS).items()
-        if getattr(levers, attr) != getattr(before, attr)
+        ("+" if levers.has(lever) else "-") + name
+        for lever, name in (_LEVERS | _DRAFTS).items()
+        if levers.has(lever) != before.has(lever)
     ]
     return " ".join(changes) or "="
 
@@ -132,7 +132,7 @@ def lever_gains(speeds: Mapping[str, float]) -> list[LeverGain]:
     """
 
     def on(profile: str) -> set[str]:
-        return {attr for attr in _LEVERS if getattr(PROFILES[profile], attr)}
+        return {lever for lever in _LEVERS if PROFILES[profile].has(lever)}
 
     known = [name for name in speeds if name in PROFILES]
     gains = []

@@ -35,9 +35,9 @@ from app.bench.runner import BootPlan, run_bench
 from app.bench.summary import published_json, render_published
 from app.commands.common import add_model_arguments, settings_from, sglang_overrides
 from app.core.errors import ConfigError
-from app.core.profiles import PROFILES
 from app.files import write_atomic
 from app.launch import fetch_model, launch_plan, prepare_engines
+from app.levers.profiles import PROFILES
 
 DEFAULT_PROFILES = ("baseline", "humming", "humming+fp8", "stack")
 PEER_WAIT_S = 1200.0

@@ -7,7 +7,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from app.core.errors import ConfigError
-from app.core.profiles import DEFAULT_PROFILE, DSPARK_DRAFT, PROFILES, USER_PROFILES
+from app.levers.draft.dspark import DRAFT as DSPARK_DRAFT
+from app.levers.profiles import DEFAULT_PROFILE, PROFILES, USER_PROFILES
 
 if TYPE_CHECKING:
     from app.launch import LaunchPlan

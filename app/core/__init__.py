@@ -1,1 +1,1 @@
-"""Shared records and profiles: chat, errors, the proof's report, reply usage, profiles."""
+"""Shared records: chat, errors, the proof's report, reply usage, durations, the server wait."""

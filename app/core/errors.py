@@ -10,8 +10,11 @@ LingChatError                 str(error) is the one line the user sees
 │   ├── ModelNotFound         the model path or checkpoint does not exist
 │   ├── EngineCrashed         SGLang's scheduler died
 │   ├── ProofFailed           an optimization is not engaged: refuse to start
-│   └── ServerError           a remote server refused, timed out or broke a stream
-│       └── BadServerAnswer   an answer past a size or nesting limit, or not JSON
+│   ├── ServerError           a remote server refused, timed out or broke a stream
+│   │   └── BadServerAnswer   an answer past a size or nesting limit, or not JSON
+│   ├── NotEnoughDisk         a download would not fit on the cache's disk (backend/download.py)
+│   ├── DownloadFailed        a download stopped; what arrived whole stays (backend/download.py)
+│   └── CheckpointRefused     a checkpoint the loader cannot read (also a PreflightFailed)
 ├── ContextFull               the conversation leaves no room in the model's context
 ├── PreflightFailed           the machine cannot start the engine safely (exit status 3)
 ├── ExportError               an export could not be written

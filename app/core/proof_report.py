@@ -1,6 +1,6 @@
 """What the running model really is: the proof's verdicts, one line per optimization.
 
-Plain frozen records that the backends produce (`app.backend.proof.rules` judges them) and that
+Plain frozen records that the backends produce (`app.backend.proof` judges them) and that
 storage and the UI read, so neither needs the engine side to show or keep a report.
 """
 

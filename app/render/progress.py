@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import TextIO
 
-from app.backend.engine.download import Progress
+from app.backend.download import Progress
 
 BAR_WIDTH = 30
 LOG_EVERY_S = 10.0

@@ -7,6 +7,7 @@ from typing import Final
 from rich.text import Span, Text
 
 from app.core.proof_report import ProofReport, Verdict
+from app.render.proof import INDENT, proof_rows
 from app.storage import MessageStatus
 from app.telemetry import ReplyStats
 from app.textsafe import is_safe, visible
@@ -93,16 +94,16 @@ def proof_text(report: ProofReport, *, fixes: bool = True) -> Text:
     """The proof report, a line per optimization with its evidence (and fix if it failed)."""
     title = "Proof: all optimizations engaged" if report.ok else "Proof FAILED"
     text = Text.assemble((title, "bold" if report.ok else "bold red"), f"  ({report.summary()})")
-    for line in report.lines:
+    for line, fix in proof_rows(report, fixes=fixes):
         mark, style = VERDICT_MARKS[line.verdict], VERDICT_STYLES[line.verdict]
         text.append("\n")
         text.append(f" {mark} {line.verdict.value.upper():<4} ", style=style)
         text.append(line.title, style="bold")
         text.append(
-            f"\n        {line.evidence}", style="dim" if line.verdict is Verdict.OFF else ""
+            f"\n{INDENT}{line.evidence}", style="dim" if line.verdict is Verdict.OFF else ""
         )
-        if fixes and line.verdict is Verdict.FAIL and line.fix:
-            text.append(f"\n        fix: {line.fix}", style="yellow")
+        if fix:
+            text.append(f"\n{INDENT}fix: {fix}", style="yellow")
     return visible_text(text)
 
 

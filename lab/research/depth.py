@@ -18,7 +18,7 @@ from app.bench.bytemodel.kernels import KernelProfile, Phase
 from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
 from app.bench.bytemodel.mtp import Routing
 from app.bench.bytemodel.unit_bytes import unit_bytes
-from app.core.profiles import NEXTN_STEPS
+from app.levers.draft.nextn import STEPS as NEXTN_STEPS
 from lab.research.draft_chain import (
     SGLANG_BATCH1,
     AdaptiveRule,

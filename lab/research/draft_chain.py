@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Final
 
-from app.core.profiles import NEXTN_STEPS
+from app.levers.draft.nextn import STEPS as NEXTN_STEPS
 
 
 def accept_length(steps: int, p: float) -> float:

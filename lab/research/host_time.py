@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from app.core.profiles import PROFILES
+from app.levers.profiles import PROFILES
 
 CPU_FACTOR: Final = 1.0
 """Assumed Spark host seconds per H200 host second for SGLang's scheduler loop (one Python
@@ -43,8 +43,8 @@ PINNED_BACKENDS: Final = frozenset({"flashinfer"})
 
 
 HOST_LEVERS: Final = ("prepared_commit", "gc_freeze", "fast_cores")
-"""ling-chat's host levers (PatchPlan fields, app/backend/engine/patches/host) a run may turn
-off in an engine, to measure each one's round against the engine with all of them."""
+"""ling-chat's host levers (app/levers/host) a run may turn off in an engine, to measure each
+one's round against the engine with all of them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,7 @@ def engines(
 
 
 def _speculative(profile: str) -> bool:
-    return PROFILES[profile].nextn or PROFILES[profile].dspark
+    return PROFILES[profile].speculative
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.backend.engine.config import nextn_depth_args, replayssm_args
-from app.core.profiles import NEXTN_STEPS, PROFILES
+from app.levers.draft.nextn import STEPS as NEXTN_STEPS
+from app.levers.draft.nextn import depth_args as nextn_depth_args
+from app.levers.draft.replayssm import ring_args as replayssm_args
+from app.levers.profiles import PROFILES
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,14 +37,14 @@ class ProfileRun:
     @property
     def depth(self) -> int | None:
         """Draft steps a round, None without NEXTN."""
-        if not PROFILES[self.profile].nextn:
+        if not PROFILES[self.profile].has("nextn"):
             return None
         return NEXTN_STEPS if self.draft_steps is None else self.draft_steps
 
     @property
     def replayssm(self) -> bool:
         """Whether its KDA verify runs ReplaySSM."""
-        return PROFILES[self.profile].kda_replayssm
+        return PROFILES[self.profile].has("replayssm")
 
     @property
     def overrides(self) -> dict[str, Any]:
@@ -70,7 +72,7 @@ def profile_runs(profiles: Sequence[str], layers: int, steps: Sequence[int]) -> 
     for profile in profiles:
         if profile not in PROFILES:
             raise ValueError(f"unknown profile {profile!r}; one of {', '.join(PROFILES)}")
-        if steps and not PROFILES[profile].nextn:
+        if steps and not PROFILES[profile].has("nextn"):
             raise ValueError(f"{profile} has no NEXTN draft: no depth to set")
         depths: Sequence[int | None] = steps or [None]
         runs += [ProfileRun(profile, layers, k) for k in depths]

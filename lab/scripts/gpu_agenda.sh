@@ -65,7 +65,9 @@
 #              under the profiler on each engine's first boot). Prints the ratio of boot medians
 #              with their ranges, and the host table: each row against the one above splits the
 #              difference by lever into GPU and host. $OUT/peer6.json (saved after each boot:
-#              a cut run keeps what it measured); the stock server's log $OUT/peer6.stock.log.
+#              a cut run keeps what it measured); the stock server's log $OUT/peer6.stock.log;
+#              then each profile's proof as its last boot judged it, every line (a stack boot
+#              whose proof fails is refused: its rows would be missing).
 #              Needs `flashinfer`, `prepare` and the `serve` extra wheels. Untried; estimated
 #              9 (8 boots of about 1 minute, stock's first with its compiles about 1.7)
 #   peer24     the same at 24 layers, stack and stock only (3 boots each): /root/ckpt24
@@ -150,8 +152,9 @@
 #              restores them before its first step
 #   proof-breakages  through `ling-chat doctor` on the 6-layer known-answer model
 #              (lab/scripts/gpu_proof_breakages.py), cheapest first, each case's exit status and
-#              the line naming its cause: --sglang-arg moe_runner_backend=triton and
-#              disable_cuda_graph=true refused before loading (exit 2); humming hidden:
+#              the line naming its cause: --sglang-arg moe_runner_backend=triton,
+#              disable_cuda_graph=true, attention_backend=torch_native and the variable
+#              SGLANG_SIMULATE_ACC_LEN=3.5 refused before loading (exit 2); humming hidden:
 #              the preflight's lever-package line (exit 3); the stack passes, prefill
 #              graphs stated off (exit 0); decode graphs off past the override check: the
 #              graphs line fails first (exit 2); every Humming cubin, a FlashInfer module and
@@ -330,6 +333,13 @@ peer_bench() {  # peer_bench NAME LAYERS PROFILES BOOTS: the stock server beside
       --num-prompts 2 --reps 2 --peak-gbps 4800 --json "$OUT/$name.json"
     peer_log=$(find /root -maxdepth 6 -name stock-sglang.log -mmin -20 2>/dev/null | head -1)
     [[ -n "$peer_log" ]] && tail -c 300000 "$peer_log" >"$OUT/$name.stock.log"
+    # each profile's proof as its last boot judged it (a boot whose proof failed was refused)
+    [[ -s "$OUT/$name.json" ]] && python3 -c "import json, sys
+from app.core.proof_report import ProofReport
+from app.render.proof import format_report
+for p in json.load(open(sys.argv[1]))['profiles']:
+    if p['proof']:
+        print(p['profile'] + ':', format_report(ProofReport.from_dict(p['proof'])))" "$OUT/$name.json"
   fi
 }
 
@@ -480,7 +490,8 @@ dspark_models.write_draft_dir(Path('/root/d$layers'), $layers)"
       split -b 15m -d -a 2 /root/cache.tgz "$OUT/cache.tgz.part-"
       ls -la "$OUT"/cache.tgz.part-* ;;
     proof-breakages)
-      for cases in "moe-triton no-graphs-flag humming-hidden stack" graphs-off caches-truncated; do
+      for cases in "moe-triton no-graphs-flag torch-native simulated-accept humming-hidden stack" \
+        graphs-off caches-truncated; do
         # shellcheck disable=SC2086  # the case names are words
         run "proof-breakages-${cases##* }" 560 python3 lab/scripts/gpu_proof_breakages.py \
           /root/m6ka /root/lcd-proof $cases

@@ -19,7 +19,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app.backend.engine.patches import fp8_head  # noqa: E402
-from app.backend.proof.rules import MIN_COSINE, MIN_TOP1  # noqa: E402
+from app.levers.model.fp8_head import MIN_COSINE, MIN_TOP1  # noqa: E402
 
 VOCAB, HIDDEN = 157184, 2560
 

@@ -55,7 +55,7 @@ from gpu_stack_ab import boot, busy_and_span  # noqa: E402
 
 from app.backend.engine.engine import EngineBackend  # noqa: E402
 from app.bench.engine_calls import call_tokenizer_manager, generate  # noqa: E402
-from app.core.profiles import PROFILES  # noqa: E402
+from app.levers.profiles import PROFILES  # noqa: E402
 from lab.research import host_probe  # noqa: E402
 from lab.research.host_time import (  # noqa: E402
     PINNED_BACKENDS,
@@ -152,7 +152,7 @@ async def measure(
     os.environ[host_probe.STATS_ENV] = str(stats)
     os.environ[host_probe.OFF_ENV] = ",".join(engine.off)
     overrides: dict[str, Any] = {"attention_backend": engine.backend}
-    if PROFILES[engine.profile].dspark:
+    if PROFILES[engine.profile].has("dspark"):
         draft = dspark_models.write_draft_dir(args.out / "draft", args.layers)
         overrides["speculative_draft_model_path"] = str(draft)
     started = time.perf_counter()

@@ -43,7 +43,7 @@ from app.backend.engine.engine import EngineBackend  # noqa: E402
 from app.bench.bytemodel.checkpoint import ModelShape  # noqa: E402
 from app.bench.bytemodel.kernels import KernelRecord, target_forwards  # noqa: E402
 from app.bench.engine_calls import call_tokenizer_manager, generate  # noqa: E402
-from app.core.profiles import PROFILES
+from app.levers.profiles import PROFILES
 from lab.research.profile_runs import ProfileRun, profile_runs  # noqa: E402
 from tests.gpu import dspark_models, known_answer, models  # noqa: E402
 
@@ -90,7 +90,7 @@ async def profile_one(
     run: ProfileRun, model: Path, out: Path, args: argparse.Namespace
 ) -> dict[str, Any]:
     overrides = dict(run.overrides)
-    if PROFILES[run.profile].dspark:
+    if PROFILES[run.profile].has("dspark"):
         draft = dspark_models.write_draft_dir(args.out / "draft", args.layers)
         overrides["speculative_draft_model_path"] = str(draft)
     started = time.perf_counter()

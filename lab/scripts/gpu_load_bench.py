@@ -24,6 +24,7 @@ import os
 import re
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from app.backend.engine.boot_log import LOAD_STAGE  # noqa: E402
 from app.backend.engine.config import EngineConfig  # noqa: E402
 from app.backend.engine.engine import WARMUP_STAGE, EngineBackend  # noqa: E402
-from app.backend.engine.patches import PLAN_ENV, PatchPlan  # noqa: E402
+from app.backend.engine.patches.boundary import PLAN_ENV, PatchPlan  # noqa: E402
 from app.backend.engine.patches.load_watch import tensor_bytes  # noqa: E402
 from lab.research.load_bench import DiskRead, LoadBench, LoadRow, table  # noqa: E402
 
@@ -121,7 +122,7 @@ class DraftReadsAllBackend(EngineBackend):
 
     def _boot_environment(self) -> dict[str, str]:
         environment = super()._boot_environment()
-        plan = PatchPlan(**{**json.loads(environment[PLAN_ENV]), "draft_own_shards": False})
+        plan = replace(PatchPlan.from_json(environment[PLAN_ENV]), draft_own_shards=False)
         return {**environment, PLAN_ENV: plan.to_env()}
 
 

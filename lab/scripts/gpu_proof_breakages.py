@@ -7,6 +7,10 @@ Cheapest first:
 
   moe-triton        --sglang-arg moe_runner_backend=triton: refused before loading (exit 2)
   no-graphs-flag    --sglang-arg disable_cuda_graph=true: refused before loading (exit 2)
+  torch-native      --sglang-arg attention_backend=torch_native (which SGLang refused only
+                    once the weights had loaded): refused before loading (exit 2)
+  simulated-accept  SGLANG_SIMULATE_ACC_LEN=3.5 (refused by the proof only after a boot):
+                    refused before loading (exit 2)
   humming-hidden    `import humming` fails (a shadow package first on PYTHONPATH): the
                     preflight's lever-package line (exit 3), before the GPU is touched
   stack             the stack passes every line; the graphs line states prefill off (exit 0)
@@ -34,6 +38,8 @@ sys.path.insert(0, str(ROOT))
 CASES = {  # name: (ling-chat doctor flags, limit in seconds, the exit status it must end with)
     "moe-triton": (["--sglang-arg", "moe_runner_backend=triton"], 120, 2),
     "no-graphs-flag": (["--sglang-arg", "disable_cuda_graph=true"], 120, 2),
+    "torch-native": (["--sglang-arg", "attention_backend=torch_native"], 120, 2),
+    "simulated-accept": ([], 120, 2),
     "humming-hidden": ([], 120, 3),
     "stack": ([], 300, 0),
     "graphs-off": (["--sglang-arg", "cuda_graph_backend_decode=disabled"], 300, 2),
@@ -81,14 +87,14 @@ def break_caches() -> str:
 def doctor(case: str, model: Path, data: Path) -> int:
     """One case, in this process: the known-answer entry, then `ling-chat doctor`."""
     from app.backend.engine import patches
-    from app.backend.firststart import overrides
     from app.cli import main
+    from app.levers import refusals
     from tests.gpu import known_answer, models
 
     patches.run_scheduler_process = known_answer.run_scheduler_process
     os.environ[known_answer.KNOWN_ANSWER_ENV] = "1"
     if case == "graphs-off":
-        overrides.refusal = lambda config, env: None
+        refusals.refusal = lambda profile, context, overrides, env: None
     if case == "caches-truncated":
         print(break_caches(), flush=True)
     flags, _, _ = CASES[case]
@@ -118,6 +124,8 @@ def run_case(case: str, model: Path, data: Path, log_dir: Path) -> bool:
             "proof-breakages step)\", name='humming')\n"
         )
         env["PYTHONPATH"] = f"{SHADOW}:{env.get('PYTHONPATH', '')}"
+    if case == "simulated-accept":
+        env["SGLANG_SIMULATE_ACC_LEN"] = "3.5"
     t0 = time.perf_counter()
     argv = [sys.executable, __file__, "--case", case, str(model), str(data)]
     # Its own process group: a case past its limit is stopped with SGLang's children.

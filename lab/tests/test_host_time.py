@@ -347,6 +347,19 @@ def test_each_set_of_host_levers_off_is_one_more_engine_named_by_what_is_off() -
         engines(["stack"], ["triton"], ["auto"], ["gc"])
 
 
+def test_an_engine_with_host_levers_off_leaves_out_only_their_patches() -> None:
+    from app.backend.engine.patches.boundary import PatchPlan
+    from app.levers.profiles import PROFILES
+
+    plan = PatchPlan.for_profile(PROFILES["stack"], "/tmp/sglang.log")
+    assert {"host.commit", "host.gc_freeze", "host.cores", "replayssm"} <= set(plan.patches)
+    off = host_probe.without(plan, "prepared_commit,gc_freeze")
+    assert set(plan.patches) - set(off.patches) == {"host.commit", "host.gc_freeze"}
+    assert host_probe.without(plan, "") == plan
+    with pytest.raises(KeyError):
+        host_probe.without(plan, "gc")
+
+
 def test_a_row_with_levers_off_has_its_own_label_and_keeps_its_gc_time() -> None:
     data = {
         "profile": "stack", "backend": "triton", "pin": False, "pin_forced": False, "rounds": 60,
@@ -358,12 +371,3 @@ def test_a_row_with_levers_off_has_its_own_label_and_keeps_its_gc_time() -> None
     off = HostRound.from_dict({**data, "off": ["prepared_commit"], "gc_ms": 0.02})
     assert off.label == "stack/triton/no pin/off: prepared_commit" and off.gc_ms == 0.02
 
-
-def test_the_probe_turns_off_only_the_levers_named() -> None:
-    from app.backend.engine.patches import PatchPlan
-    from lab.research.host_probe import without
-
-    plan = PatchPlan(prepared_commit=True)
-    assert without(plan, "") == plan
-    off = without(plan, "prepared_commit,gc_freeze")
-    assert (off.prepared_commit, off.gc_freeze, off.fast_cores) == (False, False, True)

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from huggingface_hub import constants
 
-from app.backend.engine import download
-from app.backend.engine.config import EngineConfig
-from app.backend.engine.download import (
+from app.backend import download
+from app.backend.download import (
     DownloadFailed,
     HubPlace,
     NotEnoughDisk,
@@ -22,6 +21,7 @@ from app.backend.engine.download import (
     bytes_missing,
     fetch_checkpoint,
 )
+from app.backend.engine.config import EngineConfig
 from app.backend.engine.download_stage import (
     DOWNLOAD_STAGE,
     DRAFT_DOWNLOAD_STAGE,

@@ -8,7 +8,7 @@ from app.backend.draft import draft_in_use, from_args, from_facts
 from app.backend.engine.config import EngineConfig, GpuFacts, server_args
 from app.backend.engine.patches import evidence
 from app.backend.protocol import DraftShape
-from app.core.profiles import PROFILES
+from app.levers.profiles import PROFILES
 from tests.fixtures.sglang_objects import (
     SourcesDouble,
     dspark_facts,

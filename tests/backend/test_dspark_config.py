@@ -7,19 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.engine.config import (
-    EngineConfig,
-    GpuFacts,
-    draft_models,
-    replayssm_args,
-    replayssm_problem,
-    server_args,
-)
+from app.backend.engine.config import EngineConfig, GpuFacts, draft_models, server_args
 from app.cli import main
 from app.commands.common import settings_from
 from app.core.errors import ConfigError
-from app.core.profiles import DSPARK_DRAFT, PROFILES
 from app.launch import engine_config
+from app.levers.draft.dspark import DRAFT as DSPARK_DRAFT
+from app.levers.draft.replayssm import ring_args as replayssm_args
+from app.levers.draft.replayssm import ring_problem as replayssm_problem
+from app.levers.profiles import PROFILES
 from app.settings import Settings
 
 H200 = GpuFacts(sm=90, has_fa3=True, has_flashinfer=True, has_xgrammar=True)
@@ -29,7 +25,7 @@ def test_dspark_is_humming_the_fp8_head_and_dspark_block_8_with_replayssm_32():
     args = server_args(EngineConfig("/m", profile="dspark"), H200)
     assert args["moe_runner_backend"] == "humming"
     assert args["enable_fp32_lm_head"] is False
-    assert PROFILES["dspark"].fp8_head and not PROFILES["dspark"].nextn
+    assert PROFILES["dspark"].has("fp8_head") and not PROFILES["dspark"].has("nextn")
     assert {k: args[k] for k in args if "specul" in k or "replayssm" in k} == {
         "speculative_algorithm": "DSPARK",
         "speculative_draft_model_path": DSPARK_DRAFT,

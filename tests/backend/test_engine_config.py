@@ -14,20 +14,23 @@ from app.backend.engine import config as engine_config
 from app.backend.engine.config import (
     CHAT_TEMPLATE,
     ENVIRONMENT,
-    OPT_IN_LEVERS,
     REASONING_PARSER,
     SERVER_ARGS,
     EngineConfig,
     GpuFacts,
     Setting,
     engine_environment,
-    nextn_depth_args,
     server_args,
 )
 from app.backend.engine.setup import check_load_format, set_engine_environment
 from app.commands.common import sglang_overrides
 from app.core.errors import BackendError
-from app.core.profiles import PROFILES, Levers
+from app.levers import profiles as lever_profiles
+from app.levers.draft import fp8_draft, nextn
+from app.levers.draft.nextn import depth_args as nextn_depth_args
+from app.levers.lever import Context
+from app.levers.model import fp8_head, humming
+from app.levers.profiles import OPT_IN, PROFILES
 from tests.fixtures.engine_double.sglang.srt.entrypoints import engine as engine_double
 
 SETTINGS_DOC = Path(__file__).resolve().parents[2] / "docs" / "engine-settings.md"
@@ -63,7 +66,7 @@ RECIPE_ENV = {
 def test_moe_backend_is_never_left_on_auto(profile):
     args = server_args(EngineConfig("/m", profile=profile), H200_FULL)
     assert args["moe_runner_backend"] in ("humming", "flashinfer_mxfp4")
-    assert (args["moe_runner_backend"] == "humming") == PROFILES[profile].humming
+    assert (args["moe_runner_backend"] == "humming") == PROFILES[profile].has("humming")
 
 
 def test_stack_asks_for_nextn_3_1_4_with_the_model_as_draft_and_no_fp32_head():
@@ -212,8 +215,9 @@ def engine_settings_table() -> str:
 def opt_in_levers_table() -> str:
     """The opt-in levers' table of docs/engine-settings.md, from the code's."""
     rows = ["| profile | server argument | value | why |", "|---|---|---|---|"]
-    for profile, s in OPT_IN_LEVERS:
-        rows.append(f"| `{profile}` | `{s.name}` | {_shown(s.value)} | {s.why} |")
+    for name, lever in OPT_IN.items():
+        ((arg, value),) = lever.args(Context("/m", "/d", PROFILES[name].window), True).items()
+        rows.append(f"| `{name}` | `{arg}` | {_shown(value)} | {lever.args_why} |")
     return "\n".join(rows) + "\n"
 
 
@@ -226,14 +230,11 @@ def test_the_opt_in_levers_doc_table_is_the_code_s():
     ("profile", "base"), [("stack+bf16-router", "stack"), ("dspark+fp8-draft", "dspark")]
 )
 def test_an_opt_in_lever_adds_its_one_setting_to_the_profile_it_changes(profile, base):
-    lever = dict(OPT_IN_LEVERS)[profile]
+    ((name, value),) = OPT_IN[profile].args(Context("/m", "/d", 4), True).items()
     args = server_args(EngineConfig("/m", profile=profile), H200_FULL)
-    assert args == {
-        **server_args(EngineConfig("/m", profile=base), H200_FULL),
-        lever.name: lever.value,
-    }
+    assert args == {**server_args(EngineConfig("/m", profile=base), H200_FULL), name: value}
     assert all(
-        lever.name not in server_args(EngineConfig("/m", profile=p), H200_FULL)
+        name not in server_args(EngineConfig("/m", profile=p), H200_FULL)
         for p in PROFILES
         if p != profile
     )
@@ -241,14 +242,15 @@ def test_an_opt_in_lever_adds_its_one_setting_to_the_profile_it_changes(profile,
 
 def test_the_bf16_router_override_is_the_profile_s_config_override():
     levers = PROFILES["stack+bf16-router"]
-    assert json.loads(dict(OPT_IN_LEVERS)["stack+bf16-router"].value) == levers.config_overrides
-    assert levers.config_overrides == {"router_dtype": "bf16"}
-    assert PROFILES["stack"].config_overrides == {}
+    ((_, value),) = OPT_IN["stack+bf16-router"].args(Context("/m", "/d", 4), True).items()
+    assert json.loads(value) == levers.bytes.config
+    assert levers.bytes.config == {"router_dtype": "bf16"}
+    assert PROFILES["stack"].bytes.config == {}
 
 
 def test_the_fp8_draft_needs_the_dspark_draft():
     with pytest.raises(ValueError, match="needs dspark"):
-        Levers(humming=True, fp8_head=True, nextn=True, fp8_draft=True)
+        lever_profiles.profile("x", humming.LEVER, fp8_head.LEVER, nextn.LEVER, fp8_draft.LEVER)
 
 
 def test_the_settings_doc_table_is_the_code_s():

@@ -12,7 +12,7 @@ import pytest
 
 from app.backend.engine.config import EngineConfig
 from app.backend.engine.engine import EngineBackend
-from app.backend.engine.patches import PLAN_ENV, PatchPlan, refusal
+from app.backend.engine.patches.boundary import PLAN_ENV, PatchPlan, refusal
 from app.backend.engine.setup import check_model_path
 from app.backend.engine.sglang_log import SGLangLog, last_error, logging_config
 from app.core.errors import BackendError, ModelNotFound
@@ -87,7 +87,7 @@ def test_logging_goes_to_one_file_without_dropping_other_loggers(tmp_path):
 
 
 def test_the_patch_plan_reaches_the_child_through_the_environment(monkeypatch):
-    plan = PatchPlan(fp8_head=False, log_file="/x/sglang.log", min_head_speedup=1.3)
+    plan = PatchPlan(patches=("sharing",), log_file="/x/sglang.log", min_head_speedup=1.3)
     monkeypatch.setenv(PLAN_ENV, plan.to_env())
     assert PatchPlan.from_env() == plan
     monkeypatch.delenv(PLAN_ENV)

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from app.backend.engine.patches.evidence import collect
-from app.backend.proof import FP8_HEAD_METHOD
-from app.backend.proof.rules import build_report
+from app.backend.proof import build_report
 from app.core.proof_report import ProofLine, Verdict
+from app.levers.model.fp8_head import METHOD as FP8_HEAD_METHOD
 from tests.fixtures.sglang_objects import (
     GEMV,
     HUMMING_CACHE,
@@ -197,7 +197,7 @@ class ParamsDouble:
 
 
 def test_the_draft_s_weights_are_its_layer_linears_and_its_own_bytes_not_the_target_s():
-    from app.backend.engine.patches.dspark import draft_weights
+    from app.levers.draft.fp8_draft import draft_weights
 
     fp8 = [TensorDouble("torch.float8_e4m3fn", (6144, 2560)) for _ in range(2)]
     scale = TensorDouble("torch.float32", (6144, 1))
@@ -239,7 +239,7 @@ def test_the_draft_s_weights_are_its_layer_linears_and_its_own_bytes_not_the_tar
 def test_draft_weights_that_cannot_be_read_raise_for_collect_to_report_as_their_own_fact():
     """`dspark_weights` is a fact of its own: `collect` reports its error there, and the dspark
     fact that every DSpark line reads stays whole."""
-    from app.backend.engine.patches.dspark import draft_weights
+    from app.levers.draft.fp8_draft import draft_weights
 
     draft = of_class("LingDSparkModel", layers=DraftLayersDouble({}))  # no lm_head
     with pytest.raises(AttributeError, match="lm_head"):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.proof import FP8_HEAD_METHOD
+from app.levers.model.fp8_head import METHOD as FP8_HEAD_METHOD
 from tests.support.timeouts import scaled
 
 pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess

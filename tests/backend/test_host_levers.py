@@ -134,3 +134,38 @@ def test_pinned_to_the_big_cores_passes_and_names_them():
         "runs on cores 0-9 of cores 0-9, the fastest by cpu_capacity "
         "(cores 0-9 at 1024; cores 10-19 at 725)"
     )
+
+
+def test_the_cores_are_pinned_before_anything_else_is_installed(monkeypatch):
+    from app.backend.engine import patches
+    from app.backend.engine.patches import evidence
+    from app.backend.engine.patches.boundary import PatchPlan
+    from app.backend.engine.patches.host import commit, log_level
+
+    order: list[str] = []
+    for module, name in (
+        (evidence, "evidence"),
+        (log_level, "log_level"),
+        (cores, "host.cores"),
+        (gc_freeze, "host.gc_freeze"),
+        (commit, "host.commit"),
+    ):
+        monkeypatch.setattr(module, "install", lambda *_plan, name=name: order.append(name))
+    plan = PatchPlan(
+        patches=("host.commit", "host.gc_freeze", "host.cores"), draft_own_shards=False
+    )
+    patches.install(plan)
+    assert order == ["host.cores", "evidence", "log_level", "host.commit", "host.gc_freeze"]
+
+
+def test_every_profile_freezes_and_pins_and_only_nextn_with_replayssm_feeds_the_commit():
+    from app.levers.draft import dspark, replayssm
+    from app.levers.host import prepared_commit
+    from app.levers.model import fp8_head
+    from app.levers.profiles import PROFILES, profile
+
+    assert all(p.has("gc_freeze") and p.has("fast_cores") for p in PROFILES.values())
+    fed = {name for name, p in PROFILES.items() if p.has("prepared_commit")}
+    assert fed == {n for n, p in PROFILES.items() if p.has("nextn") and p.has("replayssm")}
+    with pytest.raises(ValueError, match="needs NEXTN and ReplaySSM"):  # DSpark's own commit
+        profile("dspark+fed", fp8_head.LEVER, dspark.LEVER, replayssm.LEVER, prepared_commit.LEVER)

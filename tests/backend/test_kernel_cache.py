@@ -176,9 +176,9 @@ def test_a_symlinked_binary_is_left_alone(tmp_path, name):
 
 def test_a_kernel_cuda_refuses_names_its_file_and_cache_as_the_humming_line(tmp_path):
     """The scheduler's guard over Humming's load; the engine turns its refusal into the line."""
-    from app.backend.engine.patches import REFUSAL
+    from app.backend.engine.patches.boundary import REFUSAL
     from app.backend.engine.patches.kernel_load import guarded
-    from app.backend.proof.rules import refusal_report
+    from app.backend.proof import refusal_report
 
     cubin = tmp_path / "cache" / "abcd" / "kernel.cubin"
 

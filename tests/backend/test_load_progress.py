@@ -63,6 +63,8 @@ def test_the_draft_s_reading_pass_is_named_as_its_own() -> None:
     [
         (reading(0, 66 * GB, 3.0), "Reading weights  0.0 of 66.0 GB"),  # nothing read yet
         (reading(GB, 66 * GB, 0.1), "Reading weights  1.0 of 66.0 GB"),  # too soon to say
+        # a boot's first sample: the first small tensors, read while the threads start
+        (reading(72_000, 66 * GB, 0.5), "Reading weights  0.0 of 66.0 GB"),
         (reading(3 * GB, 0, 2.0), "Reading weights  3.0 GB  1.5 GB/s"),  # no total: no time
         (LoadProgress("repack", 66 * GB, 66 * GB, 30.0), "Repacking the MoE weights for Humming"),
     ],

@@ -12,15 +12,16 @@ from typing import Any
 import pytest
 
 from app.backend.engine.config import EngineConfig
-from app.backend.firststart.overrides import refusal
-from app.core.profiles import PROFILES
+from app.levers.profiles import PROFILES
+from app.levers.refusals import refusal
 from tests.support.timeouts import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def refused(overrides: dict[str, Any], profile: str = "stack", **env: str) -> str | None:
-    return refusal(EngineConfig("/m", profile=profile, overrides=overrides), env)
+    config = EngineConfig("/m", profile=profile, overrides=overrides)
+    return refusal(config.levers, config.context, config.overrides, env)
 
 
 CONTRADICTIONS = {
@@ -217,6 +218,37 @@ def test_the_cli_refuses_disabled_graphs_and_a_variable_the_same_way(tmp_path):
     done = ling_chat("doctor", tmp_path=tmp_path, SGLANG_DISABLE_DRAFT_EXTEND_CUDA_GRAPH="1")
     assert done.returncode == 2
     assert "SGLANG_DISABLE_DRAFT_EXTEND_CUDA_GRAPH=1 contradicts" in done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("argv", "env", "named"),
+    [
+        (
+            ("--sglang-arg", "attention_backend=torch_native"),
+            {},
+            "--sglang-arg attention_backend=torch_native contradicts the CUDA graphs lever",
+        ),
+        ((), {"SGLANG_SIMULATE_ACC_LEN": "3.5"}, "SGLANG_SIMULATE_ACC_LEN=3.5 contradicts"),
+    ],
+    ids=["torch_native", "simulated-accept"],
+)
+def test_an_attention_backend_or_a_faking_variable_is_refused_before_sglang_loads(
+    argv, env, named, tmp_path
+):
+    """What SGLang refused only after the weights had loaded (49 s on the H200) is refused by
+    the real command before it imports SGLang, with the engine double's SGLang installed."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    double = str(ROOT / "tests" / "fixtures" / "engine_double")
+    done = ling_chat(
+        "doctor", "--model", str(model), *argv, tmp_path=tmp_path, PYTHONPATH=double, **env
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith(f"ling-chat: error: {named}")
+    assert "preflight" not in done.stdout + done.stderr
+    assert "Importing SGLang" not in done.stdout + done.stderr
 
 
 @pytest.mark.slow

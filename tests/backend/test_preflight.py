@@ -13,11 +13,14 @@ from app.backend.firststart.preflight import (
     KNOWN_DRAFT_BYTES,
     KNOWN_WEIGHTS_BYTES,
     MODPROBE_OVERRIDE,
+    GpuFloor,
     GpuInfo,
     Plan,
     Probes,
     run_preflight,
 )
+from app.levers.backends import FLASHINFER
+from app.levers.model.humming import HUMMING
 from tests.support.preflight import GB10, HEALTHY_SPARK
 
 H200 = GpuInfo(name="NVIDIA H200", sm=90, total_bytes=140 * GIB)
@@ -34,7 +37,7 @@ def spark(**changes: object) -> Probes:
 
 def test_a_healthy_spark_passes_every_check():
     checks = run_preflight(HEALTHY_SPARK, PLAN)
-    assert [c.ok for c in checks] == [True] * 8
+    assert [c.ok for c in checks] == [True] * 9
     assert all(c.line().startswith("ok   ") for c in checks)
 
 
@@ -82,6 +85,19 @@ def test_the_modprobe_override_is_named_when_cuda_reports_half_the_memory():
         in (failed["GPU memory"])
     )
     assert f"fix: remove {MODPROBE_OVERRIDE}" in failed["GPU memory"]
+
+
+def test_a_gpu_older_than_a_lever_s_floor_fails_naming_the_lever_and_the_gpu():
+    from app.levers.profiles import PROFILES
+
+    ampere = GpuInfo(name="NVIDIA A100", sm=80, total_bytes=80 * GIB)
+    stack = dataclasses.replace(PLAN, gpu_floors=GpuFloor.of(PROFILES["stack"]))
+    line = failures(spark(gpu=ampere), stack)["levers on this GPU"]
+    assert "the FP8 LM head lever runs on sm_89 or newer" in line
+    assert "not on this sm_80" in line and "the Humming MoE lever" not in line
+    baseline = dataclasses.replace(PLAN, gpu_floors=GpuFloor.of(PROFILES["baseline"]))
+    assert "levers on this GPU" not in failures(spark(gpu=ampere), baseline)
+    assert "levers on this GPU" not in failures(spark(gpu=H200), stack)
 
 
 def test_a_discrete_gpu_is_not_held_to_the_machines_memory():
@@ -175,16 +191,18 @@ def test_the_plan_counts_what_the_cache_lacks_of_a_hub_draft(tmp_path: Path):
 
 
 def test_each_profile_needs_the_packages_its_levers_run_on():
-    from app.backend.firststart.preflight import lever_packages
-    from app.core.profiles import PROFILES
+    from app.levers.profiles import PROFILES, packages_of
 
-    assert lever_packages(PROFILES["stack"]) == ("humming", "flashinfer")
-    assert lever_packages(PROFILES["baseline"]) == ("humming", "flashinfer")
-    assert lever_packages(PROFILES["humming+fp8"]) == ("humming",)
+    def modules(profile: str) -> tuple[str, ...]:
+        return tuple(package.module for package in packages_of(PROFILES[profile]))
+
+    assert modules("stack") == ("humming", "flashinfer")
+    assert modules("baseline") == ("humming", "flashinfer")
+    assert modules("humming+fp8") == ("humming",)
 
 
 def test_a_lever_package_that_cannot_be_imported_is_the_first_line_with_its_fix():
-    plan = dataclasses.replace(PLAN, packages=("humming", "flashinfer"))
+    plan = dataclasses.replace(PLAN, packages=(HUMMING, FLASHINFER))
     broken = spark(import_errors={"humming": "ModuleNotFoundError: No module named 'humming'"})
     checks = run_preflight(broken, plan)
     assert [c.ok for c in checks[:2]] == [False, True]

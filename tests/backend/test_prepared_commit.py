@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from app.backend.engine.patches.boundary import PatchPlan
 from app.backend.engine.patches.host import commit
 from tests.support.commit_cases import run_cases
 
@@ -41,7 +42,7 @@ def test_sglang_is_installed_with_the_fed_commit_where_its_verify_looks_it_up(mo
     )
     stock = spec_utils.commit_mamba_states_after_verify
     assert not commit.collect(commit.live_commit())["fed_prepared"]
-    commit.install()
+    commit.install(PatchPlan())
     fact = commit.collect(commit.live_commit())
     assert fact["fed_prepared"]
     assert spec_utils.commit_mamba_states_after_verify is commit.live_commit()

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from app.backend.engine.patches.evidence import collect
-from app.backend.proof.rules import refusal_report
+from app.backend.proof import refusal_report
 from app.backend.replay import trace_path
 from app.core.proof_report import ProofReport, Verdict
 from tests.fixtures.sglang_objects import SourcesDouble, plain_scheduler, stack_facts

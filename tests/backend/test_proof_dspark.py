@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine.patches.graph_runners import graph_runner
 from app.core.proof_report import Verdict
+from app.levers.model.cuda_graphs import graph_runner
 from tests.fixtures.sglang_objects import dspark_facts, graph_runner_double, of_class, stack_facts
 from tests.support.proof import judge, verdict
 

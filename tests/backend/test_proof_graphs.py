@@ -117,7 +117,7 @@ def test_an_unreadable_graph_fact_fails_the_line():
 
 
 def test_a_prefill_runner_s_token_sizes_count_and_an_eager_runner_holds_no_graph():
-    from app.backend.engine.patches.graph_runners import graph_runner
+    from app.levers.model.cuda_graphs import graph_runner
     from tests.fixtures.sglang_objects import of_class
 
     backend = of_class("FullCudaGraphBackend", _graphs={1: object(), 2: object()})

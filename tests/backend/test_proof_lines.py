@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.core.profiles import PROFILES
 from app.core.proof_report import Verdict
+from app.levers.profiles import PROFILES
 from tests.fixtures.sglang_objects import (
     bf16_router_facts,
     dspark_facts,

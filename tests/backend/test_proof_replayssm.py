@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from app.backend.engine.config import EngineConfig, GpuFacts, server_args
-from app.backend.engine.patches import PatchPlan
-from app.core.profiles import PROFILES
+from app.backend.engine.patches.boundary import PatchPlan
 from app.core.proof_report import Verdict
+from app.levers.profiles import PROFILES
 from tests.fixtures.sglang_objects import stack_facts, stack_recurrent_facts
 from tests.support.proof import judge, verdict
 
@@ -26,9 +26,9 @@ RECURRENT_LINES = [
     "fp32_head",
     "shared_head",
     "nextn",
-    "no_faking",
     "gc_frozen",
     "fast_cores",
+    "no_faking",
     "accept_length",
 ]
 """`stack-recurrent`'s proof, line by line; the stack's has its ring's and its commit's lines
@@ -47,12 +47,13 @@ def test_the_stack_asks_sglang_for_replayssm_with_the_shortest_ring_nextn_allows
 @pytest.mark.parametrize("profile", list(PROFILES))
 def test_the_replayssm_commits_are_counted_where_a_profile_verifies_with_it(profile):
     levers = PROFILES[profile]
-    plan = PatchPlan.for_levers(levers, "/tmp/sglang.log")
-    assert plan.replayssm == levers.kda_replayssm
-    assert plan.prepared_commit == (levers.replayssm and levers.nextn)  # NEXTN's verify only
-    assert (plan.fp8_head, plan.dspark, plan.log_file) == (
-        levers.fp8_head,
-        levers.dspark,
+    plan = PatchPlan.for_profile(levers, "/tmp/sglang.log")
+    assert ("replayssm" in plan.patches) == levers.has("replayssm")
+    fed = levers.has("replayssm") and levers.has("nextn")  # NEXTN's verify only
+    assert ("host.commit" in plan.patches) == fed
+    assert (plan.fp8_head, "dspark" in plan.patches, plan.log_file) == (
+        levers.has("fp8_head"),
+        levers.has("dspark"),
         "/tmp/sglang.log",
     )
 

@@ -271,7 +271,7 @@ class FakeSGLangServerDouble:
 
 
 class BuildReportDouble:
-    """Stands in for `app.backend.proof.rules.build_report`: records calls, passes everything."""
+    """Stands in for `app.backend.proof.build_report`: records calls, passes everything."""
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine.patches import REFUSAL
+from app.backend.engine.patches.boundary import REFUSAL
 from app.backend.engine.patches.sharing import (
     check_draft_head,
     install_check,

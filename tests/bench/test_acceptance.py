@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from app.backend.engine.patches.evidence import FAKING_ENV
 from app.bench.acceptance import (
     SIMULATE_ENV,
     pooled_position_acceptance,
     position_cell,
     simulated_accept_length,
 )
+from app.levers.checks.no_faking import FAKING
 
 
 def test_one_histogram_gives_the_share_of_rounds_past_each_position() -> None:
@@ -72,4 +72,4 @@ def test_the_faked_accept_length_is_read_from_the_scheduler_env(
 
 
 def test_the_variable_read_is_one_the_proof_collects() -> None:
-    assert SIMULATE_ENV in FAKING_ENV
+    assert SIMULATE_ENV in FAKING

@@ -64,8 +64,9 @@ def engine(
 def run_scheduler_process(*args: Any, **kwargs: Any) -> None:
     """Like the product's entry, plus the test's weights and breakage."""
     from app.backend.engine import patches
+    from app.backend.engine.patches.boundary import PatchPlan
 
-    plan = patches.PatchPlan.from_env()
+    plan = PatchPlan.from_env()
     patches.redirect_output(plan.log_file)
     patches.install(plan)
     known = os.environ.get(KNOWN_ANSWER_ENV)

@@ -17,8 +17,8 @@ from app.backend.protocol import ReplyDone, TextChunk
 from app.commands.doctor import run_doctor
 from app.core.chat import ChatMessage, Role, Sampling
 from app.core.errors import EngineCrashed
-from app.core.profiles import PROFILES
 from app.core.proof_report import ProofReport, Verdict
+from app.levers.profiles import PROFILES
 from app.render.proof import format_report
 from tests.gpu import models
 
@@ -72,7 +72,7 @@ async def test_stack_passes_every_line_and_streams_a_reply(tmp_path, monkeypatch
         print(format_report(report))
         assert report.ok, format_report(report)
         assert all(line.verdict is Verdict.PASS for line in report.lines)
-        assert ("replayssm" in verdicts(report)) == PROFILES[profile].replayssm
+        assert ("replayssm" in verdicts(report)) == PROFILES[profile].has("replayssm")
         graphs = next(line.evidence for line in report.lines if line.key == "cuda_graphs")
         assert "prefill: off" in graphs and "draft_extend 1 graph(s)" in graphs, graphs
         messages = [ChatMessage(Role.USER, "What did each lever do?")]

@@ -15,8 +15,8 @@ import pytest
 
 pytest.importorskip("sglang", reason="needs SGLang")
 from app.backend.replay import DEMO_TRACE, RecordingBackend, ReplayBackend  # noqa: E402
-from app.core.profiles import DEFAULT_PROFILE
 from app.core.reply_usage import ReplyUsage  # noqa: E402
+from app.levers.profiles import DEFAULT_PROFILE
 from tests.gpu.app_chat import chat_through_app  # noqa: E402
 from tests.gpu.test_engine_gpu import make_backend  # noqa: E402
 

@@ -1,14 +1,13 @@
-"""What the engine is asked to run: a profile's levers as engine settings (pure).
+"""What the engine is asked to run: a profile's levers and every profile's settings (pure).
 
-The profiles themselves are app/core/profiles.py; the proof checks the running model
-against them, never against these arguments. The other settings (server arguments,
+Each lever states its own server arguments (app/levers); the proof checks the running model
+against the levers, never against these arguments. The other settings (server arguments,
 environment, chat template, reasoning parser) are tables of name, value and reason; the
 table of docs/engine-settings.md is rendered from them.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -16,21 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from app.core.errors import ConfigError
-from app.core.profiles import (
-    BF16_ROUTER_CONFIG,
-    DEFAULT_MEM_FRACTION,
-    DEFAULT_MIN_ACCEPT_LENGTH,
-    DEFAULT_PROFILE,
-    DSPARK_BLOCK,
-    DSPARK_DRAFT,
-    DSPARK_WINDOW,
-    FP8_DRAFT_QUANTIZATION,
-    NEXTN_DRAFT_TOKENS,
-    NEXTN_STEPS,
-    NEXTN_TOPK,
-    PROFILES,
-    Levers,
-)
+from app.levers.checks.accept_length import DEFAULT_MIN as DEFAULT_MIN_ACCEPT_LENGTH
+from app.levers.draft import dspark
+from app.levers.lever import Context, Profile
+from app.levers.profiles import DEFAULT_MEM_FRACTION, DEFAULT_PROFILE, PROFILES
+from app.levers.refusals import lever_args
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,31 +221,6 @@ REASONING_PARSER = Setting(
 """The parser that splits thinking from the answer (in-process, and `ling-chat serve`)."""
 
 
-BF16_ROUTER = Setting(
-    "json_model_override_args",
-    json.dumps(BF16_ROUTER_CONFIG),
-    "SGLang 0.5.23's BailingMoeV3 builds its router gates (target and NEXTN draft) in the "
-    "config's `router_dtype`, FP32 when it is `fp32` (the checkpoint's) or absent; BF16 reads "
-    "105 of their 210 MB a step at 42 layers (byte model: 1.2% of a stack round's bytes) and "
-    "changes routing numerics",
-)
-FP8_DRAFT = Setting(
-    "speculative_draft_model_quantization",
-    FP8_DRAFT_QUANTIZATION,
-    "SGLang's online FP8 (one scale a row) of the DSpark draft's layer linears: 0.50B of its "
-    "1.36B BF16 parameters (its `fc` and Markov head are plain torch linears SGLang leaves "
-    "BF16), so a round reads 2.22 GB of it instead of 2.72 (byte model: 3.3% of a DSpark "
-    "round's bytes); with its QKV quantized the draft also loses its fused BF16 KV write of "
-    "the context (models/dspark.py)",
-)
-OPT_IN_LEVERS: tuple[tuple[str, Setting], ...] = (
-    ("stack+bf16-router", BF16_ROUTER),
-    ("dspark+fp8-draft", FP8_DRAFT),
-)
-"""The opt-in levers' server arguments, by the profile that sets them (docs/engine-settings.md);
-they change numerics, so no default profile has them until accuracy on real weights backs them."""
-
-
 def engine_environment() -> dict[str, str]:
     """The variables of ENVIRONMENT that are set, with `~` expanded."""
     return {s.name: os.path.expanduser(s.value) for s in ENVIRONMENT if s.value is not None}
@@ -277,7 +241,7 @@ class EngineConfig:
     log_dir: Path | None = None
     min_accept_length: float = DEFAULT_MIN_ACCEPT_LENGTH
     context_length: int | None = None
-    dspark_draft: str = DSPARK_DRAFT
+    dspark_draft: str = dspark.DRAFT
     """The `dspark` profile's draft model: a Hugging Face id or a local folder."""
     overrides: dict[str, Any] = field(default_factory=dict)
     """Extra SGLang server arguments (tests: load_format="dummy"; serve: host, port, tp).
@@ -285,20 +249,26 @@ class EngineConfig:
     A None value removes ling-chat's setting, so that SGLang's own default applies."""
 
     def __post_init__(self) -> None:
-        speculative = speculative_args(self.levers, self.dspark_draft)
-        if problem := replayssm_problem({**speculative, **self.overrides}):
-            raise ConfigError(problem)
+        args = {**lever_args(self.levers, self.context), **self.overrides}
+        for lever in self.levers.levers:
+            if lever.validate is not None and (problem := lever.validate(args)):
+                raise ConfigError(problem)
 
     @property
-    def levers(self) -> Levers:
-        """The levers of this profile; unknown profiles are a programming error."""
+    def levers(self) -> Profile:
+        """The profile's levers; unknown profiles are a programming error."""
         return PROFILES[self.profile]
+
+    @property
+    def context(self) -> Context:
+        """What the levers' server arguments depend on."""
+        return Context(self.model_path, self.dspark_draft, self.levers.window)
 
     @property
     def draft_model(self) -> str | None:
         """The draft model this profile loads beside the checkpoint (DSpark's; an override of
         `speculative_draft_model_path` wins), or None."""
-        if not self.levers.dspark:
+        if not self.levers.has(dspark.LEVER):
             return None
         return self.overrides.get("speculative_draft_model_path", self.dspark_draft)
 
@@ -316,88 +286,6 @@ def server_args(config: EngineConfig, gpu: GpuFacts) -> dict[str, Any]:
         mem_fraction_static=config.mem_fraction,
         context_length=config.context_length,
     )
-    args.update(lever_args(config))
+    args.update(lever_args(config.levers, config.context))
     args.update(config.overrides)
     return {name: value for name, value in args.items() if value is not None}
-
-
-def lever_args(config: EngineConfig) -> dict[str, Any]:
-    """The server arguments that engage (or keep off) the profile's levers."""
-    levers = config.levers
-    args: dict[str, Any] = {
-        # `auto` silently resolves to flashinfer_mxfp4 for this model; never leave it.
-        "moe_runner_backend": "humming" if levers.humming else "flashinfer_mxfp4",
-        # The FP8 head replaces the BF16 matmul that FP32 logits would upcast: exclusive.
-        "enable_fp32_lm_head": levers.fp32_logits and not levers.fp8_head,
-    }
-    if levers.nextn:  # the model is its own NEXTN draft
-        args["speculative_draft_model_path"] = config.model_path
-    if levers.bf16_router:  # the target's config and its NEXTN draft's
-        args[BF16_ROUTER.name] = BF16_ROUTER.value
-    args.update(speculative_args(levers, config.dspark_draft))
-    return args
-
-
-def speculative_args(levers: Levers, dspark_draft: str) -> dict[str, Any]:
-    """The server arguments of a profile's draft model and verify (`dspark_draft`: where
-    the DSpark draft is)."""
-    if levers.nextn:
-        replay = replayssm_args(NEXTN_DRAFT_TOKENS) if levers.replayssm else {}
-        return {"speculative_algorithm": "NEXTN", **nextn_depth_args(NEXTN_STEPS), **replay}
-    if levers.dspark:
-        return {
-            "speculative_algorithm": "DSPARK",
-            "speculative_draft_model_path": dspark_draft,
-            "speculative_dspark_block_size": DSPARK_BLOCK,
-            "speculative_num_steps": 1,
-            "speculative_eagle_topk": 1,
-            "speculative_num_draft_tokens": DSPARK_WINDOW,
-            **replayssm_args(DSPARK_WINDOW),
-            **({FP8_DRAFT.name: FP8_DRAFT.value} if levers.fp8_draft else {}),
-        }
-    return {}
-
-
-def nextn_depth_args(steps: int) -> dict[str, Any]:
-    """A top-1 NEXTN chain of `steps` draft steps: the verify reads the drafts and the bonus.
-
-    Raises:
-        ValueError: steps < 1.
-    """
-    if steps < 1:
-        raise ValueError(f"a NEXTN chain needs at least one draft step, got {steps}")
-    return {
-        "speculative_num_steps": steps,
-        "speculative_eagle_topk": NEXTN_TOPK,
-        "speculative_num_draft_tokens": steps + 1,
-    }
-
-
-def replayssm_args(window: int) -> dict[str, Any]:
-    """KDA ReplaySSM verify for a verify window of `window` tokens, with the shortest ring
-    SGLang accepts: a power of two >= 2x the window (32 for DSpark's 9, 8 for NEXTN's 4)."""
-    return {
-        "enable_linear_replayssm_spec": True,
-        "linear_replayssm_cache_len": 1 << (2 * window - 1).bit_length(),
-    }
-
-
-def replayssm_problem(args: dict[str, Any]) -> str | None:
-    """Why these server arguments' ReplaySSM verify ring cannot work, or None.
-
-    SGLang 0.5.23 sizes the KDA ring at `linear_replayssm_cache_len` and refuses, only
-    while allocating the cache, a length that is not a power of two or is under twice
-    the verify window (`speculative_num_draft_tokens`).
-    """
-    if not args.get("enable_linear_replayssm_spec"):
-        return None
-    ring = args.get("linear_replayssm_cache_len", 16)
-    window = int(args.get("speculative_num_draft_tokens") or 0)
-    if not isinstance(ring, int) or ring < 1 or ring & (ring - 1):
-        return f"linear_replayssm_cache_len={ring!r}: the ReplaySSM ring must be a power of two"
-    if ring < 2 * window:
-        return (
-            f"linear_replayssm_cache_len={ring}: the ReplaySSM ring must be >= 2 x the "
-            f"verify window of {window} tokens ({2 * window})"
-        )
-    return None

@@ -1,4 +1,5 @@
-"""The download stages of an engine's start: Hugging Face checkpoints into the cache."""
+"""The download stages of an engine's start: Hugging Face checkpoints into the cache, then
+the downloaded checkpoint checked before SGLang reads it (a local folder is the preflight's)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 
+from app.backend.checkpoint.verify import check_checkpoint
+from app.backend.download import Progress, cached_snapshot, fetch_checkpoint, is_hub_id
 from app.backend.engine.config import EngineConfig
-from app.backend.engine.download import Progress, fetch_checkpoint, is_hub_id
 from app.backend.engine.thread import in_daemon_thread
 from app.backend.protocol import LoadStage
+from app.core.errors import CheckpointRefused
 
 DOWNLOAD_STAGE = "Downloading the checkpoint"
 DRAFT_DOWNLOAD_STAGE = "Downloading the draft model"
@@ -56,3 +59,19 @@ async def download_stages(
             yield LoadStage(name, False, elapsed, line, done, total)
     fetch.result()
     yield LoadStage(name, True, time.perf_counter() - t0, "in the cache")
+
+
+def refuse_unloadable_download(config: EngineConfig) -> None:
+    """Check the Hugging Face snapshot `config` loads, from its safetensors headers.
+
+    Raises:
+        CheckpointRefused: a tensor the loader reads is missing or of the wrong dtype or shape,
+            or a shard is missing, truncated or malformed (one line naming file and tensor).
+        ModelNotFound: the snapshot is not in the cache.
+    """
+    if not is_hub_id(config.model_path) or config.overrides.get("load_format") == "dummy":
+        return
+    folder = cached_snapshot(config.model_path)
+    report = check_checkpoint(folder)
+    if not report.ok:
+        raise CheckpointRefused(f"checkpoint {folder}: {report.line()}")

@@ -20,12 +20,11 @@ from typing import Any, TypeVar
 
 from app.backend.draft import draft_in_use
 from app.backend.engine.boot_log import LOAD_STAGE, BootLog
-from app.backend.engine.checkpoint_gate import refuse_unloadable_download
 from app.backend.engine.config import EngineConfig, draft_models, server_args
-from app.backend.engine.download_stage import engine_downloads
+from app.backend.engine.download_stage import engine_downloads, refuse_unloadable_download
 from app.backend.engine.kernel_cache import invalid_image_hint
 from app.backend.engine.load_progress import LoadProgress, progress_stage, read_progress
-from app.backend.engine.patches import PLAN_ENV, REFUSAL, PatchPlan
+from app.backend.engine.patches.boundary import PLAN_ENV, REFUSAL, PatchPlan
 from app.backend.engine.reply import chat_prompt, produce_reply, prompt_ids
 from app.backend.engine.setup import (
     check_load_format,
@@ -39,8 +38,7 @@ from app.backend.engine.setup import (
 from app.backend.engine.sglang_log import SGLangLog, last_error
 from app.backend.engine.sglang_processes import EngineProcesses, close_ipc, start_resource_tracker
 from app.backend.engine.thread import EngineThread, until_crashed
-from app.backend.proof import PROOF_KEY
-from app.backend.proof.rules import build_report, refusal_report
+from app.backend.proof import PROOF_KEY, build_report, refusal_report
 from app.backend.protocol import BackendInfo, LoadStage, ReplyDone, ReplyError, ReplyEvent
 from app.backend.warmup import PLAN, warm_up
 from app.core.chat import ChatMessage, Sampling, fit_to_context
@@ -89,7 +87,7 @@ class EngineBackend:
             model=self.config.model_path,
             sglang_version=self._version,
             profile=self.config.profile,
-            speculative=self.config.levers.nextn or self.config.levers.dspark,
+            speculative=self.config.levers.speculative,
             context_length=(
                 int(self._engine.tokenizer_manager.context_len)
                 if self._engine is not None
@@ -295,7 +293,9 @@ class EngineBackend:
     def _boot_environment(self) -> dict[str, str]:
         """What this engine's SGLang processes inherit: the log's config and the patch plan."""
         self.progress_file.unlink(missing_ok=True)  # an earlier boot's
-        plan = PatchPlan.for_levers(self.config.levers, str(self.log_file), str(self.progress_file))
+        plan = PatchPlan.for_profile(
+            self.config.levers, str(self.log_file), str(self.progress_file)
+        )
         return {**self.log.prepare(), PLAN_ENV: plan.to_env()}
 
     def _crash(self) -> str | None:
@@ -303,7 +303,7 @@ class EngineBackend:
         return self.log.crash_message() if self.processes.crashed() else None
 
     def _refusal(self, exc: BaseException, log_text: str) -> ProofReport | None:
-        """A `patches.refusal` raised in the scheduler, as a failed proof report."""
+        """A `boundary.refusal` raised in the scheduler, as a failed proof report."""
         if match := REFUSAL.search(f"{exc}\n{log_text}"):
             return refusal_report(self.config.profile, match.group(1), match.group(2).strip())
         return None

@@ -23,6 +23,10 @@ GB: Final = 1e9
 """Decimal gigabytes, as disks and the recipe's "66 GB" count."""
 MIN_RATE_S: Final = 0.5
 """No rate (nor time left) before this many seconds of reading: too few bytes to say."""
+MIN_RATE_BYTES: Final = GB / 10
+"""No rate (nor time left) before the pass has read this much, the line's smallest figure: a
+reader's first yields are small tensors read while its threads start, whose rate (0.0 GB/s,
+days left) is none the load will keep."""
 STAGES: Final = {
     "read": "Reading weights",
     "process": "Processing the weights",
@@ -65,7 +69,7 @@ class LoadProgress:
     @property
     def rate(self) -> float | None:
         """Bytes a second of the current pass, or None before there is enough to say."""
-        if self.read_s < MIN_RATE_S or self.bytes_read <= 0:
+        if self.read_s < MIN_RATE_S or self.bytes_read < MIN_RATE_BYTES:
             return None
         return self.bytes_read / self.read_s
 

@@ -7,8 +7,8 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from app.backend.download import is_hub_id
 from app.backend.engine.config import LOAD_FORMAT_PACKAGES, GpuFacts, engine_environment
-from app.backend.engine.download import is_hub_id
 from app.core.errors import BackendError, ModelNotFound
 
 ENGINE_PACKAGES = ("sglang", "torch", "humming")
@@ -52,7 +52,7 @@ def check_model_path(model_path: str, drafts: Iterable[str] = ()) -> None:
 
 def _check_local(what: str, model_path: str) -> None:
     if is_hub_id(model_path):
-        return  # fetched into the Hugging Face cache at start-up (app/backend/engine/download.py)
+        return  # fetched into the Hugging Face cache at start-up (app/backend/download.py)
     path = Path(model_path).expanduser()
     if not path.is_dir():
         raise ModelNotFound(f"{what} {path} does not exist")

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from app.backend.checkpoint.verify import CheckpointReport
-from app.core.profiles import Levers
+from app.levers.lever import Package, Profile
 
 GIB = 1024**3
 MIN_CUDA = (12, 9)
@@ -88,8 +88,29 @@ class Plan:
     """The checkpoint's safetensors bytes (KNOWN_WEIGHTS_BYTES before it is downloaded)."""
     download_bytes_missing: int
     """Bytes of the checkpoint and of the draft model not yet on disk."""
-    packages: tuple[str, ...] = ()
-    """The modules the profiles' levers run on (LEVER_PACKAGES' keys)."""
+    packages: tuple[Package, ...] = ()
+    """The modules the profiles' levers run on (`app.levers.profiles.packages`)."""
+    gpu_floors: tuple[GpuFloor, ...] = ()
+    """The oldest GPU each lever of the profiles runs on."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuFloor:
+    """A lever's oldest GPU (its `runs_on.min_sm`)."""
+
+    lever: str
+    """The lever in words."""
+    min_sm: int
+    why: str
+
+    @classmethod
+    def of(cls, profile: Profile) -> tuple[GpuFloor, ...]:
+        """The floors of a profile's levers that have one."""
+        return tuple(
+            cls(lever.called, lever.runs_on.min_sm, lever.runs_on.why)
+            for lever in profile.levers
+            if lever.runs_on.min_sm is not None
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,28 +128,15 @@ class Check:
         return f"{'ok  ' if self.ok else 'FAIL'} {self.name}: {self.message}{fix}"
 
 
-LEVER_PACKAGES = {
-    "humming": ("humming-kernels", "pip install humming-kernels==0.1.12 cuda-python (NVRTC)"),
-    "flashinfer": ("flashinfer-python", "pip install flashinfer-python (SGLang 0.5.23's own)"),
-}
-"""Module -> (distribution, fix) of the packages a lever runs on."""
-
-
-def lever_packages(levers: Levers) -> tuple[str, ...]:
-    """The modules these levers run on: Humming's kernels (every profile: ling-chat's
-    scheduler patches read Humming's state), and FlashInfer for the recipe's MXFP4 MoE and
-    for NEXTN's sampled verify."""
-    return ("humming", "flashinfer") if levers.nextn or not levers.humming else ("humming",)
-
-
 def run_preflight(probes: Probes, plan: Plan) -> list[Check]:
     """Every check, in the order a user fixes them."""
     return [
-        *(_package(probes, module) for module in plan.packages),
+        *(_package(probes, package) for package in plan.packages),
         _nvcc(probes),
         _cxx(probes),
         _driver(probes),
         _cuda_memory(probes),
+        _gpu_floors(probes, plan),
         _memory_fit(probes, plan),
         _resident(probes),
         _disk(probes, plan),
@@ -146,12 +154,29 @@ def is_unified(gpu: GpuInfo | None) -> bool:
     return gpu is not None and (gpu.sm in UNIFIED_SMS or "GB10" in gpu.name)
 
 
-def _package(p: Probes, module: str) -> Check:
-    dist, fix = LEVER_PACKAGES[module]
-    name = f"lever package {dist}"
+def _package(p: Probes, package: Package) -> Check:
+    name, module = f"lever package {package.dist}", package.module
     if module in p.import_errors:
-        return Check(name, False, f"`import {module}` failed: {p.import_errors[module]}", fix)
+        error = f"`import {module}` failed: {p.import_errors[module]}"
+        return Check(name, False, error, package.fix)
     return Check(name, True, f"`import {module}` works")
+
+
+def _gpu_floors(p: Probes, plan: Plan) -> Check:
+    name = "levers on this GPU"
+    if p.gpu is None:
+        return Check(name, True, "no GPU to judge (see the GPU memory line)")
+    old = [floor for floor in plan.gpu_floors if p.gpu.sm < floor.min_sm]
+    if old:
+        return Check(
+            name,
+            False,
+            "; ".join(f"{f.lever} runs on sm_{f.min_sm} or newer ({f.why})" for f in old)
+            + f", not on this sm_{p.gpu.sm}",
+            "run a profile without it (--profile baseline runs the official recipe)",
+        )
+    floors = ", ".join(sorted({f"sm_{f.min_sm}" for f in plan.gpu_floors})) or "none"
+    return Check(name, True, f"sm_{p.gpu.sm} (the levers need {floors})")
 
 
 def _nvcc(p: Probes) -> Check:

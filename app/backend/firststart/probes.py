@@ -23,12 +23,14 @@ from app.backend.firststart.preflight import (
     KNOWN_DRAFT_BYTES,
     KNOWN_WEIGHTS_BYTES,
     MODPROBE_OVERRIDE,
+    GpuFloor,
     GpuInfo,
     Plan,
     Probes,
 )
 from app.backend.resident.process import alive
 from app.backend.resident.state import read_state, runtime_path
+from app.levers.lever import Package
 
 SMI_QUERY = [
     "nvidia-smi",
@@ -172,10 +174,12 @@ def build_plan(
     mem_fraction: float,
     hub_cache: Path,
     drafts: Sequence[str] = (),
-    packages: Sequence[str] = (),
+    packages: Sequence[Package] = (),
+    gpu_floors: Sequence[GpuFloor] = (),
 ) -> Plan:
     """Weights and missing bytes of a local directory or a Hugging Face id's cache, plus the
-    missing bytes of the draft models (`packages`: the lever modules the start needs)."""
+    missing bytes of the draft models (`packages`: the lever modules the start needs,
+    `gpu_floors`: the oldest GPU of each lever)."""
     local = Path(checkpoint).expanduser()
     if local.is_dir():
         size = sum(f.stat().st_size for f in local.glob("*.safetensors"))
@@ -183,14 +187,14 @@ def build_plan(
     else:
         weights, missing = KNOWN_WEIGHTS_BYTES, _missing(checkpoint, KNOWN_WEIGHTS_BYTES, hub_cache)
     missing += sum(_missing(draft, KNOWN_DRAFT_BYTES, hub_cache) for draft in drafts)
-    return Plan(mem_fraction, weights, missing, tuple(packages))
+    return Plan(mem_fraction, weights, missing, tuple(packages), tuple(gpu_floors))
 
 
 def _missing(model: str, known_bytes: int, hub_cache: Path) -> int:
     """What the cache lacks of a Hugging Face id's `known_bytes`; 0 for a local directory."""
     if Path(model).expanduser().is_dir():
         return 0
-    from app.backend.engine.download import blob_dir
+    from app.backend.download import blob_dir
 
     blobs = blob_dir(hub_cache, model)
     have = sum(f.stat().st_size for f in blobs.glob("*") if not f.name.endswith(".incomplete"))
@@ -199,7 +203,7 @@ def _missing(model: str, known_bytes: int, hub_cache: Path) -> int:
 
 def hub_cache_dir() -> Path:
     """Where huggingface_hub keeps downloads: the downloader's own place, by its rules."""
-    from app.backend.engine.download import HubPlace
+    from app.backend.download import HubPlace
 
     return HubPlace.from_env().cache_dir
 

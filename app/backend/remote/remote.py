@@ -43,8 +43,7 @@ from typing import Any
 import httpx
 
 from app.backend.draft import count, draft_in_use
-from app.backend.proof import PROOF_KEY
-from app.backend.proof.rules import build_report
+from app.backend.proof import PROOF_KEY, build_report
 from app.backend.protocol import BackendInfo, LoadStage, ReplyError, ReplyEvent, TextChunk
 from app.backend.remote.http import (
     HEALTH_LIMIT,
@@ -71,9 +70,10 @@ from app.core.errors import (
     ProofFailed,
     ServerError,
 )
-from app.core.profiles import DEFAULT_MIN_ACCEPT_LENGTH, DEFAULT_PROFILE, PROFILES
 from app.core.proof_report import ProofReport
 from app.core.server_wait import DEFAULT_SERVER_WAIT_S
+from app.levers.checks.accept_length import DEFAULT_MIN as DEFAULT_MIN_ACCEPT_LENGTH
+from app.levers.profiles import DEFAULT_PROFILE, PROFILES
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from app.backend.engine.config import (
     draft_models,
     server_args,
 )
-from app.backend.engine.patches import PLAN_ENV, PatchPlan
+from app.backend.engine.patches.boundary import PLAN_ENV, PatchPlan
 from app.backend.engine.setup import (
     check_load_format,
     check_model_path,
@@ -61,7 +61,7 @@ def serve(
     log_file = log_path(config)
     route_sglang_logging(log_file)
     protect(config.overrides.get("api_key"))
-    os.environ[PLAN_ENV] = PatchPlan.for_levers(config.levers, str(log_file)).to_env()
+    os.environ[PLAN_ENV] = PatchPlan.for_profile(config.levers, str(log_file)).to_env()
     with output_to_log(log_file) as terminal:
         try:
             from sglang.srt.entrypoints.http_server import app as fastapi_app

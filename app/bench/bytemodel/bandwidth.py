@@ -16,9 +16,9 @@ from app.bench.bytemodel.checkpoint import ModelShape, Precision
 from app.bench.bytemodel.kernels import Phase
 from app.bench.bytemodel.mtp import mtp_cycle, mtp_speedup_ceiling
 from app.bench.bytemodel.roofline import achieved_gbps, roofline, share_of_peak
-from app.bench.bytemodel.unit_bytes import lm_head, served_config, unit_bytes
+from app.bench.bytemodel.unit_bytes import lm_head, served_config, terms, unit_bytes
 from app.bench.results import RooflineColumns, WorkloadSummary
-from app.core.profiles import NEXTN_STEPS, PROFILES
+from app.levers.draft.nextn import STEPS as NEXTN_STEPS
 
 
 def roofline_columns(
@@ -39,12 +39,12 @@ def roofline_columns(
         return None
     model_config = served_config(profile, checkpoint)
     head, context = lm_head(profile), round(summary.context_tokens)
-    levers = PROFILES.get(profile)
+    term = terms(profile)
     try:
         line = roofline(model_config, context_tokens=context, peak_gbps=peak_gbps, head=head)
         per_token: float | None = line.step.total
         ceiling = None
-        if summary.accept_length is not None and levers is not None and levers.dspark:
+        if summary.accept_length is not None and term.round == "dspark":
             nbytes = unit_bytes(profile, Phase.VERIFY, context_tokens=context, config=model_config)
             round_bytes = math.fsum(nbytes.values())
             per_token = round_bytes / summary.accept_length
@@ -56,7 +56,7 @@ def roofline_columns(
                 Precision.from_config(model_config, head),
                 context_tokens=context,
                 draft_steps=int(steps),
-                state_snapshots=not (levers is not None and levers.kda_replayssm),
+                state_snapshots=term.kda_snapshots is not False,
             )
             per_token = cycle.bytes_per_token(summary.accept_length)
             ceiling = cycle.speedup_ceiling(summary.accept_length)

@@ -22,11 +22,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from app.core.profiles import NEXTN_STEPS, PROFILES
+from app.levers.draft.nextn import STEPS as NEXTN_STEPS
+from app.levers.profiles import PROFILES, same_levers
 
 
 class Phase(StrEnum):
@@ -190,12 +191,11 @@ def round_profile(profile: str, replayssm: bool) -> str:
         ValueError: No profile verifies that NEXTN profile's rounds so.
     """
     levers = PROFILES.get(profile)
-    if levers is None or not levers.nextn or levers.replayssm == replayssm:
+    if levers is None or not levers.has("nextn") or levers.has("replayssm") == replayssm:
         return profile
-    ran = replace(levers, replayssm=replayssm)
-    for name, other in PROFILES.items():
-        if other == ran:
-            return name
+    others = tuple(name for name in levers.names if name != "replayssm")
+    if ran := same_levers((*others, "replayssm") if replayssm else others):
+        return ran
     verify = "with" if replayssm else "without"
     raise ValueError(f"no profile verifies {profile}'s rounds {verify} ReplaySSM")
 

@@ -15,24 +15,29 @@ from app.bench.bytemodel.ling_config import (
 )
 from app.bench.bytemodel.mtp import DraftBytes, Routing, mtp_cycle
 from app.bench.bytemodel.roofline import StepBytes, decode_step_bytes
-from app.core.profiles import DSPARK_BLOCK, DSPARK_WINDOW, NEXTN_STEPS, PROFILES
+from app.levers.draft.dspark import BLOCK as DSPARK_BLOCK
+from app.levers.draft.dspark import WINDOW as DSPARK_WINDOW
+from app.levers.draft.nextn import STEPS as NEXTN_STEPS
+from app.levers.lever import ByteTerm
+from app.levers.profiles import PROFILES
+
+
+def terms(profile: str) -> ByteTerm:
+    """A profile's levers' byte-model terms, merged (unknown profiles: none)."""
+    levers = PROFILES.get(profile)
+    return levers.bytes if levers is not None else ByteTerm(why="not a profile")
 
 
 def lm_head(profile: str) -> LmHead:
     """How a profile serves the LM head (unknown profiles: BF16)."""
-    levers = PROFILES.get(profile)
-    if levers is None:
-        return LmHead.BF16
-    if levers.fp8_head:
-        return LmHead.FP8
-    return LmHead.FP32_LOGITS if levers.fp32_logits else LmHead.BF16
+    head = terms(profile).head
+    return LmHead(head) if head is not None else LmHead.BF16
 
 
 def served_config(profile: str, config: Mapping[str, Any]) -> dict[str, Any]:
     """`config` as a profile's engine reads it: with its levers' config overrides (the BF16
     router's `router_dtype`; unknown profiles: none)."""
-    levers = PROFILES.get(profile)
-    return {**config, **(levers.config_overrides if levers is not None else {})}
+    return {**config, **terms(profile).config}
 
 
 def _small_gemm_bytes(shape: ModelShape, precision: Precision, kda: int, mla: int) -> float:
@@ -102,16 +107,17 @@ def unit_bytes(
         )
         parts[Category.LM_HEAD] += row
         return parts
-    levers = PROFILES.get(profile)
-    if levers is not None and levers.dspark:
-        return _dspark_round(shape, precision, context_tokens, routing, row, levers.fp8_draft)
+    term = terms(profile)
+    if term.round == "dspark":
+        fp8_draft = term.draft_linears == "fp8"
+        return _dspark_round(shape, precision, context_tokens, routing, row, fp8_draft)
     cycle = mtp_cycle(
         shape,
         precision,
         context_tokens=context_tokens,
         draft_steps=draft_steps,
         routing=routing,
-        state_snapshots=not (levers is not None and levers.kda_replayssm),
+        state_snapshots=term.kda_snapshots is not False,
     )
     parts = defaultdict(float, _step_parts(shape, precision, cycle.verify))
     draft = [cycle.draft_extend] + [cycle.draft_step] * (draft_steps - 1)

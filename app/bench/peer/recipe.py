@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from app.backend.engine.config import SERVER_ARGS, GpuFacts, engine_environment
-from app.backend.engine.patches import PLAN_ENV
-from app.backend.engine.patches.evidence import FAKING_ENV
+from app.backend.engine.patches.boundary import PLAN_ENV
 from app.core.errors import ConfigError
+from app.levers.checks.no_faking import FAKING
 
 PEER = "stock-sglang"
 """The peer's name: `bench --peer` takes it, the table's row and the JSON carry it."""
@@ -135,7 +135,7 @@ def peer_refusal(
     a variable that fakes acceptance or changes the quantization (`environ`) would change
     its row unseen, where ling-chat's rows name it.
     """
-    if faking := [name for name in FAKING_ENV if environ.get(name, "") != ""]:
+    if faking := [name for name in FAKING if environ.get(name, "") != ""]:
         return f"--peer {PEER} has no proof to show {', '.join(faking)}: unset it"
     if overrides.get("load_format") == "dummy":
         return f"--peer {PEER} needs real weights: drop --sglang-arg load_format=dummy"

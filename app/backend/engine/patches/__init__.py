@@ -5,118 +5,51 @@ process never reach the model. `LingEngine` (app/backend/engine/engine.py) and `
 serve` name the two entry functions below instead of SGLang's own; they install
 ling-chat's model changes in the child, then call SGLang's stock entry:
 
-- fp8_head: quantize the target's BF16 LM head to FP8 after loading, before capture;
-- sharing: the NEXTN draft takes the target's whole LM-head module;
-- evidence: record what the running model really is, sent back with the init info
-  (dspark: the DSpark draft's part of it; replayssm: the KDA verify's);
-- kernel_load: a cached Humming kernel CUDA cannot load names its file and cache;
+- each lever's patch, named by its lever module (app/levers) and installed when the
+  profile has the lever: fp8_head (quantize the target's BF16 LM head to FP8 after loading,
+  before capture), sharing (the NEXTN draft takes the target's whole LM-head module),
+  kernel_load (a cached Humming kernel CUDA cannot load names its file and cache), dspark
+  and replayssm (count what their lines judge), and host/ (the scheduler's host time a
+  round: the ReplaySSM commit fed the verify's indices, the collector frozen once up, the
+  fastest cores);
+- evidence: every lever's facts about the running model, sent back with the init info;
 - load_watch: the weight load's bytes and stages, written for the start screen;
 - draft_shards: the NEXTN draft reads only the shards holding its layer;
-- host: the scheduler's host time a round (the ReplaySSM commit fed the verify's indices,
-  the garbage collector frozen once up, the scheduler on the fastest cores).
+- host/log_level: the log level ling-chat asks SGLang for, in force once the scheduler is up.
 
-The plan (which changes to make) travels in the `LING_CHAT_PATCH_PLAN` environment
-variable, which spawned children inherit.
+The plan (which changes to make) crosses the process boundary in an environment variable
+(boundary.py), as the refusals come back.
 """
 
 from __future__ import annotations
 
-import json
+import importlib
 import os
-import re
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from app.core.profiles import Levers
+from app.backend.engine.patches.boundary import PatchPlan
 
-PLAN_ENV = "LING_CHAT_PATCH_PLAN"
-REFUSAL = re.compile(r"LING_CHAT_REFUSED\[(\w+)\] (.+?) LING_CHAT_END")
-"""Finds a refusal raised in the scheduler, in the engine's error or in the log."""
-
-
-def refusal(key: str, message: str) -> RuntimeError:
-    """An error that stops the scheduler and reaches the app as a failed proof line."""
-    return RuntimeError(f"LING_CHAT_REFUSED[{key}] {message} LING_CHAT_END")
-
-
-@dataclass(frozen=True, slots=True)
-class PatchPlan:
-    """Which model changes the child installs."""
-
-    fp8_head: bool = True
-    log_file: str | None = None
-    """Child stdout/stderr go here (None: leave them alone)."""
-    min_head_speedup: float = 1.2
-    """The FP8 head must beat the BF16 head by this factor in the load-time timing."""
-    dspark: bool = False
-    """Record the DSpark draft's evidence (app/backend/engine/patches/dspark.py)."""
-    replayssm: bool = False
-    """Count the KDA ReplaySSM commits (app/backend/engine/patches/replayssm.py)."""
-    progress_file: str | None = None
-    """Where the load's progress goes (app/backend/engine/load_progress.py; None: nowhere)."""
-    draft_own_shards: bool = True
-    """The NEXTN draft reads only its own shards (draft_shards.py); off: SGLang's second
-    reading of the whole checkpoint, for the load benchmark's side-by-side rows."""
-    prepared_commit: bool = False
-    """NEXTN's KDA ReplaySSM commit takes the verify's prepared indices (host/commit.py)."""
-    gc_freeze: bool = True
-    """The scheduler's garbage collector frozen once it is up (host/gc_freeze.py)."""
-    fast_cores: bool = True
-    """The scheduler on the fastest cores where they differ in speed (host/cores.py)."""
-
-    @classmethod
-    def for_levers(
-        cls, levers: Levers, log_file: str, progress_file: str | None = None
-    ) -> PatchPlan:
-        """The changes a profile's levers need, the child's output going to `log_file`."""
-        return cls(
-            fp8_head=levers.fp8_head,
-            dspark=levers.dspark,
-            replayssm=levers.kda_replayssm,
-            prepared_commit=levers.replayssm and levers.nextn,
-            log_file=log_file,
-            progress_file=progress_file,
-        )
-
-    def to_env(self) -> str:
-        """The JSON value of LING_CHAT_PATCH_PLAN."""
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_env(cls) -> PatchPlan:
-        """The plan the parent set; the product default when unset."""
-        raw = os.environ.get(PLAN_ENV)
-        return cls(**json.loads(raw)) if raw else cls()
+EARLY = ("host.cores",)
+"""Lever patches installed before anything else: the cores pinned before an import starts a
+thread (a thread keeps the cores it started on)."""
 
 
 def install(plan: PatchPlan) -> None:
-    """Install every model change of the plan into this (child) process."""
-    from app.backend.engine.patches import (
-        draft_shards,
-        dspark,
-        evidence,
-        fp8_head,
-        host,
-        kernel_load,
-        load_watch,
-        replayssm,
-        sharing,
-    )
+    """Install every model change of the plan into this (child) process: the early patches,
+    the evidence, the log level, the draft's own shards, each other lever's patch, then the
+    load's watch (after the FP8 head: its time counts as the head's)."""
+    for name in (name for name in plan.patches if name in EARLY):
+        importlib.import_module(f"{__name__}.{name}").install(plan)
+    from app.backend.engine.patches import draft_shards, evidence, load_watch
+    from app.backend.engine.patches.host import log_level
 
-    host.install(plan)  # first: the cores before any thread starts, the GC freeze under evidence
     evidence.install()
-    kernel_load.install()
-    sharing.install()
+    log_level.install()
     if plan.draft_own_shards:
         draft_shards.install()
-    if plan.dspark:
-        dspark.install()
-    if plan.replayssm:
-        replayssm.install()
-    if plan.fp8_head:
-        fp8_head.install(plan.min_head_speedup)
-    if plan.progress_file:  # after the FP8 head: its time counts as the head's
+    for name in (name for name in plan.patches if name not in EARLY):
+        importlib.import_module(f"{__name__}.{name}").install(plan)
+    if plan.progress_file:
         load_watch.install(plan.progress_file, fp8_head=plan.fp8_head)
 
 

@@ -21,8 +21,9 @@ from typing import Any
 
 import torch
 
-from app.backend.engine.patches import head_choice, refusal
-from app.backend.proof import FP8_HEAD_METHOD
+from app.backend.engine.patches import head_choice
+from app.backend.engine.patches.boundary import PatchPlan, refusal
+from app.levers.model.fp8_head import METHOD as FP8_HEAD_METHOD
 
 FACTS: dict[str, Any] = {"installed": False}
 """What quantizing the head found; read by evidence.collect()."""
@@ -279,8 +280,9 @@ def copy_gbps() -> float:
     return 2 * COPY_BYTES / (us * 1e3)
 
 
-def install(min_speedup: float) -> None:
-    """Make the target class quantize its head in SGLang's post-load hook."""
+def install(plan: PatchPlan) -> None:
+    """Make the target class quantize its head in SGLang's post-load hook, its kernel at
+    least `plan.min_head_speedup` times as fast as BF16 (the FP8 head lever's patch)."""
     from sglang.srt.models.bailing_moe_v3 import BailingMoeV3ForCausalLM
 
     previous = getattr(BailingMoeV3ForCausalLM, "precompile_kernels_after_loading", None)
@@ -288,6 +290,6 @@ def install(min_speedup: float) -> None:
     def precompile_kernels_after_loading(self: Any) -> None:
         if previous is not None:
             previous(self)
-        quantize_head(self, min_speedup)
+        quantize_head(self, plan.min_head_speedup)
 
     BailingMoeV3ForCausalLM.precompile_kernels_after_loading = precompile_kernels_after_loading

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from app.backend.engine.patches import refusal
+from app.backend.engine.patches.boundary import PatchPlan, refusal
 
 INVALID_IMAGE = "CUDA_ERROR_INVALID_IMAGE"
 
@@ -45,8 +45,9 @@ def guarded(load: Callable[[Any], Any], cache: Callable[[], str]) -> Callable[[A
     return load_cubin
 
 
-def install() -> None:
-    """Guard every Humming kernel's cubin load in this (scheduler) process."""
+def install(plan: PatchPlan) -> None:
+    """Guard every Humming kernel's cubin load in this (scheduler) process (the Humming
+    lever's patch)."""
     from humming.jit.runtime import KernelRuntime
 
     KernelRuntime.load_cubin = guarded(KernelRuntime.load_cubin, humming_cache_dir)

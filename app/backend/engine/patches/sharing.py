@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.backend.engine.patches import refusal
+from app.backend.engine.patches.boundary import PatchPlan, refusal
 
 
 def set_lm_head_from_target(self: Any, target_lm_head: Any) -> None:
@@ -41,8 +41,9 @@ def check_draft_head(worker: Any) -> None:
     )
 
 
-def install() -> None:
-    """Give the Bailing NEXTN class whole-module sharing, and check it after sharing."""
+def install(plan: PatchPlan) -> None:
+    """Give the Bailing NEXTN class whole-module sharing, and check it after sharing (the
+    NEXTN lever's patch)."""
     from sglang.srt.models.bailing_moe_nextn import BailingMoeForCausalLMNextN
     from sglang.srt.speculative.eagle_worker_v2 import EagleDraftWorker
 

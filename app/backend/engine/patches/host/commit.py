@@ -23,6 +23,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from app.backend.engine.patches.boundary import PatchPlan
+
 COUNTS: Counter[str] = Counter()
 """`prepared`: commits fed the verify's indices; `stock`: commits left to SGLang's function."""
 MARK = "ling_chat_fed_prepared"
@@ -93,7 +95,7 @@ def commit_fed_prepared(stock: Callable[..., None]) -> Callable[..., None]:
     return commit_mamba_states_after_verify
 
 
-def install() -> None:
+def install(plan: PatchPlan) -> None:
     """Put the fed commit where SGLang's verify (and its PP scheduler) look it up."""
     from sglang.srt.speculative import eagle_worker_common, spec_utils
 
@@ -109,8 +111,10 @@ def live_commit() -> Callable[..., Any]:
     return eagle_worker_common.commit_mamba_states_after_verify
 
 
-def collect(calls: Callable[..., Any]) -> dict[str, Any]:
-    """The `prepared_commit` fact: the commit the verify calls (`calls`) and the counts."""
+def collect(calls: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """The `prepared_commit` fact: the commit the verify calls (`calls`; None: the live one)
+    and the counts."""
+    calls = live_commit() if calls is None else calls
     where = f"{getattr(calls, '__module__', '?')}.{getattr(calls, '__qualname__', '?')}"
     return {
         "verify_calls": where,

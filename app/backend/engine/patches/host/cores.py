@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from app.backend.engine.patches.boundary import PatchPlan
+
 SYSFS = Path("/sys/devices/system/cpu")
 SOURCES = ("cpu_capacity", "cpufreq/cpuinfo_max_freq")
 """Where a core's speed is read, in order of preference."""
@@ -72,6 +74,12 @@ def pin(
     if chosen:
         set_affinity(0, chosen)
     return chosen
+
+
+def install(plan: PatchPlan) -> None:
+    """Pin this process where its cores differ in speed (patches/__init__.py runs this first:
+    every thread started after it inherits the cores)."""
+    pin()
 
 
 def collect(affinity: Callable[[int], Iterable[int]] = os.sched_getaffinity) -> dict[str, Any]:

@@ -15,6 +15,8 @@ import gc
 import time
 from typing import Any
 
+from app.backend.engine.patches.boundary import PatchPlan
+
 FACTS: dict[str, Any] = {"frozen": 0, "collect_s": None}
 """What freezing found in this process: objects frozen, and the collection's seconds."""
 
@@ -28,7 +30,7 @@ def freeze() -> None:
     FACTS["frozen"] = gc.get_freeze_count()
 
 
-def install() -> None:
+def install(plan: PatchPlan) -> None:
     """Freeze as the scheduler reports ready (ling-chat's evidence, installed after, reads
     the counts then)."""
     from sglang.srt.managers.scheduler import Scheduler

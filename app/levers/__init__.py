@@ -1,0 +1,1 @@
+"""The levers: one module per lever (model/, draft/, checks/), the `Lever` record, profiles."""

@@ -1,0 +1,1 @@
+"""The levers of the draft and its verify: NEXTN, DSpark, the FP8 draft, KDA ReplaySSM."""
