@@ -370,4 +370,3 @@ def test_a_row_with_levers_off_has_its_own_label_and_keeps_its_gc_time() -> None
     assert (before.off, before.gc_ms, before.label) == ((), None, "stack/triton/no pin")
     off = HostRound.from_dict({**data, "off": ["prepared_commit"], "gc_ms": 0.02})
     assert off.label == "stack/triton/no pin/off: prepared_commit" and off.gc_ms == 0.02
-
