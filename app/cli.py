@@ -13,6 +13,7 @@ import argparse
 import ast
 import contextlib
 import errno
+import functools
 import importlib
 import importlib.util
 import os
@@ -73,8 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@functools.cache
 def _docstring(module: str) -> str | None:
-    """A module's docstring, read from its source without importing it."""
+    """A module's docstring, read from its source without importing it (once a process)."""
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
         return None

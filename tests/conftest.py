@@ -1,16 +1,49 @@
-"""Shared pytest set-up: the `gpu` marker runs only with --run-gpu, isolated dirs, and an
-engine that reads as not installed."""
+"""Shared pytest set-up: the `gpu` marker runs only with --run-gpu; end-to-end tests (the
+`end_to_end` fixture) make the slow lane and leave no process; isolated dirs; an engine that
+reads as not installed; and a run that fails when any process the session started is left."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support import fast_lane, leftovers
+from tests.support.timeouts import scaled
+
 ENGINE_DOUBLE = Path(__file__).resolve().parent / "fixtures" / "engine_double"
 """The engine double: SGLang, torch and their kin as the CPU tests' doubles."""
+
+LEFTOVER_WAIT_S = 5.0
+"""How long a check for processes left waits for those that are being stopped."""
+END_TO_END = frozenset({"end_to_end", "snap_compare"})
+"""Fixtures that make a test end to end (a process, a pseudo-terminal, or the app under
+Pilot, as `snap_compare` runs it): it runs in the slow lane."""
+SESSION_TOKEN = pytest.StashKey[str]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[SESSION_TOKEN] = leftovers.mark_session()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fail the run when a process the session started still runs (and stop it)."""
+    found = leftovers.left_behind(session.config.stash[SESSION_TOKEN], scaled(LEFTOVER_WAIT_S))
+    if not found:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line("")
+        reporter.write_sep(
+            "=", f"FAILED: {len(found)} processes left behind (now stopped)", red=True
+        )
+        for process in found:
+            reporter.write_line(leftovers.describe(process), red=True)
+    leftovers.stop(found)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -20,12 +53,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--run-gpu"):
-        return
     skip = pytest.mark.skip(reason="needs a GPU: run with --run-gpu on the GPU machine")
     for item in items:
-        if "gpu" in item.keywords:
+        if END_TO_END & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+        if "gpu" in item.keywords and not config.getoption("--run-gpu"):
             item.add_marker(skip)
+
+
+@pytest.fixture
+def end_to_end(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The test starts processes or runs the app under Pilot (the slow lane); a process it
+    started that still runs at its end fails it (and is stopped)."""
+    token = request.config.stash[SESSION_TOKEN]
+    before = {process.pid for process in leftovers.running(token)}
+    yield
+    found = leftovers.left_behind(token, scaled(LEFTOVER_WAIT_S), before)
+    if found:
+        named = "\n".join(leftovers.describe(process) for process in found)
+        leftovers.stop(found)
+        pytest.fail(f"processes left behind (now stopped):\n{named}", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def fast_lane_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CPU test outside the slow lane that would start a Python process or run the app
+    under Pilot fails, naming the `end_to_end` fixture (GPU tests are end to end anyway)."""
+    if not any(request.node.get_closest_marker(name) for name in ("slow", "gpu")):
+        fast_lane.guard(request.node.nodeid, monkeypatch)
 
 
 @pytest.fixture(autouse=True)

@@ -16,11 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.support.timeouts import scaled
-
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
 
 ROOT = Path(__file__).resolve().parents[1]
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
@@ -53,7 +49,7 @@ def chatted(work: Path, mode: str) -> dict[str, Any]:
     return result
 
 
-def test_a_chat_starts_streams_and_leaves_no_process_behind(tmp_path):
+def test_a_chat_starts_streams_and_leaves_no_process_behind(end_to_end: None, tmp_path):
     result = chatted(tmp_path, "chat")
     assert result["screen"] == "ChatScreen"
     assert result["draft"] == "draft    3 steps · 4 tokens"
@@ -64,7 +60,7 @@ def test_a_chat_starts_streams_and_leaves_no_process_behind(tmp_path):
     assert "scheduler double up: moe_runner_backend=humming" in log  # child output -> log
 
 
-def test_the_start_screen_shows_the_load_the_scheduler_records(tmp_path):
+def test_the_start_screen_shows_the_load_the_scheduler_records(end_to_end: None, tmp_path):
     """The scheduler writes the recorded load progress; the real engine backend reads it and
     the start screen shows each stage, the bytes read of the total, the rate, the time left."""
     result = chatted(tmp_path, "load_progress")
@@ -82,7 +78,7 @@ def test_the_start_screen_shows_the_load_the_scheduler_records(tmp_path):
     assert not list(tmp_path.glob(".load-progress.json.*"))  # replaced whole, no half file left
 
 
-def test_the_speed_panel_shows_the_draft_steps_the_scheduler_runs(tmp_path):
+def test_the_speed_panel_shows_the_draft_steps_the_scheduler_runs(end_to_end: None, tmp_path):
     # speculative_num_steps=2 reaches SGLang, whose top-1 draft worker then verifies 3
     # tokens (the args still ask for 4): the running scheduler's facts are what is shown.
     result = chatted(tmp_path, "two_draft_steps")
@@ -90,21 +86,23 @@ def test_the_speed_panel_shows_the_draft_steps_the_scheduler_runs(tmp_path):
     assert result["draft"] == "draft    2 steps · 3 tokens"
 
 
-def test_quitting_mid_reply_keeps_what_arrived_and_stops_the_engine(tmp_path):
+def test_quitting_mid_reply_keeps_what_arrived_and_stops_the_engine(end_to_end: None, tmp_path):
     (reply,) = chatted(tmp_path, "quit_mid_reply")["replies"]
     assert reply["status"] == "stopped"
     assert reply["content"] and FULL_REPLY.startswith(reply["content"])
     assert reply["content"] != FULL_REPLY
 
 
-def test_quitting_while_the_model_loads_stops_the_loading_engine(tmp_path):
+def test_quitting_while_the_model_loads_stops_the_loading_engine(end_to_end: None, tmp_path):
     result = chatted(tmp_path, "quit_while_loading")
     assert result["screen"] == "StartupScreen"
     assert result["replies"] == []
     assert result["quit_s"] < 10
 
 
-def test_a_scheduler_that_dies_mid_reply_ends_it_in_an_error_and_the_app_stays(tmp_path):
+def test_a_scheduler_that_dies_mid_reply_ends_it_in_an_error_and_the_app_stays(
+    end_to_end: None, tmp_path
+):
     result = chatted(tmp_path, "scheduler_dies_mid_reply")
     assert result["screen"] == "ChatScreen"
     (reply,) = result["replies"]
@@ -113,7 +111,9 @@ def test_a_scheduler_that_dies_mid_reply_ends_it_in_an_error_and_the_app_stays(t
     assert "scheduler died" in reply["error"]
 
 
-def test_a_refusal_raised_while_loading_shows_the_report_and_exits_with_2(tmp_path):
+def test_a_refusal_raised_while_loading_shows_the_report_and_exits_with_2(
+    end_to_end: None, tmp_path
+):
     result, printed = session(tmp_path, "refused_at_load")
     assert result["screen"] == "StartupScreen"
     assert result["return_code"] == 2
@@ -123,14 +123,16 @@ def test_a_refusal_raised_while_loading_shows_the_report_and_exits_with_2(tmp_pa
     assert line["fix"] and "Draft shares the target's LM head module" in printed
 
 
-def test_a_crash_while_loading_is_one_line_with_its_cause_not_an_old_refusal(tmp_path):
+def test_a_crash_while_loading_is_one_line_with_its_cause_not_an_old_refusal(
+    end_to_end: None, tmp_path
+):
     session(tmp_path, "refused_at_load")  # the log now holds an earlier run's refusal
     result, printed = session(tmp_path, "out_of_memory_at_load")
     assert result["return_code"] == 1
     assert "SGLang failed to start (MemoryError: CUDA out of memory" in printed
 
 
-def test_an_engine_that_cannot_sample_refuses_to_start_with_the_cause(tmp_path):
+def test_an_engine_that_cannot_sample_refuses_to_start_with_the_cause(end_to_end: None, tmp_path):
     # Greedy NEXTN passed on the H200 without FlashInfer; the first sampled verify killed
     # SGLang's scheduler. The sampled warm-up finds that before the user's first message.
     result, printed = session(tmp_path, "cannot_sample")

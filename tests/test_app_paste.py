@@ -7,12 +7,8 @@ import os
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 from tests.support.pty_app import app_on_a_pty, wait_for
 from tests.support.slow_server import SlowServer
-
-pytestmark = pytest.mark.slow  # end to end: a subprocess on a pseudo-terminal
 
 PASTED = "before \x1b[31mred\x1b[0m \x1b]0;title\x07 after"
 
@@ -24,7 +20,7 @@ def stored_user_messages(db_path: Path) -> list[str]:
         return [row[0] for row in db.execute("SELECT content FROM messages WHERE role = 'user'")]
 
 
-def test_a_pasted_escape_is_sent_as_pasted(tmp_path: Path) -> None:
+def test_a_pasted_escape_is_sent_as_pasted(end_to_end: None, tmp_path: Path) -> None:
     with SlowServer(step_s=0.05) as server, app_on_a_pty(server.url, tmp_path) as app:
         wait_for(lambda: b"Ask Ling" in app.screen, 60, "the chat")
         os.write(app.leader, f"\x1b[200~{PASTED}\x1b[201~".encode())

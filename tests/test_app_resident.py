@@ -19,7 +19,6 @@ from tests.support.pilot import chat_screen, reply_done, send
 from tests.support.resident import plan_for
 
 world = resident.world
-pytestmark = pytest.mark.slow  # end to end: Pilot and a subprocess
 
 
 async def test_a_reply_from_the_resident_engine_is_stored_as_the_residents(world: Path) -> None:

@@ -19,8 +19,6 @@ from tests.support.pty_app import app_on_a_pty, wait_for
 from tests.support.slow_server import TOKEN, SlowServer
 from tests.support.timeouts import scaled
 
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
-
 LEAVE_ALT_SCREEN = b"\x1b[?1049l"
 
 
@@ -29,7 +27,7 @@ LEAVE_ALT_SCREEN = b"\x1b[?1049l"
     [(signal.SIGTERM, False), (signal.SIGHUP, False), (signal.SIGHUP, True)],
 )
 def test_a_signal_mid_reply_stores_it_as_stopped_and_restores_the_terminal(
-    tmp_path: Path, signum: int, window_closed: bool
+    end_to_end: None, tmp_path: Path, signum: int, window_closed: bool
 ) -> None:
     """`window_closed`: the terminal hangs up first (reads and writes fail), as when its
     window is closed; the process must still store the reply and exit, not hang."""

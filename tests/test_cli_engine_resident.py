@@ -126,7 +126,9 @@ def test_engine_status_names_a_hung_engine_and_exits_1(
     assert process.alive(pid)
 
 
-def test_without_xdg_runtime_dir_status_says_only_its_line(tmp_path: Path) -> None:
+def test_without_xdg_runtime_dir_status_says_only_its_line(
+    end_to_end: None, tmp_path: Path
+) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", RUNTIME_DIR_ENV)}
     env["TMPDIR"] = str(tmp_path)
     done = subprocess.run(

@@ -92,9 +92,8 @@ def ling_chat(*argv: str, stdout: object) -> subprocess.CompletedProcess[bytes]:
     )
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("long_history")
-def test_history_into_a_closed_pipe_ends_quietly():
+def test_history_into_a_closed_pipe_ends_quietly(end_to_end: None):
     """`ling-chat history | head -1`: the reader leaving early is no error."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "app", "history"],
@@ -108,10 +107,9 @@ def test_history_into_a_closed_pipe_ends_quietly():
     assert (proc.returncode, err.decode()) == (0, "")
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("long_history")
 @pytest.mark.parametrize("argv", [["history"], ["export", "-o", "-"]])
-def test_a_full_stdout_is_one_line(argv: list[str]):
+def test_a_full_stdout_is_one_line(end_to_end: None, argv: list[str]):
     with open("/dev/full", "w") as full:
         proc = ling_chat(*argv, stdout=full)
     assert proc.returncode == 1
@@ -120,7 +118,9 @@ def test_a_full_stdout_is_one_line(argv: list[str]):
     )
 
 
-def test_a_locked_database_is_reported_before_the_model_starts(monkeypatch, capsys, tmp_path):
+def test_a_locked_database_is_reported_before_the_model_starts(
+    end_to_end: None, monkeypatch, capsys, tmp_path
+):
     from app.ui import LingChatApp
     from tests.support.storage import write_locked
 
@@ -162,8 +162,7 @@ HEAVY = ("pydantic", "pydantic_settings", "sqlite_utils", "textual", "httpx", "r
 """Packages `ling-chat --help` has no use for: together they take seconds to import."""
 
 
-@pytest.mark.slow
-def test_help_imports_no_heavy_package_and_lists_every_command() -> None:
+def test_help_imports_no_heavy_package_and_lists_every_command(end_to_end: None) -> None:
     code = (
         "import sys\nfrom app.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n"
         f"    pass\nprint(sorted(name for name in {HEAVY!r} if name in sys.modules))"

@@ -213,8 +213,7 @@ def test_export_of_an_unknown_id_writes_nothing(
     assert not out.exists()
 
 
-@pytest.mark.slow
-def test_export_to_a_closed_pipe_ends_quietly(filled: Path) -> None:
+def test_export_to_a_closed_pipe_ends_quietly(end_to_end: None, filled: Path) -> None:
     """`ling-chat export -o - | head`: the reader leaving early is no error."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "app", "export", "-o", "-"],

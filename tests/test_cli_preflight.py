@@ -78,9 +78,10 @@ def test_the_chat_prepares_inside_its_start(model: Path, machine: dict[str, Any]
     assert machine["loaded"] == [("engine",)]  # PreparedBackend: the start-up screen shows it
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU machine may pass")
-def test_doctor_on_a_machine_without_a_gpu_prints_the_preflight_and_exits_3(model: Path):
+def test_doctor_on_a_machine_without_a_gpu_prints_the_preflight_and_exits_3(
+    end_to_end: None, model: Path
+):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)])}
     done = subprocess.run(
         [sys.executable, "-m", "app", "doctor", "--model", str(model)],

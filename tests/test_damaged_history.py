@@ -37,9 +37,10 @@ DAMAGE = {
 }
 
 
-@pytest.fixture(params=DAMAGE.values(), ids=DAMAGE.keys())
-def damaged(request: pytest.FixtureRequest) -> Path:
-    db_path = load_settings().db_path  # LING_CHAT_DATA_DIR from the isolated_dirs fixture
+@pytest.fixture(scope="module", params=DAMAGE.values(), ids=DAMAGE.keys())
+def damaged_once(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A history with one kind of damage, built once for every command that reads it."""
+    db_path = tmp_path_factory.mktemp("damaged") / "history.db"
     with ChatStore.open(db_path) as store:
         run = store.record_engine_run(
             kind="engine", model="ling", sglang_version="0.5.23", profile="stack", proof={}
@@ -52,6 +53,18 @@ def damaged(request: pytest.FixtureRequest) -> Path:
     with sqlite3.connect(db_path) as db:
         db.execute(request.param)
     db.close()
+    return db_path
+
+
+@pytest.fixture
+def damaged(damaged_once: Path) -> Path:
+    """A copy of the damaged history where the commands look for it (a command may write)."""
+    db_path = load_settings().db_path  # LING_CHAT_DATA_DIR from the isolated_dirs fixture
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(damaged_once) as source, sqlite3.connect(db_path) as copy:
+        source.backup(copy)
+    source.close()
+    copy.close()
     return db_path
 
 

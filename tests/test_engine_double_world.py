@@ -16,8 +16,6 @@ import pytest
 from app.backend.engine.setup import ENGINE_PACKAGES
 from tests.support.timeouts import scaled
 
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
-
 ROOT = Path(__file__).resolve().parents[1]
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
 GPU_FACTS = "from app.backend.engine.setup import gpu_facts; print(gpu_facts())"
@@ -34,7 +32,7 @@ def installed_engine_double(site: Path) -> Path:
     return site
 
 
-def test_an_installed_engine_is_not_mixed_into_the_double(tmp_path: Path) -> None:
+def test_an_installed_engine_is_not_mixed_into_the_double(end_to_end: None, tmp_path: Path) -> None:
     site = installed_engine_double(tmp_path / "site-packages")
     done = subprocess.run(
         [sys.executable, "-c", GPU_FACTS],

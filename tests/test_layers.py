@@ -1,4 +1,5 @@
-"""The app's parts import only downward, and no modules import each other in a circle.
+"""The app's parts import only downward, no modules import each other in a circle, and the
+UI sees the model side only through the backend's protocol.
 
 Read from the source with `ast`, so an import inside a function or under TYPE_CHECKING counts.
 """
@@ -6,6 +7,7 @@ Read from the source with `ast`, so an import inside a function or under TYPE_CH
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -38,7 +40,8 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_names(path: Path) -> set[str]:
+@functools.cache
+def imported_names(path: Path) -> frozenset[str]:
     """Every module (or module.name) `path` imports (absolute imports: `app` uses no others)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -47,7 +50,7 @@ def imported_names(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return found
+    return frozenset(found)
 
 
 def imports(path: Path) -> set[str]:
@@ -84,6 +87,22 @@ def test_imports_run_only_downward():
     assert wrong == []
 
 
+UI_SEES_OF_THE_BACKEND = {"app.backend.protocol"}
+"""The one backend module the UI may import: the narrow interface and its records."""
+
+
+def test_the_ui_imports_only_the_backends_protocol():
+    wrong = [
+        f"{module} -> {target}"
+        for module, targets in GRAPH.items()
+        if module == "app.ui" or module.startswith("app.ui.")
+        for target in sorted(targets)
+        if (target == "app.backend" or target.startswith("app.backend."))
+        and target not in UI_SEES_OF_THE_BACKEND
+    ]
+    assert wrong == []
+
+
 def test_no_modules_import_each_other_in_a_circle():
     done: set[str] = set()
 
@@ -108,6 +127,7 @@ def test_neither_the_app_nor_its_tests_import_the_lab():
         f"{path.relative_to(APP.parent)} -> {name}"
         for root in (APP, TESTS)
         for path in sorted(root.rglob("*.py"))
+        if "lab" in path.read_text(encoding="utf-8")  # no import of it without the word
         for name in sorted(imported_names(path))
         if name == "lab" or name.startswith("lab.")
     ]

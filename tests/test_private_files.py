@@ -74,8 +74,9 @@ def test_the_load_progress_the_scheduler_writes_is_private(tmp_path: Path) -> No
     assert mode(path) == 0o600
 
 
-@pytest.mark.slow
-def test_the_log_the_scheduler_writes_its_output_to_is_private(tmp_path: Path) -> None:
+def test_the_log_the_scheduler_writes_its_output_to_is_private(
+    end_to_end: None, tmp_path: Path
+) -> None:
     log = tmp_path / "scheduler.log"
     script = (
         "import sys; from app.backend.engine.patches import redirect_output; "

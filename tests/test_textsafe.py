@@ -125,7 +125,6 @@ def _on_a_tty(*argv: str, status: int = 0) -> str:
     return text
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -139,7 +138,7 @@ def _on_a_tty(*argv: str, status: int = 0) -> str:
     ids=" ".join,
 )
 def test_stored_text_reaches_a_terminal_without_a_control_character(
-    hostile_db: Path, argv: tuple[str, ...]
+    end_to_end: None, hostile_db: Path, argv: tuple[str, ...]
 ) -> None:
     shown = _on_a_tty(*argv)
     assert "PWNED" in shown or "title" in shown
@@ -156,7 +155,6 @@ def _piped(*argv: str) -> str:
     return done.stdout.decode()
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -172,7 +170,7 @@ def _piped(*argv: str) -> str:
     ids=" ".join,
 )
 def test_stored_text_piped_to_a_pager_holds_no_control_character(
-    hostile_db: Path, argv: tuple[str, ...]
+    end_to_end: None, hostile_db: Path, argv: tuple[str, ...]
 ) -> None:
     shown = _piped(*argv)
     assert "PWNED" in shown
@@ -181,17 +179,17 @@ def test_stored_text_piped_to_a_pager_holds_no_control_character(
         assert shown.count("\r\n") == 2 and "\r" not in shown.replace("\r\n", "")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [("history", "--raw"), ("history", "show", "1", "--raw"), ("export", "--raw", "-o", "-")],
 )
-def test_raw_prints_the_exact_text(hostile_db: Path, argv: tuple[str, ...]) -> None:
+def test_raw_prints_the_exact_text(
+    end_to_end: None, hostile_db: Path, argv: tuple[str, ...]
+) -> None:
     assert f"title {HOSTILE}{BIDI}" in _piped(*argv)
 
 
-@pytest.mark.slow
-def test_a_title_with_line_breaks_cannot_draw_rows_of_its_own() -> None:
+def test_a_title_with_line_breaks_cannot_draw_rows_of_its_own(end_to_end: None) -> None:
     with ChatStore.open(load_settings().db_path) as store:
         store.create_conversation("real\n 99  2026-01-01 00:00     1  fake row\tend")
     listed = _piped("history").splitlines()
@@ -200,8 +198,9 @@ def test_a_title_with_line_breaks_cannot_draw_rows_of_its_own() -> None:
     assert _piped("history", "--raw").count("\n") == 3
 
 
-@pytest.mark.slow
-def test_an_error_naming_stored_text_reaches_a_terminal_made_visible(tmp_path: Path) -> None:
+def test_an_error_naming_stored_text_reaches_a_terminal_made_visible(
+    end_to_end: None, tmp_path: Path
+) -> None:
     bad = tmp_path / f"bad{HOSTILE[:6]}.json"
     bad.write_text("{}")
     shown = _on_a_tty("import", str(bad), status=1)
@@ -209,8 +208,9 @@ def test_an_error_naming_stored_text_reaches_a_terminal_made_visible(tmp_path: P
     assert "\x1b" not in shown and "␛]0;PW" in shown
 
 
-@pytest.mark.slow
-def test_a_file_export_keeps_the_exact_text(hostile_db: Path, tmp_path: Path) -> None:
+def test_a_file_export_keeps_the_exact_text(
+    end_to_end: None, hostile_db: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "out.md"
     subprocess.run(
         [sys.executable, "-m", "app", "export", "-o", str(out)],
@@ -222,8 +222,9 @@ def test_a_file_export_keeps_the_exact_text(hostile_db: Path, tmp_path: Path) ->
     assert f"answer {HOSTILE}" in text and f"ask {HOSTILE}" in text
 
 
-@pytest.mark.slow
-def test_the_html_export_escapes_the_text(hostile_db: Path, tmp_path: Path) -> None:
+def test_the_html_export_escapes_the_text(
+    end_to_end: None, hostile_db: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "out.html"
     subprocess.run(
         [sys.executable, "-m", "app", "export", "-o", str(out)],

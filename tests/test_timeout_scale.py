@@ -52,9 +52,8 @@ while time.monotonic() < end:
 """
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not SCHEDSTAT.exists(), reason="the kernel keeps no schedstat")
-def test_a_deadline_leaves_out_the_time_another_process_held_the_cpu() -> None:
+def test_a_deadline_leaves_out_the_time_another_process_held_the_cpu(end_to_end: None) -> None:
     """A wait here times out on the time the test ran or waited on purpose, not on time a
     busy machine gave to others: sharing one CPU with a busy process, about half of it."""
     cpu = min(os.sched_getaffinity(0))

@@ -308,7 +308,8 @@ class RecordingBackend:
     def __init__(
         self, inner: ChatBackend, path: Path | str, *, clock: Clock = time.perf_counter
     ) -> None:
-        self._inner = inner
+        self.inner = inner
+        """The backend recorded."""
         self._clock = clock
         self._path = Path(path)
         self._trace: dict[str, Any] = {
@@ -325,19 +326,19 @@ class RecordingBackend:
     @property
     def info(self) -> BackendInfo:
         """The wrapped backend's facts."""
-        return self._inner.info
+        return self.inner.info
 
     async def start(self) -> AsyncIterator[LoadStage]:
         """Pass the stages through, recording each; the trace is written when start-up ends."""
-        async for stage in self._inner.start():
+        async for stage in self.inner.start():
             self._trace["stages"].append(asdict(stage))
             yield stage
-        self._trace["info"] = recorded_info(self._inner.info)  # the SGLang version is known now
+        self._trace["info"] = recorded_info(self.inner.info)  # the SGLang version is known now
         self._save()
 
     async def proof(self) -> ProofReport:
         """Pass the proof report through and record it."""
-        report = await self._inner.proof()
+        report = await self.inner.proof()
         self._trace["proof"] = report.to_dict()
         self._save()
         return report
@@ -348,7 +349,7 @@ class RecordingBackend:
         """Pass the reply through; once it has ended, record it and rewrite the trace."""
         started = self._clock()
         events: list[dict[str, Any]] = []
-        async for event in self._inner.stream_reply(messages, sampling):
+        async for event in self.inner.stream_reply(messages, sampling):
             events.append(event_to_dict(event, started))
             if not isinstance(event, TextChunk):
                 self._trace["replies"].append(
@@ -365,11 +366,11 @@ class RecordingBackend:
 
     async def stop_reply(self) -> None:
         """Stop the wrapped backend's reply."""
-        await self._inner.stop_reply()
+        await self.inner.stop_reply()
 
     async def shutdown(self) -> None:
         """Shut the wrapped backend down."""
-        await self._inner.shutdown()
+        await self.inner.shutdown()
 
     def _save(self) -> None:
         """Rewrite the trace; a failure is kept in `save_error`, never raised into the chat."""

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 BUSY_TIMEOUT_S = 0.5
 """How long the chat waits for another process's write lock: the UI stands still meanwhile,
 so a send, rename or delete on a locked history fails fast (a notice, the text is kept)."""
+PROOF_HOLD_S = 5.0
+"""How long a passing proof report stays up before the chat (Enter goes on at once)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -114,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
             keymap=settings.keymap,
             allow_unoptimized=args.allow_unoptimized,
             log_dir=settings.log_dir,
-            proof_hold_s=0.0 if getattr(backend, "attached", False) else 5.0,
+            proof_hold_s=_proof_hold_s(backend),
             load_tip=KEEP_TIP
             if backend.info.kind == "engine" and not settings.keep_engine_s
             else None,
@@ -194,6 +196,16 @@ async def _quit_hung_up(app: LingChatApp, signum: int) -> None:
         os.dup2(nowhere, fd)
     await app.action_quit()
     os._exit(128 + signum)
+
+
+def _proof_hold_s(backend: ChatBackend) -> float:
+    """Seconds a passing proof stays up before the chat: none when the chat attaches to a
+    resident engine that was loaded already (its proof was shown then), recorded or not."""
+    from app.backend.remote.resident import ResidentBackend
+    from app.backend.replay import RecordingBackend
+
+    chosen = backend.inner if isinstance(backend, RecordingBackend) else backend
+    return 0.0 if isinstance(chosen, ResidentBackend) and chosen.attached else PROOF_HOLD_S
 
 
 def _backend(args: argparse.Namespace, settings: Settings) -> ChatBackend:

@@ -35,9 +35,9 @@ from app.ui.screens.startup import StartupScreen
 EXIT_START_FAILED = 1
 EXIT_PROOF_FAILED = 2
 EXIT_REPLY_UNSAVED = 4
+"""A reply could not be saved to the history (the exit message says where its text is)."""
 LONG_LOAD_S = 60.0
 """A start-up this long earns the `load_tip` (keep the engine loaded for next time)."""
-"""A reply could not be saved to the history (the exit message says where its text is)."""
 
 
 class LingChatApp(App[None], inherit_bindings=False):

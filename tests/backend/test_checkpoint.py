@@ -187,7 +187,7 @@ def test_tensors_the_loader_ignores_are_allowed(good: Path, tmp_path: Path):
 
 
 def test_doctor_refuses_a_broken_checkpoint_in_the_preflight_and_exits_3(
-    good: Path, tmp_path: Path
+    end_to_end: None, good: Path, tmp_path: Path
 ):
     tensor, file = broken.break_copy(good, tmp_path / "broken", "scale_as_raw_bytes")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)])}

@@ -7,10 +7,11 @@ import re
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
-from huggingface_hub import constants
+from huggingface_hub import constants, file_download
 
 from app.backend import download
 from app.backend.download import (
@@ -49,6 +50,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def hub(monkeypatch: pytest.MonkeyPatch):
     # Small reads, as a multi-GB shard gets from its 10 MB ones: a drop loses no whole file.
     monkeypatch.setattr(constants, "DOWNLOAD_CHUNK_SIZE", 1000)
+    # huggingface_hub waits 1 s before it resumes a dropped transfer: 50 ms here.
+    monkeypatch.setattr(
+        file_download, "time", types.SimpleNamespace(sleep=lambda _: time.sleep(0.05))
+    )
     with serving(FakeHubDouble(REPO, dict(FILES))) as hub:
         yield hub
 
@@ -166,7 +171,7 @@ async def test_the_engine_start_shows_the_download_with_its_bytes(hub, place, mo
     monkeypatch.setenv("HF_HUB_CACHE", str(place.cache_dir))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(download, "REPORT_EVERY_S", 0.0)
-    hub.drop_at[SHARD] = 3000  # a retry after 1 s: the stage reports while bytes arrive
+    hub.drop_at[SHARD] = 3000  # a retry after a pause: the stage reports while bytes arrive
     stages = [stage async for stage in download_stages(REPO, time.perf_counter())]
     assert {stage.name for stage in stages} == {DOWNLOAD_STAGE}
     assert not stages[0].done and stages[-1].done
@@ -214,8 +219,7 @@ def test_download_command_draws_a_text_bar_and_prints_the_folder(hub, place, mon
     assert re.search(r"^\[#{30}\] 18\.6 kB of 18\.6 kB · .*/s · 0:00 left$", err, re.M), err
 
 
-@pytest.mark.slow
-def test_download_command_offline_and_not_cached_is_one_line(tmp_path):
+def test_download_command_offline_and_not_cached_is_one_line(end_to_end: None, tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "empty")}
     done = subprocess.run(
         [sys.executable, "-m", "app", "download", REPO],

@@ -140,12 +140,13 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "outcome"),
     [("fixed", "exit code 0"), ("unfixed", "failed: bad value(s) in fds_to_keep")],
 )
-def test_the_engine_can_spawn_its_processes_inside_the_textual_app(tmp_path, mode, outcome):
+def test_the_engine_can_spawn_its_processes_inside_the_textual_app(
+    end_to_end: None, tmp_path, mode, outcome
+):
     script = tmp_path / "spawn_under_textual.py"
     script.write_text(SPAWN_UNDER_TEXTUAL)
     root = Path(__file__).resolve().parents[2]

@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
+from app.backend.engine import engine as engine_module
+from app.backend.engine import thread as thread_module
 from app.backend.engine.config import EngineConfig
-from app.backend.engine.engine import ABORT_WAIT_S, EngineBackend
+from app.backend.engine.engine import EngineBackend
 from app.backend.engine.thread import EngineThread
 from app.backend.protocol import ReplyDone, ReplyError, TextChunk
 from app.bench.engine_calls import generate
@@ -84,10 +86,11 @@ class SGLangEngineDouble:
             text = ""
             for i, piece in enumerate(self.pieces, 1):
                 await asyncio.sleep(0.02)
-                if i == self.stall_after:  # like SGLang once its scheduler is dead
+                if i == self.stall_after:  # the next chunk never comes; an abort ends it
                     self.stalled.set()
                     try:
-                        await asyncio.sleep(3600)
+                        while rid not in self.aborted:
+                            await asyncio.sleep(0.01)
                     except asyncio.CancelledError:
                         self.cancelled += 1
                         raise
@@ -196,7 +199,10 @@ def test_the_reply_budget_is_what_was_asked_or_the_room_left():
         fit_to_context(asked, used=5000, context=4096)
 
 
-async def test_a_scheduler_that_dies_mid_reply_ends_it_in_an_error(parser_double, tmp_path):
+async def test_a_scheduler_that_dies_mid_reply_ends_it_in_an_error(
+    parser_double, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(thread_module, "CRASH_POLL_S", 0.05)
     # SGLang's stream never ends once its scheduler is dead; its watchdog SIGQUITs us.
     engine = SGLangEngineDouble(["a", "b", "never"], {"type": "stop"}, stall_after=3)
     backend = running(engine, tmp_path)
@@ -212,7 +218,10 @@ async def test_a_scheduler_that_dies_mid_reply_ends_it_in_an_error(parser_double
     assert len(later) == 1 and isinstance(later[0], ReplyError)
 
 
-async def test_a_request_whose_scheduler_dies_raises_the_cause_from_this_boot_s_log(tmp_path):
+async def test_a_request_whose_scheduler_dies_raises_the_cause_from_this_boot_s_log(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(thread_module, "CRASH_POLL_S", 0.05)
     # The bench's requests: on the H200 a dead scheduler left one waiting for minutes.
     engine = SGLangEngineDouble(["a", "never"], {"type": "stop"}, stall_after=2)
     backend = running(engine, tmp_path)
@@ -247,8 +256,8 @@ async def test_cancelling_a_request_stops_it_on_the_engine_thread(tmp_path):
     await backend.shutdown()
 
 
-@pytest.mark.slow
-async def test_a_stop_returns_even_when_the_engine_loop_hangs(parser_double, tmp_path):
+async def test_a_stop_returns_even_when_the_engine_loop_hangs(parser_double, tmp_path, monkeypatch):
+    monkeypatch.setattr(engine_module, "ABORT_WAIT_S", 0.2)  # what a stop waits for the loop
     # The quit stops the reply in flight before shutting SGLang down: it must not wait on
     # an engine loop that never takes the abort.
     engine = SGLangEngineDouble(["a", "never"], {"type": "stop"}, stall_after=2)
@@ -258,7 +267,7 @@ async def test_a_stop_returns_even_when_the_engine_loop_hangs(parser_double, tmp
     release = threading.Event()
     backend._thread.loop.call_soon_threadsafe(release.wait, 30)  # the loop hangs
     try:
-        await asyncio.wait_for(backend.stop_reply(), timeout=scaled(ABORT_WAIT_S + 1))
+        await asyncio.wait_for(backend.stop_reply(), timeout=scaled(1.2))
     finally:
         release.set()
     reply.cancel()
@@ -276,15 +285,16 @@ class WatchdogDouble:
         self.stopped.set()
 
 
-@pytest.mark.slow
-async def test_shutdown_stops_the_watchdog_even_when_the_engine_loop_hangs(tmp_path):
+async def test_shutdown_stops_the_watchdog_even_when_the_engine_loop_hangs(tmp_path, monkeypatch):
+    monkeypatch.setattr(engine_module, "ABORT_WAIT_S", 0.2)  # what it waits for the loop
+    monkeypatch.setattr(thread_module, "STOP_WAIT_S", 0.2)
     engine = SGLangEngineDouble(["a"], {"type": "stop"})
     engine.tokenizer_manager._subprocess_watchdog = WatchdogDouble()
     backend = running(engine, tmp_path)
     release = threading.Event()
     backend._thread.loop.call_soon_threadsafe(release.wait, 30)  # the loop hangs
     try:
-        await asyncio.wait_for(backend.shutdown(), timeout=scaled(15))
+        await asyncio.wait_for(backend.shutdown(), timeout=scaled(5))
     finally:
         release.set()
     assert engine.tokenizer_manager._subprocess_watchdog.stopped.is_set()

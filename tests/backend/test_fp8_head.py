@@ -7,18 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from app.levers.model.fp8_head import METHOD as FP8_HEAD_METHOD
 from tests.support.timeouts import scaled
-
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
 
 
-def test_the_head_method_class_is_named_as_the_proof_expects():
+def test_the_head_method_class_is_named_as_the_proof_expects(end_to_end: None):
     """Built in a child over the torch and SGLang doubles, installed or not (no GPU here)."""
     code = (
         "from app.backend.engine.patches import fp8_head; print(fp8_head.method_class().__name__)"

@@ -112,10 +112,9 @@ def _without_a_gpu(tmp_path: Path, command: list[str]) -> subprocess.CompletedPr
     )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("command", [[], ["serve"]])
 def test_without_a_gpu_ling_chat_is_one_line_before_sglang_is_imported(
-    tmp_path: Path, command: list[str]
+    end_to_end: None, tmp_path: Path, command: list[str]
 ) -> None:
     done = _without_a_gpu(tmp_path, command)
     assert done.returncode == 3  # the doctor's, below: the preflight's status
@@ -124,8 +123,9 @@ def test_without_a_gpu_ling_chat_is_one_line_before_sglang_is_imported(
     assert done.stdout.splitlines()[-2:] == ["sglang not imported", "no app built"]
 
 
-@pytest.mark.slow
-def test_without_a_gpu_the_doctor_prints_its_preflight_before_sglang_is_imported(tmp_path: Path):
+def test_without_a_gpu_the_doctor_prints_its_preflight_before_sglang_is_imported(
+    end_to_end: None, tmp_path: Path
+):
     done = _without_a_gpu(tmp_path, ["doctor"])
     assert done.returncode == 3
     assert "preflight: FAIL" in done.stdout + done.stderr
@@ -133,8 +133,9 @@ def test_without_a_gpu_the_doctor_prints_its_preflight_before_sglang_is_imported
     assert done.stdout.splitlines()[-2:] == ["sglang not imported", "no app built"]
 
 
-@pytest.mark.slow
-def test_doctor_keeps_sglangs_import_warnings_off_the_terminal(tmp_path: Path) -> None:
+def test_doctor_keeps_sglangs_import_warnings_off_the_terminal(
+    end_to_end: None, tmp_path: Path
+) -> None:
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
@@ -151,9 +152,8 @@ def test_doctor_keeps_sglangs_import_warnings_off_the_terminal(tmp_path: Path) -
     assert "an import warning, as SGLang 0.5.23 prints three" in log.read_text()
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("command", [[], ["serve"], ["doctor"], ["prepare"], ["bench"]])
 def test_without_a_gpu_every_command_that_starts_the_engine_exits_3(
-    tmp_path: Path, command: list[str]
+    end_to_end: None, tmp_path: Path, command: list[str]
 ) -> None:
     assert _without_a_gpu(tmp_path, command).returncode == 3

@@ -190,7 +190,6 @@ def ling_chat(*argv: str, tmp_path: Path, **env: str) -> subprocess.CompletedPro
     )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -201,7 +200,9 @@ def ling_chat(*argv: str, tmp_path: Path, **env: str) -> subprocess.CompletedPro
     ],
     ids=["chat", "doctor", "prepare", "serve"],
 )
-def test_the_cli_refuses_the_override_with_exit_2_before_the_preflight(argv, tmp_path):
+def test_the_cli_refuses_the_override_with_exit_2_before_the_preflight(
+    end_to_end: None, argv, tmp_path
+):
     done = ling_chat(*argv, tmp_path=tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
@@ -211,8 +212,7 @@ def test_the_cli_refuses_the_override_with_exit_2_before_the_preflight(argv, tmp
     assert "preflight" not in done.stdout + done.stderr
 
 
-@pytest.mark.slow
-def test_the_cli_refuses_disabled_graphs_and_a_variable_the_same_way(tmp_path):
+def test_the_cli_refuses_disabled_graphs_and_a_variable_the_same_way(end_to_end: None, tmp_path):
     done = ling_chat("--sglang-arg", "disable_cuda_graph=true", tmp_path=tmp_path)
     assert done.returncode == 2 and "disable_cuda_graph=true contradicts" in done.stderr
     done = ling_chat("doctor", tmp_path=tmp_path, SGLANG_DISABLE_DRAFT_EXTEND_CUDA_GRAPH="1")
@@ -220,7 +220,6 @@ def test_the_cli_refuses_disabled_graphs_and_a_variable_the_same_way(tmp_path):
     assert "SGLANG_DISABLE_DRAFT_EXTEND_CUDA_GRAPH=1 contradicts" in done.stderr
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "env", "named"),
     [
@@ -234,7 +233,7 @@ def test_the_cli_refuses_disabled_graphs_and_a_variable_the_same_way(tmp_path):
     ids=["torch_native", "simulated-accept"],
 )
 def test_an_attention_backend_or_a_faking_variable_is_refused_before_sglang_loads(
-    argv, env, named, tmp_path
+    argv, env, named, end_to_end: None, tmp_path
 ):
     """What SGLang refused only after the weights had loaded (49 s on the H200) is refused by
     the real command before it imports SGLang, with the engine double's SGLang installed."""
@@ -251,8 +250,9 @@ def test_an_attention_backend_or_a_faking_variable_is_refused_before_sglang_load
     assert "Importing SGLang" not in done.stdout + done.stderr
 
 
-@pytest.mark.slow
-def test_a_missing_lever_package_is_a_preflight_line_before_the_gpu_checks(tmp_path):
+def test_a_missing_lever_package_is_a_preflight_line_before_the_gpu_checks(
+    end_to_end: None, tmp_path
+):
     """Through the CLI with the engine double's sglang and torch, and no humming."""
     model = tmp_path / "model"
     model.mkdir()
@@ -269,8 +269,9 @@ def test_a_missing_lever_package_is_a_preflight_line_before_the_gpu_checks(tmp_p
     assert preflight[0].endswith("; fix: pip install humming-kernels==0.1.12 cuda-python (NVRTC)")
 
 
-@pytest.mark.slow
-def test_bench_refuses_per_profile_unless_it_may_measure_unproven_engines(tmp_path):
+def test_bench_refuses_per_profile_unless_it_may_measure_unproven_engines(
+    end_to_end: None, tmp_path
+):
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")

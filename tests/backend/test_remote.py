@@ -984,7 +984,7 @@ class _DiesMidReply(BaseHTTPRequestHandler):
 @pytest.fixture
 def dying_server() -> Iterator[str]:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _DiesMidReply)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()

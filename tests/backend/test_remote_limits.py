@@ -93,7 +93,7 @@ def serve() -> Iterator[Callable[[dict[str, Send]], str]]:
     def start(routes: dict[str, Send]) -> str:
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), hostile_server(routes))
         httpd.daemon_threads = True
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
         thread.start()
         servers.append((httpd, thread))
         return f"http://127.0.0.1:{httpd.server_address[1]}"
@@ -315,7 +315,7 @@ def dripping(first: bytes, drip: bytes, content_type: str = "application/json") 
     return send
 
 
-WAIT_S = 1.0
+WAIT_S = 0.3
 HINT = f"within {WAIT_S:g} s (the server wait: server_wait, --server-wait)"
 KEEPALIVE = b": keepalive\n\n"
 
@@ -332,7 +332,7 @@ async def test_a_server_that_drips_its_health_answer_is_left_after_the_wait(serv
     await backend.shutdown()
 
     assert str(failed.value) == f"{url} did not send the answer to GET /health {HINT}"
-    assert stages[0].detail == f"{url} (waits up to 1 s)"  # shown while it waits
+    assert stages[0].detail == f"{url} (waits up to {WAIT_S:g} s)"  # shown while it waits
     assert WAIT_S <= seconds < WAIT_S + 3
 
 
@@ -354,7 +354,9 @@ async def test_a_warm_up_that_only_gets_keepalives_fails_after_the_wait(serve) -
     assert str(failed.value) == (
         f"the greedy warm-up reply failed: {url} did not send the reply's first token {HINT}"
     )
-    assert stages[-1].name == "warm-up" and stages[-1].detail.endswith("waits up to 1 s a token")
+    assert stages[-1].name == "warm-up" and stages[-1].detail.endswith(
+        f"waits up to {WAIT_S:g} s a token"
+    )
 
 
 async def test_a_reply_that_stalls_on_keepalives_ends_after_the_wait_with_its_text(

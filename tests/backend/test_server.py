@@ -88,10 +88,9 @@ def ling_chat_serve(
     )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("given", ["env", "file", "flag"])
 def test_serve_keeps_the_api_key_out_of_every_log_and_sglang_off_the_terminal(
-    tmp_path: Path, given: str
+    end_to_end: None, tmp_path: Path, given: str
 ) -> None:
     key_file = tmp_path / "key"
     key_file.write_text(KEY + "\n")
@@ -119,8 +118,9 @@ def test_serve_keeps_the_api_key_out_of_every_log_and_sglang_off_the_terminal(
     assert warned is (given == "flag")
 
 
-@pytest.mark.slow
-def test_a_key_file_others_can_read_is_refused_in_one_line(tmp_path: Path) -> None:
+def test_a_key_file_others_can_read_is_refused_in_one_line(
+    end_to_end: None, tmp_path: Path
+) -> None:
     key_file = tmp_path / "key"
     key_file.write_text(KEY)
     key_file.chmod(0o644)
@@ -143,8 +143,8 @@ def test_the_self_proof_reaches_the_server_where_it_listens_ipv6_included():
     assert local_url("localhost", 8) == "http://localhost:8"
 
 
-@pytest.mark.slow
 def test_a_resident_serve_says_it_is_loading_and_leaves_nothing_once_stopped(
+    end_to_end: None,
     tmp_path: Path,
 ) -> None:
     run = tmp_path / "run"

@@ -12,17 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.support.timeouts import scaled
-
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
 
 
-def test_shutting_one_engine_down_leaves_the_other_answering(tmp_path):
+def test_shutting_one_engine_down_leaves_the_other_answering(end_to_end: None, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)])}
     done = subprocess.run(
         [sys.executable, str(DOUBLE / "two_engines.py"), str(tmp_path)],

@@ -12,11 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.support.timeouts import scaled
-
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
@@ -64,7 +60,9 @@ def _bench(
     return done, json.loads(out.read_text())
 
 
-def test_bench_exits_after_its_table_and_names_ling_chats_commit_not_the_cwds(tmp_path):
+def test_bench_exits_after_its_table_and_names_ling_chats_commit_not_the_cwds(
+    end_to_end: None, tmp_path
+):
     other = _other_repo(tmp_path / "elsewhere")
     done, result = _bench(tmp_path / "elsewhere", ROOT, tmp_path / "run.json")
     assert "decode tok/s" in done.stdout
@@ -73,7 +71,7 @@ def test_bench_exits_after_its_table_and_names_ling_chats_commit_not_the_cwds(tm
     assert result["git"]["version"] == metadata.version("ling-chat")
 
 
-def test_an_installed_copy_inside_another_repository_has_no_commit(tmp_path):
+def test_an_installed_copy_inside_another_repository_has_no_commit(end_to_end: None, tmp_path):
     """As a wheel installed into a virtual environment inside someone's repository."""
     _other_repo(tmp_path / "project")
     site = tmp_path / "project" / ".venv" / "site-packages"
@@ -83,7 +81,7 @@ def test_an_installed_copy_inside_another_repository_has_no_commit(tmp_path):
     assert result["git"]["version"] == metadata.version("ling-chat")
 
 
-def test_the_bf16_router_rig_runs_beside_the_stack_proving_its_gates(tmp_path):
+def test_the_bf16_router_rig_runs_beside_the_stack_proving_its_gates(end_to_end: None, tmp_path):
     _done, result = _bench(
         tmp_path, ROOT, tmp_path / "run.json", "--profiles", "stack,stack+bf16-router"
     )

@@ -52,8 +52,9 @@ def test_a_row_without_the_final_answer_is_named(tmp_path: Path) -> None:
         datasets.read_parquet_items(path, "openai/gsm8k test")
 
 
-@pytest.mark.slow
-def test_offline_with_an_empty_cache_the_cli_says_so_in_one_line(tmp_path: Path) -> None:
+def test_offline_with_an_empty_cache_the_cli_says_so_in_one_line(
+    end_to_end: None, tmp_path: Path
+) -> None:
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",

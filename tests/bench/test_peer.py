@@ -172,7 +172,7 @@ def _no_process_left(record: Path) -> None:
 
 
 def test_the_peer_row_and_its_ratio_appear_in_the_same_run(
-    record: Path, model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    end_to_end: None, record: Path, model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "run.json"
     argv = [*SMALL, "--profiles", "humming,stack", "--peer", PEER, "--model", str(model)]
@@ -209,6 +209,7 @@ def test_the_peer_row_and_its_ratio_appear_in_the_same_run(
 
 
 def test_boots_interleave_stack_and_stock_with_singles_last_and_each_has_its_host_time(
+    end_to_end: None,
     record: Path,
     model: Path,
     tmp_path: Path,
@@ -267,7 +268,11 @@ def test_a_boot_count_for_an_engine_not_run_is_refused_before_anything_starts(
 
 
 def test_a_server_that_never_becomes_healthy_is_one_line_and_stopped(
-    record: Path, model: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    end_to_end: None,
+    record: Path,
+    model: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("STOCK_SGLANG_DOUBLE", "never-healthy")
     argv = [*SMALL, "--profiles", "stack", "--peer", PEER, "--peer-wait", "1"]
@@ -280,7 +285,11 @@ def test_a_server_that_never_becomes_healthy_is_one_line_and_stopped(
 
 
 def test_a_server_that_exits_while_starting_is_one_line_with_its_cause(
-    record: Path, model: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    end_to_end: None,
+    record: Path,
+    model: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("STOCK_SGLANG_DOUBLE", "refuse")
     assert bench_main([*SMALL, "--profiles", "stack", "--peer", PEER, "--model", str(model)]) == 1
@@ -290,7 +299,11 @@ def test_a_server_that_exits_while_starting_is_one_line_with_its_cause(
 
 
 def test_a_server_that_dies_mid_run_fails_its_requests_and_leaves_nothing(
-    record: Path, model: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    end_to_end: None,
+    record: Path,
+    model: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("STOCK_SGLANG_DOUBLE", "die-after=2")  # the warm-up and one request
     argv = [*SMALL, "--profiles", "stack", "--peer", PEER]
@@ -321,7 +334,7 @@ class _TokenizerDouble:
 
 
 async def test_a_chat_prompt_is_rendered_by_the_models_template_before_it_is_sent(
-    record: Path, model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    end_to_end: None, record: Path, model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     transformers = types.ModuleType("transformers")
     transformers.AutoTokenizer = _TokenizerDouble  # type: ignore[attr-defined]
@@ -372,10 +385,9 @@ def test_the_peer_is_refused_on_a_model_without_real_weights(
     assert not record.exists()  # nothing started
 
 
-@pytest.mark.slow  # a subprocess
 @pytest.mark.parametrize("mode", ["never-healthy", "ok"])
 def test_ctrl_c_stops_the_stock_server_with_its_group(
-    mode: str, model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    end_to_end: None, mode: str, model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Interrupted while the server loads, or mid-reply: bench exits 130, nothing left."""
     record = tmp_path / "double.json"

@@ -104,9 +104,8 @@ def python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.slow
 def test_sigkill_mid_reply_leaves_a_partial_reply_holding_the_flushed_text(
-    db_path: Path, committed: Committed
+    end_to_end: None, db_path: Path, committed: Committed
 ) -> None:
     child = subprocess.Popen([sys.executable, "-c", WRITER, str(db_path)])
     seen = ""
@@ -181,7 +180,9 @@ def test_damaged_pages_surface_as_corrupt_when_read(db_path: Path) -> None:
     assert db_path.read_bytes() == data
 
 
-def test_a_write_waits_for_the_busy_timeout_then_reports_locked(db_path: Path) -> None:
+def test_a_write_waits_for_the_busy_timeout_then_reports_locked(
+    end_to_end: None, db_path: Path
+) -> None:
     with ChatStore.open(db_path, busy_timeout_s=0.3) as store:
         with write_locked(db_path):
             assert store.list_conversations() == []  # readers are never blocked (WAL)
@@ -198,6 +199,7 @@ def test_a_write_waits_for_the_busy_timeout_then_reports_locked(db_path: Path) -
 
 
 def test_a_finish_that_must_not_wait_fails_at_once_and_keeps_the_busy_timeout(
+    end_to_end: None,
     db_path: Path,
 ) -> None:
     with ChatStore.open(db_path, busy_timeout_s=2.0) as store:
@@ -218,6 +220,7 @@ def test_a_finish_that_must_not_wait_fails_at_once_and_keeps_the_busy_timeout(
 
 
 def test_opening_a_new_database_that_another_process_locked_reports_locked(
+    end_to_end: None,
     db_path: Path,
 ) -> None:
     db_path.parent.mkdir(parents=True)
@@ -228,7 +231,7 @@ def test_opening_a_new_database_that_another_process_locked_reports_locked(
 
 
 def test_a_reply_whose_finish_hit_the_lock_can_finish_later(
-    db_path: Path, committed: Committed
+    end_to_end: None, db_path: Path, committed: Committed
 ) -> None:
     with ChatStore.open(db_path, busy_timeout_s=0.2) as store:
         conversation = store.create_conversation()
@@ -244,8 +247,7 @@ def test_a_reply_whose_finish_hit_the_lock_can_finish_later(
     )
 
 
-@pytest.mark.slow
-def test_a_read_only_database_is_a_one_line_storage_error() -> None:
+def test_a_read_only_database_is_a_one_line_storage_error(end_to_end: None) -> None:
     # Not tmp_path: its parents are private to root, and the child may run as nobody.
     folder = Path(tempfile.mkdtemp(prefix="ling-chat-ro-"))
     path = folder / "history.db"
@@ -270,8 +272,9 @@ def test_a_read_only_database_is_a_one_line_storage_error() -> None:
         folder.rmdir()
 
 
-@pytest.mark.slow
-def test_a_full_disk_is_a_one_line_storage_error_and_loses_nothing(db_path: Path) -> None:
+def test_a_full_disk_is_a_one_line_storage_error_and_loses_nothing(
+    end_to_end: None, db_path: Path
+) -> None:
     with ChatStore.open(db_path) as store:
         store.add_user_message(store.create_conversation().id, "before")
 
@@ -285,9 +288,8 @@ def test_a_full_disk_is_a_one_line_storage_error_and_loses_nothing(db_path: Path
         assert [m.content for m in store.messages(1)] == ["before", "after"]
 
 
-@pytest.mark.slow
 def test_a_backup_on_a_full_disk_names_the_backup_and_leaves_no_part_of_it(
-    db_path: Path, tmp_path: Path
+    end_to_end: None, db_path: Path, tmp_path: Path
 ) -> None:
     with ChatStore.open(db_path) as store:
         for number in range(8):
@@ -317,7 +319,7 @@ def test_a_folder_that_cannot_be_created_is_a_one_line_storage_error(tmp_path: P
 
 @pytest.mark.parametrize("status", [MessageStatus.COMPLETE, MessageStatus.STOPPED])
 def test_text_whose_first_commit_hit_the_lock_is_stored_by_finish(
-    db_path: Path, committed: Committed, status: MessageStatus
+    end_to_end: None, db_path: Path, committed: Committed, status: MessageStatus
 ) -> None:
     with ChatStore.open(db_path, busy_timeout_s=0.2) as store:
         conversation = store.create_conversation()
@@ -333,7 +335,7 @@ def test_text_whose_first_commit_hit_the_lock_is_stored_by_finish(
 
 
 def test_a_flush_after_a_failed_first_commit_creates_the_row(
-    db_path: Path, committed: Committed
+    end_to_end: None, db_path: Path, committed: Committed
 ) -> None:
     with ChatStore.open(db_path, busy_timeout_s=0.2) as store:
         conversation = store.create_conversation()

@@ -26,22 +26,32 @@ def passing_preflight_double(*args: object, **kwargs: object) -> None:
 
 
 @pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, end_to_end: None) -> Iterator[Path]:
     """A runtime folder, a model folder and the resident double as the engine `serve` runs;
-    every engine it left is stopped afterwards."""
+    every engine started in this process is stopped afterwards, loaded or not, as is the one
+    the state file names."""
     monkeypatch.setenv("LING_CHAT_RUNTIME_DIR", str(tmp_path / "run"))
     monkeypatch.setenv("LING_CHAT_CONFIG", "/dev/null")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(DOUBLE), str(ROOT)]))
     monkeypatch.setattr(
         spawn, "SERVE_COMMAND", [sys.executable, str(DOUBLE / "resident_double.py")]
     )
+    started: list[int] = []
+    start_detached = spawn.start_detached
+
+    def recorded(argv: list[str], log_file: Path) -> int:
+        started.append(start_detached(argv, log_file))
+        return started[-1]
+
+    monkeypatch.setattr(spawn, "start_detached", recorded)
     monkeypatch.setattr(launch, "preflight_gate", passing_preflight_double)
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text("{}")
     yield tmp_path
     state = read_state(tmp_path / "run")
-    if state is not None and process.alive(state.pid):
-        process.stop(state.pid, grace_s=5)
+    for pid in {*started, *([state.pid] if state is not None else [])}:
+        if process.alive(pid):
+            process.stop(pid, grace_s=5)
 
 
 def plan_for(world: Path, keep: str = "60s", **settings: object) -> launch.LaunchPlan:

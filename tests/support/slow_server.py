@@ -39,7 +39,9 @@ class SlowServer:
         self.aborted: set[str] = set()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.01,), daemon=True
+        )  # polls for shutdown every 10 ms
 
     @property
     def url(self) -> str:

@@ -38,8 +38,9 @@ def store(db_path: Path) -> Iterator[ChatStore]:
 
 
 @pytest.fixture
-def make_app(store: ChatStore, clock: FakeClock) -> Callable[..., LingChatApp]:
-    """Build the app around a backend; start-up does not pause on the proof."""
+def make_app(store: ChatStore, clock: FakeClock, end_to_end: None) -> Callable[..., LingChatApp]:
+    """Build the app around a backend, to run under Pilot (an end-to-end test); start-up
+    does not pause on the proof."""
 
     def make(backend: ScriptedBackendDouble, **options: Any) -> LingChatApp:
         options = {"sampling": Sampling(), "clock": clock, "proof_hold_s": 0, **options}

@@ -36,8 +36,6 @@ from tests.support.pilot import (
 from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
 from tests.support.storage import write_locked
 
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
-
 MakeApp = Callable[..., LingChatApp]
 CODE_ANSWER = ("Two ways:\n\n```python\nprint('one')\n```\n\nor\n\n```sh\necho two\n```\n",)
 

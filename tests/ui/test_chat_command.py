@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 from app.backend.remote.remote import RemoteBackend
+from app.backend.remote.resident import ResidentBackend
 from app.backend.replay import RecordingBackend, ReplayBackend
+from app.backend.resident.lock import AttachLock
+from app.backend.resident.state import ResidentState, write_state
 from app.commands import chat
 from app.commands.common import settings_from
 from app.core.errors import ConfigError
@@ -38,6 +41,26 @@ async def test_replay_flag_plays_the_trace_and_record_wraps_any_backend(tmp_path
     assert backend.info.kind == "replay"
     replay = chat._backend(parse("--replay", str(trace)), settings_from(args))
     assert isinstance(replay, ReplayBackend)
+
+
+@pytest.mark.parametrize(("ready", "hold_s"), [(True, 0.0), (False, chat.PROOF_HOLD_S)])
+def test_a_recorded_chat_on_a_loaded_resident_engine_still_skips_the_proof_pause(
+    tmp_path: Path, ready: bool, hold_s: float
+) -> None:
+    """--record wraps the backend; the resident backend's `attached` still decides."""
+    state = ResidentState(
+        pid=os.getpid(), url="http://127.0.0.1:1", key_file="", model_path="m", profile="stack",
+        settings_hash="", settings={}, idle_s=60.0, log_file="", version="", started_at=0.0,
+        ready=ready,
+    )  # fmt: skip
+    write_state(tmp_path, state)
+    resident = ResidentBackend(
+        tmp_path, os.getpid(), AttachLock(tmp_path), log_file=tmp_path / "log", profile="stack",
+        min_accept_length=2.0, server_wait=5.0,
+    )  # fmt: skip
+    assert resident.attached is ready
+    assert chat._proof_hold_s(resident) == hold_s
+    assert chat._proof_hold_s(RecordingBackend(resident, tmp_path / "t.json")) == hold_s
 
 
 def test_server_flag_builds_a_remote_backend() -> None:
@@ -180,8 +203,8 @@ async def _never_run(app: LingChatApp) -> None:
     raise AssertionError("the app opened")
 
 
-@pytest.mark.slow
 def test_a_replay_keeps_its_replies_out_of_the_users_history(
+    end_to_end: None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The shipped demo, played at speed through the real app, leaves the history as it was."""

@@ -27,8 +27,6 @@ from tests.support.clock import FakeClock
 from tests.support.pilot import chat_screen, reply_done, send, text_of, wait_until
 from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply, long_passing_report
 
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
-
 SnapCompare = Callable[..., bool]
 Steps = Callable[[Pilot[Any]], Awaitable[None]]
 SIZES = pytest.mark.parametrize("size", [(80, 24), (100, 30)], ids=["80x24", "100x30"])

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from textual.pilot import Pilot
 from textual.widgets import TextArea
 
@@ -20,8 +19,6 @@ from tests.support.clock import FakeClock
 from tests.support.pilot import SIZE, Notices, chat_screen, reply_done, send, text_of, wait_until
 from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
 from tests.support.storage import write_locked
-
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
 
 MakeApp = Callable[..., LingChatApp]
 

@@ -25,8 +25,6 @@ from tests.support.clock import FakeClock
 from tests.support.pilot import Notices, chat_screen, reply_done, send, text_of, wait_until
 from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
 
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
-
 SIZE = (120, 40)
 LONG = "x" * 50_000
 """More text than the pages the history has left can hold."""
@@ -121,7 +119,7 @@ def fill_disk(folder: Path) -> None:
 
 
 async def test_on_a_really_full_disk_the_reply_goes_where_there_is_room(
-    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    end_to_end: None, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()

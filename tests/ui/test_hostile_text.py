@@ -6,7 +6,6 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from textual import events
 from textual.pilot import Pilot
 from textual.widgets import TextArea
@@ -19,8 +18,6 @@ from app.ui.screens.dialogs import ConfirmDialog, RenameDialog
 from tests.support.clock import FakeClock
 from tests.support.pilot import SIZE, Notices, chat_screen, reply_done, send, wait_until
 from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
-
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
 
 HOSTILE = "\x1b]0;PWNED\x07\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[31m\x9b2J\x7f"
 """Title and clipboard (OSC 0, OSC 52), clear screen, colour, a C1 CSI, DEL."""

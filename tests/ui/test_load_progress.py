@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from textual.pilot import Pilot
 from textual.widgets import ProgressBar, Static
 
@@ -20,8 +19,6 @@ from app.ui import LingChatApp
 from tests.support.clock import FakeClock
 from tests.support.pilot import chat_screen, text_of, wait_until
 from tests.support.scripted_backend import ScriptedBackendDouble
-
-pytestmark = pytest.mark.slow  # end to end: Pilot
 
 RECORDING = Path(__file__).resolve().parents[1] / "fixtures" / "load_progress_recording.json"
 SNAPSHOT_SIZE = (80, 24)

@@ -14,8 +14,6 @@ from tests.support.clock import FakeClock
 from tests.support.pilot import Notices, chat_screen
 from tests.support.scripted_backend import ScriptedBackendDouble
 
-pytestmark = pytest.mark.slow  # end to end: Pilot
-
 
 @pytest.mark.parametrize(("loaded_s", "told"), [(185.0, True), (52.0, False)])
 async def test_a_long_load_tells_of_keep_engine_and_its_memory_cost(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from rich.console import Console
 from textual.command import CommandPalette
 from textual.pilot import Pilot
@@ -27,8 +26,6 @@ from tests.support.clock import FakeClock
 from tests.support.pilot import SIZE, Notices, chat_screen, reply_done, send, wait_until
 from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
 from tests.support.storage import write_locked
-
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
 
 MakeApp = Callable[..., LingChatApp]
 

@@ -203,7 +203,6 @@ async def test_a_damaged_draft_is_a_malformed_trace(tmp_path: Path, draft: objec
     assert "\n" not in str(refused.value)
 
 
-@pytest.mark.slow
 async def test_the_app_runs_on_a_replayed_trace(
     tmp_path: Path, store: ChatStore, make_app: Callable[..., LingChatApp]
 ) -> None:
@@ -233,7 +232,6 @@ async def test_the_trace_holds_the_facts_known_after_start_up(tmp_path: Path) ->
     assert trace["info"]["sglang_version"] == "0.5.23 (read at start-up)"
 
 
-@pytest.mark.slow
 async def test_the_shipped_gpu_trace_plays_in_the_app(
     store: ChatStore, make_app: Callable[..., LingChatApp]
 ) -> None:

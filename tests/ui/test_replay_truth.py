@@ -25,8 +25,6 @@ from app.ui import LingChatApp
 from app.ui.widgets.speed_panel import SpeedPanel
 from tests.support.pilot import chat_screen, send, text_of, wait_until
 
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
-
 TOLERANCE = 0.05
 QUESTIONS = ("What did each lever do?", "And how is accept length measured?")
 AVERAGE = re.compile(r"^average\s+[\d,.]+ tok/s", re.MULTILINE)
@@ -163,7 +161,7 @@ async def play(
     ids=["80x24-x4", "100x30-x0.5", "160x48-x1", "220x60-x2"],
 )
 async def test_a_replay_shows_and_stores_the_recorded_speed(
-    demo: Path, store: ChatStore, size: tuple[int, int], speed: float
+    end_to_end: None, demo: Path, store: ChatStore, size: tuple[int, int], speed: float
 ) -> None:
     questions = QUESTIONS if speed >= 1 else QUESTIONS[:1]  # a slow replay: one reply is enough
     recorded = recorded_replies()[: len(questions)]
@@ -211,7 +209,7 @@ async def test_a_replay_shows_and_stores_the_recorded_speed(
 
 
 async def test_a_slowed_replay_says_so_and_streams_the_recorded_speed_until_stopped(
-    demo: Path, store: ChatStore
+    end_to_end: None, demo: Path, store: ChatStore
 ) -> None:
     """At x0.02 the live numbers are still the recording's; Esc stops the reply at the
     recorded time reached, and the stored speed is the recording's up to there."""

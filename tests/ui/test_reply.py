@@ -21,7 +21,7 @@ from tests.support.storage import write_locked
 
 
 def test_an_ending_that_cannot_be_stored_leaves_the_run_unfinished_and_close_retries_it(
-    store: ChatStore, db_path: Path, clock: FakeClock
+    end_to_end: None, store: ChatStore, db_path: Path, clock: FakeClock
 ) -> None:
     conversation = store.create_conversation()
     writer = store.start_reply(conversation.id, flush_interval_s=60)
@@ -60,7 +60,7 @@ class OneReply(App[None]):
         yield ReplyView(streaming=True)
 
 
-async def test_a_reply_ends_when_its_text_stream_is_stopped_before_it_ran() -> None:
+async def test_a_reply_ends_when_its_text_stream_is_stopped_before_it_ran(end_to_end: None) -> None:
     """Textual stops a Markdown stream by cancelling its task; one cancelled before its first
     step raised into the reply's end (on a loaded machine), and the reply never ended."""
     async with OneReply().run_test() as pilot:

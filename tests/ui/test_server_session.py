@@ -14,8 +14,6 @@ from app.ui import LingChatApp
 from tests.backend.test_remote import URL, FakeSGLangServerDouble, server_info
 from tests.support.pilot import chat_screen
 
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
-
 SIZE = (120, 40)
 
 

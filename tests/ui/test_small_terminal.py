@@ -30,8 +30,6 @@ from tests.support.scripted_backend import (
     long_passing_report,
 )
 
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
-
 MakeApp = Callable[..., LingChatApp]
 
 

@@ -31,8 +31,6 @@ from tests.support.scripted_backend import (
     long_failing_report,
 )
 
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
-
 SnapCompare = Callable[..., bool]
 
 

@@ -21,8 +21,6 @@ from tests.support.pilot import SIZE, chat_screen, text_of, wait_until
 from tests.support.scripted_backend import ScriptedBackendDouble, failing_report
 from tests.support.storage import write_locked
 
-pytestmark = pytest.mark.slow  # end to end: Pilot or a subprocess
-
 MakeApp = Callable[..., LingChatApp]
 
 
@@ -36,30 +34,6 @@ async def test_passing_proof_opens_the_chat_and_records_the_engine_run(
     assert (run.kind, run.profile, run.sglang_version) == ("engine", "stack", "0.5.23")
     assert ProofReport.from_dict(run.proof) == backend.report
     assert run.proof_summary == "stack: 3 pass, 0 fail, 0 off"
-
-
-async def test_the_loading_stage_names_log_lines_and_never_shows_a_fragment(
-    make_app: MakeApp, clock: FakeClock
-) -> None:
-    loading = "Loading weights, compiling Humming kernels, capturing CUDA graphs"
-    log = "2026-11-29 17:40:14,236 2188 sglang.srt.mem_cache.kv_cache_configurator: "
-    backend = ScriptedBackendDouble(
-        clock=clock,
-        stages=[
-            LoadStage(loading, False, 0.0, "log: /data/logs/sglang.log"),
-            LoadStage(loading, False, 1.0, log + "Memory pool end. avail mem=69.67 GB"),
-            LoadStage(loading, False, 2.0, "21093e8b480e709447d5e. This will lead to incorrect"),
-        ],
-        hold_start=True,
-    )
-    app = make_app(backend)
-    async with app.run_test(size=SIZE) as pilot:
-        stages = app.screen.query_one("#stages", Static)
-        await wait_until(pilot, lambda: "Allocating the KV cache" in text_of(stages))
-        await pilot.pause()
-        assert "21093e8b" not in text_of(stages) and "kv_cache_configurator" not in text_of(stages)
-        backend.release()
-        await chat_screen(pilot)
 
 
 async def test_stages_show_their_times_and_the_running_one_ticks(

@@ -1,4 +1,7 @@
-"""SGLang's start-up log, read as it grows: whole lines only, named as steps people know."""
+"""SGLang's start-up log, read as it grows: whole lines only, named as steps people know.
+
+The engine sends the named step as its load stage's detail: the UI never reads SGLang's log.
+"""
 
 from __future__ import annotations
 
@@ -65,15 +68,15 @@ class BootLog:
         """Whole lines so far, without their newline."""
         self._partial = ""
         self.latest: str | None = None
-        """The last whole line that `describe` names."""
+        """The step (`describe`) of the last whole line that names one."""
 
     def feed(self, text: str) -> None:
         """Take what was appended to the log since the last call."""
         *whole, self._partial = (self._partial + text).split("\n")
         self.lines += whole
         for line in reversed(whole):
-            if describe(line) is not None:
-                self.latest = line
+            if (step := describe(line)) is not None:
+                self.latest = step
                 break
 
     @property

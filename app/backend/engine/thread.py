@@ -18,6 +18,8 @@ from app.core.errors import EngineCrashed
 T = TypeVar("T")
 CRASH_POLL_S = 0.5
 """How often an await on the engine checks whether SGLang's scheduler died."""
+STOP_WAIT_S = 5.0
+"""How long a stop waits for the engine thread to end (a hung loop never does)."""
 
 
 class EngineThread:
@@ -56,7 +58,7 @@ class EngineThread:
             self.loop.call_soon(self.loop.stop)  # after the cancelled tasks have unwound
 
         self.loop.call_soon_threadsafe(cancel_then_stop)
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=STOP_WAIT_S)
 
 
 async def until_crashed(work: Awaitable[T], crash: Callable[[], str | None]) -> T:

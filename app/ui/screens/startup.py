@@ -15,7 +15,6 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
 
-from app.backend.engine.boot_log import LOAD_STAGE, describe
 from app.backend.protocol import BackendInfo, LoadStage
 from app.core.proof_report import ProofReport
 from app.ui.format import proof_text, seconds, visible_text
@@ -36,7 +35,8 @@ SCROLL_KEYS: Final = {
 SCROLL_HELP: Final = "↑ ↓ PgUp PgDn Home End scroll"
 NAME_WIDTH: Final = 32
 """Columns of a stage's name before its time; a longer one has its time and detail under it,
-so that 80 columns hold them (a detail is at most 60 characters: boot_log.DETAIL_CHARS)."""
+so that 80 columns hold them (a step the engine names from SGLang's log is at most 60
+characters)."""
 
 
 @dataclass(slots=True)
@@ -106,8 +106,6 @@ class StartupScreen(Screen[None]):
         if known is None:
             known = _Stage(stage.name, stage.elapsed_s, now, stage.detail)
             self._stages[stage.name] = known
-        elif stage.detail and not stage.done and stage.name == LOAD_STAGE:
-            known.detail = describe(stage.detail) or known.detail  # SGLang's log, named for people
         elif stage.detail:
             known.detail = stage.detail
         if stage.done:
