@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.bench.report import grid
 from app.bench.results import BenchRun, WorkloadSummary
+from app.render.grid import grid
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 from app.backend.engine.config import EngineConfig
 from app.backend.engine.engine import EngineBackend
-from app.bench.engine_calls import generate
+from app.bench.engine_calls import call_tokenizer_manager, generate
 from app.bench.protocol import BenchSample, EngineFactory
 from app.core.chat import ChatMessage, Role
 from app.core.errors import BackendError, ProofFailed
@@ -53,6 +53,23 @@ class EngineBench:
             "proof": self.report.to_dict(),
             "model_config": json.loads(config_file.read_text()) if config_file.is_file() else None,
         }
+
+    async def start_profile(self, folder: Path) -> None:
+        from sglang.srt.managers.io_struct import ProfileReq
+
+        req = ProfileReq(
+            output_dir=str(folder), activities=["GPU"], with_stack=False, profile_prefix="host"
+        )
+        await self._profiler("start_profile", req)
+
+    async def stop_profile(self) -> None:
+        await self._profiler("stop_profile")
+
+    async def _profiler(self, method: str, *args: Any) -> None:
+        try:
+            await call_tokenizer_manager(self.backend, method, *args)
+        except RuntimeError as exc:  # SGLang's "profiling is already in progress" and such
+            raise BackendError(f"SGLang's {method} refused: {exc}") from exc
 
     async def shutdown(self) -> None:
         await self.backend.shutdown()

@@ -8,6 +8,7 @@ values taken by the engine adapter as the stream is consumed.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 from app.backend.protocol import TimedGeneration
@@ -45,6 +46,22 @@ class BenchEngine(Protocol):
         `bench --peer`, also says under `peer` what it runs),
         `proof` (`ProofReport.to_dict()`, or None), and `model_config` (the checkpoint's
         config.json as a dict, for the roofline; None when unknown).
+        """
+        ...
+
+    async def start_profile(self, folder: Path) -> None:
+        """Start SGLang's torch profiler (GPU activities only), its traces going to `folder`.
+
+        Raises:
+            BackendError: the engine refused (one line).
+        """
+        ...
+
+    async def stop_profile(self) -> None:
+        """Stop the profiler once its trace is written.
+
+        Raises:
+            BackendError: the engine refused (one line).
         """
         ...
 

@@ -3,14 +3,17 @@ lever's gain alone and stacked), and the comparison of two runs with regressions
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.bench.acceptance import SIMULATE_ENV, position_cell
+from app.bench.host import table as host_table
 from app.bench.results import BenchRun, ProfileResult, RooflineColumns, WorkloadSummary
 from app.levers.profiles import DEFAULT_PROFILE, PROFILES
 from app.render.bars import CEILING, bars
+from app.render.grid import grid
 
 BASELINE = "baseline"
 _LEVERS = {"humming": "Humming", "fp8_head": "FP8 head", "nextn": "NEXTN"}
@@ -184,25 +187,14 @@ def _pct(value: float | None) -> str:
     return _NONE if value is None else f"{value * 100:+.1f}%"
 
 
-def grid(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
-    """Columns padded to their widest cell; the first `left` columns align left."""
-    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
-    lines = []
-    for cells in (headers, *rows):
-        padded = [
-            cell.ljust(width) if i < left else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
-        ]
-        lines.append("  ".join(padded).rstrip())
-    return "\n".join(lines)
-
-
-def workload_title(description: Mapping[str, Any], boots: int = 1) -> str:
+def workload_title(description: Mapping[str, Any], boots: int | Mapping[str, int] = 1) -> str:
     """One line saying what a workload sent, e.g. `synthetic: 32768 in / 2048 out, ...`."""
     d = description
     name = d["name"]
     counts = f"{d['reps']} reps x {d['num_prompts']} prompts after {d['warmup']} warm-up, batch 1"
-    if boots > 1:
+    if isinstance(boots, Mapping):  # `--boots 3,NAME=1`: a count per engine
+        counts += ", engine boots: " + ", ".join(f"{n} {k}" for k, n in boots.items())
+    elif boots > 1:
         counts += f", on each of {boots} engine boots"
     if "what" in d:
         what = d["what"]
@@ -326,7 +318,7 @@ def render_run(run: BenchRun) -> str:
             notes.append(POSITION_NOTE)
         notes += [line for row in rows if row.peer is not None for line in peer_lines(row, rows)]
         block = [
-            workload_title(description, int(run.plan.get("boots", 1))),
+            workload_title(description, run.plan.get("boots", 1)),
             "\n".join([speed_table(rows), *notes]),
             gains_table(rows),
         ]
@@ -341,6 +333,8 @@ def render_run(run: BenchRun) -> str:
             if row.simulated_accept is not None
         ]
         blocks.append("\n\n".join(block))
+    if table := host_table.render(run.profiles):
+        blocks.append(table)
     return "\n\n\n".join(blocks)
 
 
@@ -359,7 +353,23 @@ def peer_lines(row: TableRow, rows: Sequence[TableRow]) -> list[str]:
         )
     speeds = f"{_fmt(row.summary.decode_tps, '.2f')} against {_fmt(theirs.decode_tps, '.2f')}"
     lines.append(f"{row.profile}: {ratio:.2f}x {ours}'s decode tok/s ({speeds}){accept}")
+    mine, other = _boots(row.summary.boot_decode_tps), _boots(theirs.boot_decode_tps)
+    if len(mine["boot_decode_tps"]) > 1 and len(other["boot_decode_tps"]) > 1:
+        a, b = mine["boot_median_tps"], other["boot_median_tps"]
+        lines.append(
+            f"{row.profile}: by boot medians {a / b:.2f}x ({a:.2f}, boots "
+            f"{speed_range(mine['boot_decode_tps'])}, against {b:.2f}, boots "
+            f"{speed_range(other['boot_decode_tps'])})"
+        )
     return lines
+
+
+def _boots(speeds: Sequence[float]) -> dict[str, Any]:
+    """Each boot's decode tok/s and their median (None without boots)."""
+    return {
+        "boot_decode_tps": list(speeds),
+        "boot_median_tps": statistics.median(speeds) if speeds else None,
+    }
 
 
 def tables_json(run: BenchRun) -> dict[str, list[dict[str, Any]]]:
@@ -371,6 +381,7 @@ def tables_json(run: BenchRun) -> dict[str, list[dict[str, Any]]]:
                 "profile": row.profile,
                 "lever": row.lever,
                 "decode_tps": row.summary.decode_tps if row.summary else None,
+                **_boots(row.summary.boot_decode_tps if row.summary else ()),
                 "vs_prev": row.vs_prev,
                 "vs_baseline": row.vs_baseline,
                 "simulated_accept_length": row.simulated_accept,

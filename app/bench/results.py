@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from app.bench.acceptance import PositionAcceptance, simulated_accept_length
+from app.bench.host.rounds import HostTime
 from app.telemetry.metrics import ReplyStats
 
 SCHEMA = "ling-chat.bench/1"
@@ -160,6 +161,8 @@ class ProfileResult:
     """`describe()["proof"]`: the proof report dict."""
     workloads: tuple[WorkloadResult, ...] = ()
     error: str | None = None
+    host: HostTime | None = None
+    """Its host time a round, boot by boot (`bench --host-time`)."""
 
     def workload(self, name: str) -> WorkloadResult | None:
         """The result of the workload called `name`, if it ran."""
@@ -179,6 +182,7 @@ class ProfileResult:
             "proof": dict(self.proof) if self.proof is not None else None,
             "simulated_accept_length": self.simulated_accept_length,
             "workloads": [w.to_dict() for w in self.workloads],
+            "host_time": self.host.to_dict() if self.host is not None else None,
         }
 
     @classmethod
@@ -190,6 +194,7 @@ class ProfileResult:
             proof=data["proof"],
             workloads=tuple(WorkloadResult.from_dict(w) for w in data["workloads"]),
             error=data["error"],
+            host=HostTime.from_dict(host) if (host := data.get("host_time")) else None,
         )
 
 

@@ -7,10 +7,12 @@ fails is recorded as an error and the workload goes on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.bench.host.rounds import HostBoot, HostTime
 from app.bench.inputs.gsm8k import answers_match, extract_answer
 from app.bench.inputs.workloads import BenchRequest, Workload
 from app.bench.protocol import BenchEngine, EngineFactory
@@ -27,6 +29,50 @@ from app.telemetry.metrics import reply_stats, speed_parts
 
 RooflineFn = Callable[[str, WorkloadSummary, Mapping[str, Any]], RooflineColumns | None]
 """(profile, summary, the engine's describe()) -> roofline columns, or None."""
+HostProbe = Callable[[BenchEngine, str, bool], Awaitable[HostBoot]]
+"""(a started engine, its name, whether this is its first boot) -> its host time a round."""
+
+
+@dataclass(frozen=True, slots=True)
+class BootPlan:
+    """How many times each engine is booted: `default`, or its own count in `counts`."""
+
+    default: int = 1
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, text: str) -> BootPlan:
+        """`N` or `N,ENGINE=K,...`.
+
+        Raises:
+            ValueError: another form, or a count below 1 (one line).
+        """
+        first, *named = [part.strip() for part in text.split(",")]
+        try:
+            counts = {name.strip(): int(k) for name, _, k in (p.partition("=") for p in named)}
+            plan = cls(int(first), counts)
+        except ValueError:
+            raise ValueError(f"{text!r}: give N or N,ENGINE=K,...") from None
+        if min([plan.default, *plan.counts.values()]) < 1:
+            raise ValueError("every engine boots at least once")
+        return plan
+
+    def count(self, engine: str) -> int:
+        return self.counts.get(engine, self.default)
+
+    def order(self, engines: Sequence[str]) -> list[tuple[str, int]]:
+        """Every boot as (engine, its boot index): the engines booted most often first, in
+        rounds (A B A B ...), so that drift touches them alike; then each smaller count's
+        engines, in rounds of their own."""
+        boots = []
+        for count in sorted({self.count(e) for e in engines}, reverse=True):
+            tier = [e for e in engines if self.count(e) == count]
+            boots += [(engine, n) for n in range(count) for engine in tier]
+        return boots
+
+    def describe(self) -> int | dict[str, int]:
+        """The JSON plan's `boots`: one count, or each engine's."""
+        return dict(self.counts, default=self.default) if self.counts else self.default
 
 
 def _quiet(_: str) -> None:
@@ -38,8 +84,9 @@ async def run_bench(
     profiles: Sequence[str],
     workloads: Sequence[Workload],
     *,
-    boots: int = 1,
+    boots: BootPlan | int = 1,
     roofline: RooflineFn | None = None,
+    host: HostProbe | None = None,
     log: Callable[[str], None] = _quiet,
     on_profile: Callable[[tuple[ProfileResult, ...]], None] | None = None,
 ) -> tuple[ProfileResult, ...]:
@@ -49,30 +96,40 @@ async def run_bench(
         factory: starts (and proves) the engine of a profile.
         profiles: profile names, in table order.
         workloads: run in this order on each engine.
-        boots: how many times each profile's engine is started, in rotation (A B A B), so
-            that drift of the machine touches every profile alike; a profile's boots are
-            pooled, and each boot's decode speed is kept (`boot_decode_tps`).
+        boots: how many times each profile's engine is started (`BootPlan.order`), so that
+            drift of the machine touches every profile alike; a profile's boots are pooled,
+            and each boot's decode speed is kept (`boot_decode_tps`).
         roofline: adds the roofline columns to each workload's result.
-        log: receives one progress line per engine event and request.
+        host: measures each boot's host time a round after its workloads.
+        log: receives one progress line per engine event and request, and after each boot
+            the time it took and an estimate of what is left.
         on_profile: receives the results so far after each engine (to save them: a run
             killed by a time limit keeps what it measured).
     """
+    plan = boots if isinstance(boots, BootPlan) else BootPlan(boots)
+    order = plan.order(profiles)
     booted: dict[str, list[ProfileResult]] = {}
     pooled: dict[str, ProfileResult] = {}
     facts: dict[str, Mapping[str, Any]] = {}
-    for boot in range(boots):
-        for profile in profiles:
-            tag = profile if boots == 1 else f"{profile} (boot {boot + 1}/{boots})"
-            result, described = await _run_profile(factory, profile, tag, workloads, log)
-            booted.setdefault(profile, []).append(result)
-            if described is not None:
-                facts[profile] = described
-            pooled[profile] = _with_roofline(
-                _pool_boots(booted[profile], workloads), facts.get(profile, {}), roofline
-            )
-            if on_profile is not None:
-                on_profile(tuple(pooled.values()))
-    return tuple(pooled.values())
+    started = time.monotonic()
+    for done, (profile, boot) in enumerate(order, start=1):
+        count = plan.count(profile)
+        tag = profile if count == 1 else f"{profile} (boot {boot + 1}/{count})"
+        result, described = await _run_profile(
+            factory, profile, tag, workloads, log, host=host, first=boot == 0
+        )
+        booted.setdefault(profile, []).append(result)
+        if described is not None:
+            facts[profile] = described
+        pooled[profile] = _with_roofline(
+            _pool_boots(booted[profile], workloads), facts.get(profile, {}), roofline
+        )
+        elapsed = time.monotonic() - started
+        left = elapsed / done * (len(order) - done)
+        log(f"{tag}: boot {done}/{len(order)} done at {elapsed:.0f} s; about {left:.0f} s left")
+        if on_profile is not None:
+            on_profile(tuple(pooled[p] for p in profiles if p in pooled))
+    return tuple(pooled[p] for p in profiles if p in pooled)
 
 
 async def _run_profile(
@@ -81,6 +138,9 @@ async def _run_profile(
     tag: str,
     workloads: Sequence[Workload],
     log: Callable[[str], None],
+    *,
+    host: HostProbe | None = None,
+    first: bool = True,
 ) -> tuple[ProfileResult, Mapping[str, Any] | None]:
     """One engine boot of `profile`: its result, and its `describe()` if it started."""
     log(f"{tag}: starting the engine")
@@ -89,9 +149,14 @@ async def _run_profile(
     except LingChatError as exc:
         log(f"{tag}: failed to start: {exc}")
         return ProfileResult(profile=profile, error=str(exc)), None
+    measured = None
     try:
         facts = engine.describe()
         done = [await _run_workload(engine, profile, workload, log) for workload in workloads]
+        if host is not None:
+            log(f"{tag}: host time a round")
+            measured = HostTime((await host(engine, profile, first),))
+            log(f"{tag}: {measured.boots[0].describe()}")
     finally:
         log(f"{tag}: shutting down")
         await engine.shutdown()
@@ -100,6 +165,7 @@ async def _run_profile(
         engine=facts.get("config") or {},
         proof=facts.get("proof"),
         workloads=tuple(done),
+        host=measured,
     )
     return result, facts
 
@@ -120,8 +186,8 @@ def _pool_boots(results: Sequence[ProfileResult], workloads: Sequence[Workload])
     """One profile's engine boots as one result: every boot's requests summarised together.
 
     Repetitions are numbered on across boots, so `rep_decode_tps` spans them all, and
-    `boot_decode_tps` holds each boot's own decode speed. A boot that failed to start is
-    named in `error`; the boots that ran still count.
+    `boot_decode_tps` holds each boot's own decode speed; each boot's host time is kept. A
+    boot that failed to start is named in `error`; the boots that ran still count.
     """
     if len(results) == 1:
         return results[0]
@@ -149,7 +215,9 @@ def _pool_boots(results: Sequence[ProfileResult], workloads: Sequence[Workload])
         )
         pooled.append(WorkloadResult(workload.name, summary, records))
     last = ran[-1]
-    return ProfileResult(last.profile, last.engine, last.proof, tuple(pooled), error)
+    measured = [boot for r in ran if r.host is not None for boot in r.host.boots]
+    host = HostTime(tuple(measured)) if measured else None
+    return ProfileResult(last.profile, last.engine, last.proof, tuple(pooled), error, host)
 
 
 async def _run_workload(

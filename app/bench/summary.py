@@ -16,9 +16,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from app.bench.mcnemar import PairedCorrectness, paired_correctness
-from app.bench.report import BASELINE, grid
+from app.bench.report import BASELINE
 from app.bench.results import BenchRun, RequestRecord
 from app.bench.stats import percentile
+from app.render.grid import grid
 
 _NONE = "—"
 

@@ -22,6 +22,8 @@ from app.backend.engine.setup import check_model_path, engine_missing, gpu_facts
 from app.bench.bytemodel.bandwidth import roofline_columns
 from app.bench.bytemodel.roofline import DGX_SPARK_GBPS
 from app.bench.compare import compare_runs, render_comparison
+from app.bench.host import table as host_table
+from app.bench.host.measure import probe
 from app.bench.inputs.gsm8k import load_gsm8k
 from app.bench.inputs.suites import SUITES, nvidia_suite, recipes_suite
 from app.bench.inputs.workloads import Workload, reasoning_workload, synthetic_workload
@@ -29,7 +31,7 @@ from app.bench.peer.recipe import PEER, PeerLaunch, check_peer_model
 from app.bench.protocol import BenchEngine, EngineFactory
 from app.bench.report import render_run, tables_json
 from app.bench.results import BenchRun, ProfileResult
-from app.bench.runner import run_bench
+from app.bench.runner import BootPlan, run_bench
 from app.bench.summary import published_json, render_published
 from app.commands.common import add_model_arguments, settings_from, sglang_overrides
 from app.core.errors import ConfigError
@@ -59,6 +61,13 @@ def _seconds(text: str) -> float:
     if not value > 0:  # NaN too
         raise argparse.ArgumentTypeError("must be more than 0 seconds")
     return value
+
+
+def _boots(text: str) -> BootPlan:
+    try:
+        return BootPlan.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _profiles(text: str) -> list[str]:
@@ -119,10 +128,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reps", type=_count(1), default=2, help="repetitions (default: 2)")
     parser.add_argument(
         "--boots",
-        type=_count(1),
-        default=1,
-        help="start each profile's engine this many times, profiles in rotation, and pool them:"
-        " the table shows the spread from boot to boot (default: 1)",
+        type=_boots,
+        default=BootPlan(),
+        metavar="N[,ENGINE=K...]",
+        help="boot each engine N times (ENGINE=K: that one K times), the most booted first, in"
+        " rotation; each one's boots pooled, their spread shown (default: 1)",
+    )
+    parser.add_argument(
+        "--host-time",
+        action="store_true",
+        help="after each boot: a verify round's wall time (3 short/long request pairs) and, on"
+        " an engine's first boot, its GPU-busy time (SGLang's profiler): the host's share",
     )
     parser.add_argument(
         "--warmup", type=_count(0), default=1, help="unmeasured requests first (default: 1)"
@@ -232,6 +248,8 @@ def _bench(args: argparse.Namespace) -> int:
     overrides = sglang_overrides(args)
     if args.peer:
         check_peer_model(settings.model_path, overrides, inherited)
+    if unknown := set(args.boots.counts) - {*profiles, *([args.peer] if args.peer else [])}:
+        raise ConfigError(f"--boots names {', '.join(sorted(unknown))}, not run here")
     try:
         from app.bench.engine import bench_engine_factory
     except ModuleNotFoundError as exc:
@@ -258,7 +276,8 @@ def _bench(args: argparse.Namespace) -> int:
         "peer": args.peer,
         "workloads": [workload.describe() for workload in workloads],
         "peak_gbps": args.peak_gbps,
-        "boots": args.boots,
+        "boots": args.boots.describe(),
+        "host_time": args.host_time,
         "model_path": settings.model_path,
         "mem_fraction": settings.mem_fraction,
         "engine_overrides": overrides,
@@ -280,6 +299,7 @@ def _bench(args: argparse.Namespace) -> int:
             workloads,
             boots=args.boots,
             roofline=functools.partial(roofline_columns, peak_gbps=args.peak_gbps),
+            host=probe(config.log_dir or Path.cwd(), args.input_len) if args.host_time else None,
             log=lambda line: print(line, file=sys.stderr, flush=True),
             on_profile=save if args.json is not None else None,
         )
@@ -323,6 +343,7 @@ def write_json(run: BenchRun, path: Path) -> None:
         ExportError: the file cannot be written.
     """
     data = {**run.to_dict(), "tables": tables_json(run), "published": published_json(run)}
+    data |= {"host_time": host_table.rows_json(run.profiles)}
     # default=str: a stray Path or enum in the engine's facts must not lose a long run.
     write_atomic(path, [json.dumps(data, indent=1, default=str) + "\n"], replace=True)
 

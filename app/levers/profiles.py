@@ -11,6 +11,7 @@ from typing import Final
 
 from app.levers.checks import accept_length, no_faking
 from app.levers.draft import dspark, fp8_draft, nextn, replayssm
+from app.levers.host import fast_cores, gc_freeze, prepared_commit
 from app.levers.lever import Lever, Package, Profile
 from app.levers.model import bf16_router, cuda_graphs, fp8_head, fp32_head, humming
 
@@ -24,13 +25,23 @@ LEVERS: Final[tuple[Lever, ...]] = (
     dspark.LEVER,
     fp8_draft.LEVER,
     replayssm.LEVER,
+    prepared_commit.LEVER,
+    gc_freeze.LEVER,
+    fast_cores.LEVER,
     no_faking.LEVER,
     accept_length.LEVER,
 )
 """Every lever, in the order of the proof's lines."""
 BY_NAME: Final = {lever.name: lever for lever in LEVERS}
-ALWAYS: Final = (cuda_graphs.LEVER, no_faking.LEVER, accept_length.LEVER)
-"""The levers of every profile: CUDA graphs and the guards of the results."""
+ALWAYS: Final = (
+    cuda_graphs.LEVER,
+    gc_freeze.LEVER,
+    fast_cores.LEVER,
+    no_faking.LEVER,
+    accept_length.LEVER,
+)
+"""The levers of every profile: CUDA graphs, the scheduler's host levers and the guards of the
+results."""
 
 
 def profile(name: str, *levers: Lever) -> Profile:
@@ -46,7 +57,7 @@ PROFILES: Final[dict[str, Profile]] = {
     for p in (
         # Humming MoE + FP8 LM head + NEXTN MTP with a shared head, verified with KDA
         # ReplaySSM (ring 8): the product.
-        profile("stack", *STACK, replayssm.LEVER),
+        profile("stack", *STACK, replayssm.LEVER, prepared_commit.LEVER),
         # The stack with SGLang's recurrent verify (a KDA state snapshot a draft position).
         profile("stack-recurrent", *STACK),
         # The official recipe: FlashInfer MXFP4 MoE, BF16 head with FP32 logits, no MTP.
@@ -58,7 +69,9 @@ PROFILES: Final[dict[str, Profile]] = {
         profile("dspark", humming.LEVER, fp8_head.LEVER, dspark.LEVER, replayssm.LEVER),
         # Opt-in, measured levers (they change numerics): the stack with BF16 router gates,
         # and DSpark with an FP8 draft.
-        profile("stack+bf16-router", *STACK, replayssm.LEVER, bf16_router.LEVER),
+        profile(
+            "stack+bf16-router", *STACK, replayssm.LEVER, prepared_commit.LEVER, bf16_router.LEVER
+        ),
         profile(
             "dspark+fp8-draft",
             humming.LEVER,

@@ -6,7 +6,10 @@ known-answer entry of the GPU tests. Environment (set before the engine starts):
 - LING_HOST_PIN=on: `decide_needs_cpu_seq_lens` answers True whatever the backends declare,
   so the FutureMap synchronizes on every verify. Sound for any backend: it is SGLang's path
   for a backend that declares nothing (the CPU mirror is filled, whether read or not);
-- LING_HOST_STATS=FILE: the counters, written there (atomically) every `WRITE_EVERY_S`.
+- LING_HOST_STATS=FILE: the counters, written there (atomically) every `WRITE_EVERY_S`;
+- LING_HOST_OFF=a,b: ling-chat's host levers (app/levers/host, lab/research/host_time.py's
+  HOST_LEVERS) whose patches this engine leaves out, to measure each against the engine with
+  all (their proof lines fail: the boot prints them and goes on).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any, Final
 
 PIN_ENV: Final = "LING_HOST_PIN"
 STATS_ENV: Final = "LING_HOST_STATS"
+OFF_ENV: Final = "LING_HOST_OFF"
 WRITE_EVERY_S: Final = 0.05
 
 
@@ -41,6 +45,9 @@ class HostStats:
     resolves: int = 0
     timed_waits: list[str] = field(default_factory=list)
     """The synchronizes counted in `wait_s` (one that could not be wrapped is missing)."""
+    gc_s: float = 0.0
+    """Time in the garbage collector's collections (gc.callbacks), every generation."""
+    gcs: int = 0
 
     @classmethod
     def read(cls, path: Path) -> HostStats:
@@ -111,6 +118,32 @@ def install(stats: HostStats, *, force_pin: bool) -> None:
         stats.timed_waits.append(f"{owner.__name__}.{name}")
 
 
+def count_collections(stats: HostStats) -> None:
+    """Add each garbage collection's seconds to `stats` (gc.callbacks)."""
+    import gc
+
+    started: list[float] = []
+
+    def callback(phase: str, _info: dict[str, Any]) -> None:
+        if phase == "start":
+            started[:] = [time.perf_counter()]
+        elif started:
+            stats.gc_s += time.perf_counter() - started.pop()
+            stats.gcs += 1
+
+    gc.callbacks.append(callback)
+
+
+def without(plan: Any, off: str) -> Any:
+    """`plan` with the patches of the levers named in `off` (comma-separated) left out."""
+    import dataclasses
+
+    from app.levers.profiles import BY_NAME
+
+    dropped = {BY_NAME[lever].patch for lever in off.split(",") if lever}
+    return dataclasses.replace(plan, patches=tuple(p for p in plan.patches if p not in dropped))
+
+
 def keep_writing(stats: HostStats, path: Path) -> None:
     """Write `stats` to `path` now and every `WRITE_EVERY_S` from a daemon thread."""
     stats.write(path)
@@ -133,8 +166,9 @@ def run_scheduler_process(*args: Any, **kwargs: Any) -> None:
     ling_install = patches.install
 
     def install_then_probe(plan: Any) -> None:
-        ling_install(plan)
+        ling_install(without(plan, os.environ.get(OFF_ENV, "")))
         install(stats, force_pin=os.environ.get(PIN_ENV) == "on")
+        count_collections(stats)
         if path := os.environ.get(STATS_ENV):
             keep_writing(stats, Path(path))
 

@@ -42,37 +42,54 @@ PINNED_BACKENDS: Final = frozenset({"flashinfer"})
 `needs_cpu_seq_lens`); a measured row records the scheduler's own decision beside it."""
 
 
+HOST_LEVERS: Final = ("prepared_commit", "gc_freeze", "fast_cores")
+"""ling-chat's host levers (app/levers/host) a run may turn off in an engine, to measure each
+one's round against the engine with all of them."""
+
+
 @dataclass(frozen=True, slots=True)
 class Engine:
     """One engine a host-time run boots: a profile on an attention backend, the pin forced on
-    or left to SGLang."""
+    or left to SGLang, and the host levers turned `off` in it."""
 
     profile: str
     backend: str
     force_pin: bool
+    off: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
-        """Its log directory, e.g. `stack-triton-pin`."""
-        return f"{self.profile}-{self.backend}" + ("-pin" if self.force_pin else "")
+        """Its log directory, e.g. `stack-triton-pin` or `stack-triton-off-gc_freeze`."""
+        name = f"{self.profile}-{self.backend}" + ("-pin" if self.force_pin else "")
+        return name + "".join(f"-off-{lever}" for lever in self.off)
 
 
-def engines(profiles: Sequence[str], backends: Sequence[str], pins: Sequence[str]) -> list[Engine]:
+def engines(
+    profiles: Sequence[str],
+    backends: Sequence[str],
+    pins: Sequence[str],
+    offs: Sequence[str] = ("",),
+) -> list[Engine]:
     """Each profile on each backend at each pin setting (`auto`: SGLang's decision, `on`:
-    forced) that changes something: a backend pinned by itself is booted once.
+    forced) that changes something (a backend pinned by itself is booted once), with each
+    set of host levers off in `offs` (`""`: none; `a+b`: both).
 
     Raises:
-        ValueError: a profile without a verify round, or another pin setting.
+        ValueError: a profile without a verify round, another pin setting, another lever.
     """
     if bad := [p for p in profiles if p not in PROFILES or not _speculative(p)]:
         raise ValueError(f"not a speculative profile (no verify round): {', '.join(bad)}")
     if odd := sorted(set(pins) - {"auto", "on"}):
         raise ValueError(f"pin settings are auto and on, not {', '.join(odd)}")
+    sets = [tuple(lever for lever in off.split("+") if lever) for off in offs]
+    if odd := sorted({lever for off in sets for lever in off} - set(HOST_LEVERS)):
+        raise ValueError(f"host levers are {', '.join(HOST_LEVERS)}, not {', '.join(odd)}")
     return [
-        Engine(profile, backend, pin == "on")
+        Engine(profile, backend, pin == "on", off)
         for profile in profiles
         for backend in backends
         for pin in pins
+        for off in sets
         if not (pin == "on" and backend in PINNED_BACKENDS)
     ]
 
@@ -106,6 +123,10 @@ class HostRound:
     device synchronizes)."""
     pin_ms: float
     """Unprofiled: the scheduler's time in `resolve_seq_lens_cpu` (the pin's wait included)."""
+    off: tuple[str, ...] = ()
+    """ling-chat's host levers turned off in this engine (HOST_LEVERS)."""
+    gc_ms: float | None = None
+    """Unprofiled: the scheduler's time in garbage collections (None: not counted)."""
 
     @property
     def idle_ms(self) -> float:
@@ -140,6 +161,8 @@ class HostRound:
                 profiled_wall_ms=float(data["profiled_wall_ms"]),
                 host_wait_ms=float(data["host_wait_ms"]),
                 pin_ms=float(data["pin_ms"]),
+                off=tuple(str(lever) for lever in data.get("off", ())),
+                gc_ms=None if data.get("gc_ms") is None else float(data["gc_ms"]),
             )
         except KeyError as err:
             raise ValueError(f"a host-time row lacks {err}") from None
@@ -153,9 +176,10 @@ class HostRound:
 
     @property
     def label(self) -> str:
-        """profile / backend / pin, e.g. `stack/flashinfer/pin`."""
+        """profile / backend / pin [/ off: levers], e.g. `stack/flashinfer/pin`."""
         pin = ("pin forced" if self.pin_forced else "pin") if self.pin else "no pin"
-        return f"{self.profile}/{self.backend}/{pin}"
+        off = f"/off: {'+'.join(self.off)}" if self.off else ""
+        return f"{self.profile}/{self.backend}/{pin}{off}"
 
 
 def _bool(value: Any, name: str) -> bool:
@@ -286,13 +310,14 @@ def host_table(run: HostRun) -> str:
     lines = [
         f"MEASURED on {run.gpu} (host CPU {run.cpu}), {run.layers} layers, ms a verify round:",
         f"{'engine':<{w}} {'rounds':>6} {'accept':>6} {'wall':>7} {'GPU busy':>8} {'idle':>6} "
-        f"{'host loop':>9} {'waits':>6} {'resolve':>7} {'profiled wall':>13}",
+        f"{'host loop':>9} {'waits':>6} {'resolve':>7} {'profiled wall':>13} {'GC':>6}",
     ]
     for r in run.rows:
         accept = f"{r.accept_length:6.2f}" if r.accept_length is not None else f"{'-':>6}"
+        gc = f"{r.gc_ms:6.3f}" if r.gc_ms is not None else f"{'-':>6}"
         lines.append(
             f"{r.label:<{w}} {r.rounds:6d} {accept} {r.wall_ms:7.3f} {r.gpu_busy_ms:8.3f} "
             f"{r.idle_ms:6.3f} {r.host_loop_ms:9.3f} {r.host_wait_ms:6.3f} {r.pin_ms:7.3f} "
-            f"{r.profiled_wall_ms:13.3f}"
+            f"{r.profiled_wall_ms:13.3f} {gc}"
         )
     return "\n".join(lines)

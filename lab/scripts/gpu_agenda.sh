@@ -56,6 +56,34 @@
 #              is in the files and a BF16 head shared by weight serves the draft exactly). Its
 #              log: $OUT/bench-peer.stock-sglang.log. 6 layers on a bare machine after
 #              `flashinfer`: 10.2 minutes (the two boots from the files and their requests 3.3)
+#   peer6      stock SGLang beside the stack, split by lever, at 6 layers (issue #42): writes
+#              /root/ckpt6 if it is not complete, then `ling-chat bench --profiles stack,
+#              stack-recurrent,humming+nextn --peer stock-sglang --boots 3,stack-recurrent=1,
+#              humming+nextn=1 --host-time` (2048 in / 256 out, 2 reps x 2 prompts): stack and
+#              stock booted in turn 3 times each, then stack-recurrent and humming+nextn once;
+#              each boot's decode tok/s and its host time a round (3 short/long pairs; GPU busy
+#              under the profiler on each engine's first boot). Prints the ratio of boot medians
+#              with their ranges, and the host table: each row against the one above splits the
+#              difference by lever into GPU and host. $OUT/peer6.json (saved after each boot:
+#              a cut run keeps what it measured); the stock server's log $OUT/peer6.stock.log;
+#              then each profile's proof as its last boot judged it, every line (a stack boot
+#              whose proof fails is refused: its rows would be missing).
+#              Needs `flashinfer`, `prepare` and the `serve` extra wheels. Untried; estimated
+#              9 (8 boots of about 1 minute, stock's first with its compiles about 1.7)
+#   peer24     the same at 24 layers, stack and stock only (3 boots each): /root/ckpt24
+#              (about 37 GB, real layout, known-answer weights; /root/ckpt6 and /root/ckpt12 are
+#              removed first when the disk has under 45 GB free), then the bench as peer6's with
+#              --profiles stack. $OUT/peer24.json. Untried; estimated 8.5 (the checkpoint about
+#              1.2, 6 boots of about 1.2)
+#   host-levers6  ling-chat's host levers each against all on, one machine, one run: the stack
+#              at 6 layers on Triton attention (the H200's, host-bound), cores 2-9, booted with
+#              all host levers on, without the fed ReplaySSM commit, without the GC freeze
+#              (lab/scripts/gpu_host_time.py --off ,prepared_commit,gc_freeze; 16 and 256
+#              tokens); per engine wall, GPU busy, idle, host loop and GC time a round; the
+#              CPU's core speeds from sysfs printed first (on a uniform CPU the fast-cores lever
+#              does nothing: no engine for it). $OUT/host-levers.json. Untried; estimated 3.5
+#   commit-gpu the fed ReplaySSM commit's indices against SGLang's own on CUDA tensors
+#              (tests/gpu/test_prepared_commit_gpu.py; no boot). Estimated 0.5
 #   engine42   the same proof and reply on the full 42-layer model (2 dense + 40 MoE layers,
 #              67.8 GB of dummy weights) at memory fraction 0.65, with start time by stage (1.5)
 #   replayssm-state  with the KDA layers live, the request's KDA state after the same reply
@@ -237,11 +265,15 @@ if compgen -G ".gpu-cache/cache.tgz.part-*" >/dev/null && [[ ! -e /root/.ling-ca
   echo "kernel caches restored from .gpu-cache ($(du -sh /root/.humming /root/.cache/sglang 2>/dev/null | tr '\n' ' '))"
 fi
 
+# Estimated seconds of the steps of issue #42 on a machine after `flashinfer` and `prepare`
+# (printed with each step's header; untried until they have run once).
+declare -A ESTIMATE=([commit-gpu]=30 [ckpt-write-24]=75 [peer6]=540 [peer24]=440 [host-levers6]=210)
+
 run() {  # run NAME LIMIT_S COMMAND...: its output, and the end of each SGLang log it wrote
   local name="$1" limit="$2" marker n=0 watcher
   shift 2
   marker=$(mktemp)
-  echo "== $name (limit ${limit}s) $(date +%T)"
+  echo "== $name (limit ${limit}s${ESTIMATE[$name]:+, estimated ${ESTIMATE[$name]}s}) $(date +%T)"
   # GPU memory in use every 500 ms: the step's peak is the largest line. Written outside $OUT
   # and copied in at the end: a call that fetches $OUT mid-step takes its files away.
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 >"/tmp/$name.mem" 2>/dev/null &
@@ -278,6 +310,37 @@ bench() {  # bench NAME LIMIT_S PROFILES [ARGS...]: `ling-chat bench`, 6-layer m
   run "$name" "$limit" python3 -m app bench --model /root/m6 --sglang-arg load_format=dummy \
     --allow-unproven --profiles "$profiles" --input-len 2048 --output-len 256 --num-prompts 2 \
     --reps 2 --peak-gbps 4800 --json "$OUT/$name.json" "$@"
+}
+
+ckpt_write() {  # ckpt_write LAYERS: /root/ckptLAYERS written and marked complete, unless it is
+  local layers="$1"
+  [[ -e "/root/ckpt$layers/.ling-chat-complete" ]] && return 0
+  LING_CHAT_TEST_LAYERS="$layers" run "ckpt-write-$layers" 400 python3 -c "from pathlib import Path
+from tests.gpu.test_checkpoint_gpu import written_checkpoint
+written_checkpoint(Path('/root/ckpt$layers'))"
+  [[ -e "/root/ckpt$layers/written-by-tests-gpu-checkpoint" ]] && echo "$layers" >"/root/ckpt$layers/.ling-chat-complete"
+}
+
+peer_bench() {  # peer_bench NAME LAYERS PROFILES BOOTS: the stock server beside the profiles
+  local name="$1" ckpt="/root/ckpt$2"
+  if [[ ! -e "$ckpt/.ling-chat-complete" ]]; then
+    echo "$name: no complete $ckpt"
+  elif ! python3 -c "import jsonschema, soundfile" 2>/dev/null; then
+    echo "$name: stock SGLang's HTTP server needs the serve extra wheels (jsonschema, soundfile)"
+  else
+    run "$name" 900 python3 -m app bench --model "$ckpt" --profiles "$3" --peer stock-sglang \
+      --peer-wait 360 --boots "$4" --host-time --input-len 2048 --output-len 256 \
+      --num-prompts 2 --reps 2 --peak-gbps 4800 --json "$OUT/$name.json"
+    peer_log=$(find /root -maxdepth 6 -name stock-sglang.log -mmin -20 2>/dev/null | head -1)
+    [[ -n "$peer_log" ]] && tail -c 300000 "$peer_log" >"$OUT/$name.stock.log"
+    # each profile's proof as its last boot judged it (a boot whose proof failed was refused)
+    [[ -s "$OUT/$name.json" ]] && python3 -c "import json, sys
+from app.core.proof_report import ProofReport
+from app.render.proof import format_report
+for p in json.load(open(sys.argv[1]))['profiles']:
+    if p['proof']:
+        print(p['profile'] + ':', format_report(ProofReport.from_dict(p['proof'])))" "$OUT/$name.json"
+  fi
 }
 
 for step in "$@"; do
@@ -334,6 +397,24 @@ written_checkpoint(Path('/root/ckpt$layers'))"
         peer_log=$(find /root -maxdepth 6 -name stock-sglang.log -mmin -15 2>/dev/null | head -1)
         [[ -n "$peer_log" ]] && tail -c 300000 "$peer_log" >"$OUT/bench-peer.stock-sglang.log"
       fi ;;
+    peer6)
+      ckpt_write 6
+      peer_bench peer6 6 stack,stack-recurrent,humming+nextn 3,stack-recurrent=1,humming+nextn=1 ;;
+    peer24)
+      if [[ ! -e /root/ckpt24/.ling-chat-complete ]] && (($(df --output=avail -BG /root | tail -1 | tr -dc 0-9) < 45)); then
+        echo "peer24: under 45 GB free: removing /root/ckpt6 and /root/ckpt12"
+        rm -rf /root/ckpt6 /root/ckpt12
+      fi
+      df -h /root | tail -1
+      ckpt_write 24
+      peer_bench peer24 24 stack 3 ;;
+    host-levers6)
+      echo "cores by cpu_capacity (count value): $(cat /sys/devices/system/cpu/cpu*/cpu_capacity 2>/dev/null | sort | uniq -c | tr -s ' \n' ' ')"
+      echo "cores by cpuinfo_max_freq: $(cat /sys/devices/system/cpu/cpu*/cpufreq/cpuinfo_max_freq 2>/dev/null | sort | uniq -c | tr -s ' \n' ' ')"
+      run host-levers6 560 taskset -c 2-9 python3 lab/scripts/gpu_host_time.py /root/host-levers6 \
+        --json "$OUT/host-levers.json" --layers 6 --profiles stack --backends triton --pins auto \
+        --off ,prepared_commit,gc_freeze --tokens 16,256 ;;
+    commit-gpu) gpu_tests commit-gpu 200 tests/gpu/test_prepared_commit_gpu.py ;;
     engine42)
       LING_CHAT_TEST_LAYERS=42 LING_CHAT_TEST_MEM_FRACTION=0.65 \
         gpu_tests engine42 560 tests/gpu/test_engine_gpu.py -k "stack_passes and replayssm" ;;

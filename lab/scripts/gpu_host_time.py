@@ -22,7 +22,12 @@ weights (tests/gpu/dspark_models.py): its accept length is about 1, its round th
 
     python lab/scripts/gpu_host_time.py OUTDIR --json HOST.json [--profiles stack,dspark]
         [--backends triton,flashinfer] [--pins auto,on] [--layers 42] [--context 2048]
-        [--tokens 16,128] [--reps 5]
+        [--tokens 16,128] [--reps 5] [--off ,prepared_commit,gc_freeze]
+
+`--off` boots each engine once more for each set of ling-chat's host levers turned off (the
+fed ReplaySSM commit, the GC freeze, the fast cores: lab/research/host_probe.py), so each
+lever's round is measured against the engine with all of them, on one machine in one run;
+every row also has the scheduler's time in garbage collections a round (`gc_ms`).
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ class Request:
     accept: float | None
     wait_s: float
     resolve_s: float
+    gc_s: float
     reply_sha: str
     """The reply text's SHA-256 (first 16 hex digits): equal across engines of one profile."""
     gpu_busy_us: float = 0.0
@@ -105,6 +111,7 @@ async def request(
         accept=usage.accept_length,
         wait_s=after.wait_s - before.wait_s,
         resolve_s=after.resolve_s - before.resolve_s,
+        gc_s=after.gc_s - before.gc_s,
         reply_sha=hashlib.sha256(sample.text.encode()).hexdigest()[:16],
     )
 
@@ -143,6 +150,7 @@ async def measure(
     stats = out / "host-stats.json"
     os.environ[host_probe.PIN_ENV] = "on" if engine.force_pin else "auto"
     os.environ[host_probe.STATS_ENV] = str(stats)
+    os.environ[host_probe.OFF_ENV] = ",".join(engine.off)
     overrides: dict[str, Any] = {"attention_backend": engine.backend}
     if PROFILES[engine.profile].has("dspark"):
         draft = dspark_models.write_draft_dir(args.out / "draft", args.layers)
@@ -214,11 +222,13 @@ def row(
         profiled_wall_ms=per_round(p_short, p_long, "wall_s"),
         host_wait_ms=median("wait_s"),
         pin_ms=median("resolve_s"),
+        off=engine.off,
+        gc_ms=median("gc_s"),
     )
     print(
         f"{host.label}: wall {host.wall_ms:.3f} ms a round (reps {min(walls):.3f}-"
         f"{max(walls):.3f}), GPU busy {host.gpu_busy_ms:.3f}, idle {host.idle_ms:.3f}, host loop "
-        f"{host.host_loop_ms:.3f}; booted in {boot_s:.0f} s",
+        f"{host.host_loop_ms:.3f}, GC {host.gc_ms:.3f}; booted in {boot_s:.0f} s",
         flush=True,
     )
     return {
@@ -260,6 +270,12 @@ async def main() -> None:
     parser.add_argument("--profiles", default="stack,dspark")
     parser.add_argument("--backends", default="triton,flashinfer")
     parser.add_argument("--pins", default="auto,on")
+    parser.add_argument(
+        "--off",
+        default="",
+        help="host levers off, one engine per set: ',prepared_commit,gc_freeze' boots one with"
+        " all on, one without the fed commit, one without the GC freeze; a+b: both off",
+    )
     parser.add_argument("--layers", type=int, default=42)
     parser.add_argument("--context", type=int, default=2048)
     parser.add_argument("--tokens", default="16,128", help="the short and the long request")
@@ -267,7 +283,12 @@ async def main() -> None:
     parser.add_argument("--mem-fraction", type=float, default=0.65)
     args = parser.parse_args()
     try:
-        todo = engines(args.profiles.split(","), args.backends.split(","), args.pins.split(","))
+        todo = engines(
+            args.profiles.split(","),
+            args.backends.split(","),
+            args.pins.split(","),
+            args.off.split(","),
+        )
         args.tokens = tuple(int(n) for n in args.tokens.split(","))
         if len(args.tokens) != 2 or not 0 < args.tokens[0] < args.tokens[1]:
             raise ValueError(f"--tokens needs a short and a longer count, not {args.tokens}")

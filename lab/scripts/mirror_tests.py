@@ -46,6 +46,11 @@ MOVES: dict[str, str] = {
     f"{_BACKEND}/test_fp8_head.py": f"{_BACKEND}/engine/patches/test_fp8_head.py",
     f"{_BACKEND}/test_head_choice.py": f"{_BACKEND}/engine/patches/test_head_choice.py",
     f"{_BACKEND}/test_sharing.py": f"{_BACKEND}/engine/patches/test_sharing.py",
+    # app/backend/engine/patches/host (the host levers' patches, and their judges' cases)
+    **{
+        f"{_BACKEND}/{name}": f"{_BACKEND}/engine/patches/host/{name}"
+        for name in ("test_host_levers.py", "test_log_level.py", "test_prepared_commit.py")
+    },
     # app/backend/checkpoint
     f"{_BACKEND}/test_checkpoint.py": f"{_BACKEND}/checkpoint/test_checkpoint.py",
     # app/backend/firststart

@@ -330,3 +330,43 @@ def test_install_wraps_the_decision_the_resolve_and_each_synchronize(monkeypatch
     assert (stats.resolves, stats.waits) == (1, 2)
     # int.synchronize does not exist: that wait is left uncounted, and named as such
     assert stats.timed_waits == ["EventDouble.synchronize", "torch.cuda.synchronize"]
+
+
+# --- ling-chat's host levers, each off against all on ---------------------------------
+
+
+def test_each_set_of_host_levers_off_is_one_more_engine_named_by_what_is_off() -> None:
+    todo = engines(["stack"], ["triton"], ["auto"], ["", "prepared_commit", "gc_freeze+fast_cores"])
+    assert [e.off for e in todo] == [(), ("prepared_commit",), ("gc_freeze", "fast_cores")]
+    assert [e.name for e in todo] == [
+        "stack-triton",
+        "stack-triton-off-prepared_commit",
+        "stack-triton-off-gc_freeze-off-fast_cores",
+    ]
+    with pytest.raises(ValueError, match="host levers are prepared_commit, gc_freeze, fast_cores"):
+        engines(["stack"], ["triton"], ["auto"], ["gc"])
+
+
+def test_an_engine_with_host_levers_off_leaves_out_only_their_patches() -> None:
+    from app.backend.engine.patches.boundary import PatchPlan
+    from app.levers.profiles import PROFILES
+
+    plan = PatchPlan.for_profile(PROFILES["stack"], "/tmp/sglang.log")
+    assert {"host.commit", "host.gc_freeze", "host.cores", "replayssm"} <= set(plan.patches)
+    off = host_probe.without(plan, "prepared_commit,gc_freeze")
+    assert set(plan.patches) - set(off.patches) == {"host.commit", "host.gc_freeze"}
+    assert host_probe.without(plan, "") == plan
+    with pytest.raises(KeyError):
+        host_probe.without(plan, "gc")
+
+
+def test_a_row_with_levers_off_has_its_own_label_and_keeps_its_gc_time() -> None:
+    data = {
+        "profile": "stack", "backend": "triton", "pin": False, "pin_forced": False, "rounds": 60,
+        "accept_length": 4.0, "wall_ms": 1.2, "gpu_busy_ms": 0.9, "profiled_wall_ms": 1.5,
+        "host_wait_ms": 0.1, "pin_ms": 0.0,
+    }  # fmt: skip
+    before = HostRound.from_dict(data)  # a file from before the levers: all on, GC not counted
+    assert (before.off, before.gc_ms, before.label) == ((), None, "stack/triton/no pin")
+    off = HostRound.from_dict({**data, "off": ["prepared_commit"], "gc_ms": 0.02})
+    assert off.label == "stack/triton/no pin/off: prepared_commit" and off.gc_ms == 0.02

@@ -26,10 +26,13 @@ RECURRENT_LINES = [
     "fp32_head",
     "shared_head",
     "nextn",
+    "gc_frozen",
+    "fast_cores",
     "no_faking",
     "accept_length",
 ]
-"""`stack-recurrent`'s proof, line by line; the stack's has its ring's line after NEXTN's."""
+"""`stack-recurrent`'s proof, line by line; the stack's has its ring's and its commit's lines
+after NEXTN's."""
 
 
 def test_the_stack_asks_sglang_for_replayssm_with_the_shortest_ring_nextn_allows():
@@ -46,6 +49,8 @@ def test_the_replayssm_commits_are_counted_where_a_profile_verifies_with_it(prof
     levers = PROFILES[profile]
     plan = PatchPlan.for_profile(levers, "/tmp/sglang.log")
     assert ("replayssm" in plan.patches) == levers.has("replayssm")
+    fed = levers.has("replayssm") and levers.has("nextn")  # NEXTN's verify only
+    assert ("host.commit" in plan.patches) == fed
     assert (plan.fp8_head, "dspark" in plan.patches, plan.log_file) == (
         levers.has("fp8_head"),
         levers.has("dspark"),
@@ -53,11 +58,11 @@ def test_the_replayssm_commits_are_counted_where_a_profile_verifies_with_it(prof
     )
 
 
-def test_the_healthy_stack_passes_with_the_ring_s_line_after_nextn_s():
+def test_the_healthy_stack_passes_with_the_ring_s_and_the_commit_s_lines_after_nextn_s():
     report = judge(stack_facts(), accept=3.9, profile=PROFILE)
     assert report.ok, [line for line in report.lines if line.verdict is not Verdict.PASS]
     keys = [line.key for line in report.lines]
-    assert keys == [*RECURRENT_LINES[:7], "replayssm", *RECURRENT_LINES[7:]]
+    assert keys == [*RECURRENT_LINES[:7], "replayssm", "prepared_commit", *RECURRENT_LINES[7:]]
     ring = next(line for line in report.lines if line.key == "replayssm")
     assert "ring 8 allocated: True (needs a power of two >= 8)" in ring.evidence
 

@@ -25,7 +25,7 @@ from app.bench.results import BenchRun
 from app.commands import bench
 from app.core.errors import ConfigError
 from tests.support.bench_cli import bench_main
-from tests.support.bench_doubles import ScriptedEngineDouble, sample
+from tests.support.bench_doubles import PacedEngineDouble, ScriptedEngineDouble, sample
 from tests.support.resident import wait_until
 from tests.support.timeouts import scaled
 
@@ -120,15 +120,19 @@ class _EngineModule(types.ModuleType):
     """Stands in for app.bench.engine: ling-chat's profiles are scripted engine doubles, each
     setting in this process what SGLang's in-process engine sets."""
 
-    def __init__(self) -> None:
+    def __init__(self, paced: bool = False) -> None:
         super().__init__("app.bench.engine")
         self.journal: list[str] = []
+        self.paced = paced
+        """Engines that answer each request at its length (PacedEngineDouble)."""
 
     def bench_engine_factory(self, config: Any, *, require_proof: bool = True) -> Any:
         async def start(name: str) -> ScriptedEngineDouble:
             self.journal.append(f"start {name}")
             os.environ[LEAKED] = "float32"
             facts = {"config": {}, "proof": None, "model_config": LING_3_FLASH_CONFIG}
+            if self.paced:
+                return PacedEngineDouble(name, [], self.journal, facts=facts)
             return ScriptedEngineDouble(name, [STACK_REPLY] * 3, self.journal, facts=facts)
 
         return start
@@ -202,6 +206,65 @@ def test_the_peer_row_and_its_ratio_appear_in_the_same_run(
     assert table["peer_ratio"]["to"] == "stack"
     assert table["peer_ratio"]["decode_tps"] == pytest.approx(summary.decode_tps / 50.0)
     assert f"{table['peer_ratio']['decode_tps']:.2f}x stack's" in ratio
+
+
+def test_boots_interleave_stack_and_stock_with_singles_last_and_each_has_its_host_time(
+    end_to_end: None,
+    record: Path,
+    model: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    engines = _EngineModule(paced=True)
+    monkeypatch.setitem(sys.modules, "app.bench.engine", engines)
+    out = tmp_path / "run.json"
+    argv = [*SMALL, "--profiles", "stack,stack-recurrent", "--peer", PEER, "--model", str(model)]
+    argv += ["--boots", "2,stack-recurrent=1", "--host-time", "--json", str(out)]
+    assert bench_main(argv) == 0
+
+    stdout, stderr = capsys.readouterr()
+    starts = [line.split(":")[0] for line in stderr.splitlines() if "starting the engine" in line]
+    assert starts == [
+        "stack (boot 1/2)", "stock-sglang (boot 1/2)", "stack (boot 2/2)",
+        "stock-sglang (boot 2/2)", "stack-recurrent",
+    ]  # fmt: skip
+    assert "stack-recurrent: boot 5/5 done at" in stderr and "about 0 s left" in stderr
+    data = json.loads(out.read_text())
+    assert data["plan"]["boots"] == {"stack-recurrent": 1, "default": 2}
+    run = BenchRun.from_dict(data)
+    assert [p.profile for p in run.profiles] == ["stack", "stack-recurrent", PEER]
+    stack, recurrent, peer = (p.host for p in run.profiles)
+    assert stack is not None and recurrent is not None and peer is not None
+    assert [len(h.boots) for h in (stack, recurrent, peer)] == [2, 1, 2]
+    # the paced double: 16 and 256 tokens, 4 a round, 2 ms a token; 100 us of GPU a token
+    assert stack.wall_ms == pytest.approx(8.0) and stack.gpu_busy_ms == pytest.approx(0.4)
+    assert stack.idle_ms == pytest.approx(7.6)
+    assert [b.gpu_busy_ms is not None for b in stack.boots] == [True, False]  # first boot only
+    # the stock double over HTTP: 3 tokens a round (6 and 86 rounds), really 2 ms a token
+    assert peer.gpu_busy_ms == pytest.approx(0.3)
+    assert all(b.error is None and b.rounds == 80 for b in peer.boots)
+    assert peer.wall_ms is not None and peer.wall_ms > 0
+    assert data["profiles"][2]["host_time"]["wall_ms_boots"] == peer.walls
+    table = data["tables"]["synthetic"][2]
+    assert len(table["boot_decode_tps"]) == 2 and table["boot_median_tps"] is not None
+    assert "stock-sglang: by boot medians" in stdout
+    host_lines = [line for line in stdout.splitlines() if line.startswith(("stack ", PEER))]
+    assert any("8.000 (8.000-8.000)" in line and "0.400" in line for line in host_lines)
+    split = {row["engine"]: row for row in data["host_time"]}
+    assert split["stack"]["wall_ms_vs_above"] is None  # the first row
+    assert split[PEER]["gpu_busy_ms_vs_above"] == pytest.approx(0.3 - 0.4)
+    assert split[PEER]["wall_ms_vs_above"] == pytest.approx(peer.wall_ms - 8.0)
+    _no_process_left(record)
+
+
+def test_a_boot_count_for_an_engine_not_run_is_refused_before_anything_starts(
+    record: Path, model: Path
+) -> None:
+    argv = [*SMALL, "--profiles", "stack", "--model", str(model), "--boots", "3,humming=1"]
+    with pytest.raises(ConfigError, match="--boots names humming, not run here"):
+        bench_main(argv)
+    assert not record.exists()
 
 
 def test_a_server_that_never_becomes_healthy_is_one_line_and_stopped(

@@ -274,13 +274,16 @@ def test_json_schema_keys(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
     write_json(_nvidia_run(), path)
     data = json.loads(path.read_text())
-    assert set(data) == {"schema", "created_at", "git", "plan", "profiles", "tables", "published"}
+    assert set(data) == {
+        "schema", "created_at", "git", "plan", "profiles", "tables", "published", "host_time",
+    }  # fmt: skip
     assert data["schema"] == SCHEMA
     assert data["git"] == {"commit": "abc123", "dirty": False}
     assert data["plan"]["workloads"] == [SYNTHETIC_PLAN]
     first = data["profiles"][0]
     assert set(first) == {
         "profile", "error", "engine", "proof", "simulated_accept_length", "workloads",
+        "host_time",
     }  # fmt: skip
     assert first["simulated_accept_length"] is None
     workload = first["workloads"][0]
@@ -298,6 +301,8 @@ def test_json_schema_keys(tmp_path: Path) -> None:
         "profile": "humming",
         "lever": "+Humming",
         "decode_tps": 39.45,
+        "boot_decode_tps": [],
+        "boot_median_tps": None,
         "vs_prev": pytest.approx(39.45 / 36.09 - 1),
         "vs_baseline": pytest.approx(39.45 / 36.09 - 1),
         "simulated_accept_length": None,

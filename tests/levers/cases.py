@@ -60,12 +60,25 @@ CONTRADICTIONS: dict[str, tuple[Contradiction, ...]] = {
         Contradiction("dspark", ("linear_attn_decode_backend=cutedsl",)),
         Contradiction("stack-recurrent", ("enable_linear_replayssm_spec=true",), on=False),
     ),
+    "fast_cores": (
+        Contradiction("stack", env={"SGLANG_SET_CPU_AFFINITY": "1"}),
+        Contradiction("baseline", env={"SGLANG_SET_CPU_AFFINITY": "true"}),
+    ),
     "no_faking": (
         Contradiction("stack", env={"SGLANG_SIMULATE_ACC_LEN": "3.5"}),
         Contradiction("baseline", env={"SGLANG_SIMULATE_UNIFORM_EXPERTS": "1"}),
     ),
     "accept_length": (Contradiction("dspark", ("speculative_accept_threshold_acc=0.5",)),),
 }
+
+UNCONTRADICTED: dict[str, str] = {
+    "prepared_commit": "it sets nothing; what it needs, NEXTN's top-1 chain and ReplaySSM's "
+    "ring, is refused in their names (their cases above)",
+    "gc_freeze": "it sets nothing, and no setting of SGLang 0.5.23 touches the scheduler's "
+    "collector after its start",
+}
+"""Levers that no setting contradicts, and why: they set no server argument and refuse nothing
+(tests/levers/test_registry.py checks that), so no start is refused in their name."""
 
 
 def home(lever: Lever) -> str:

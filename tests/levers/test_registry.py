@@ -11,10 +11,10 @@ import pytest
 
 from app.backend.engine.config import EngineConfig, GpuFacts, server_args
 from app.levers.checks import accept_length
-from app.levers.lever import Context, Lever
+from app.levers.lever import Context, Lever, no_args, no_env_refusal, no_refusal
 from app.levers.profiles import LEVERS, PROFILES
 from app.levers.refusals import refusal
-from tests.levers.cases import CONTRADICTIONS, home
+from tests.levers.cases import CONTRADICTIONS, UNCONTRADICTED, home
 from tests.support.proof import HEALTHY, judge
 
 PATCHES = Path(__file__).resolve().parents[2] / "app" / "backend" / "engine" / "patches"
@@ -53,12 +53,21 @@ def test_the_registry_has_one_lever_per_name_line_key_and_fact():
 @pytest.mark.parametrize("lever", LEVERS, ids=IDS)
 def test_a_lever_is_in_a_profile_with_healthy_facts_and_contradicting_settings(lever: Lever):
     assert home(lever) in HEALTHY, f"{lever.name}: no profile in tests.support.proof.HEALTHY"
-    assert CONTRADICTIONS.get(lever.name), f"{lever.name}: no case in tests.levers.cases"
+    assert CONTRADICTIONS.get(lever.name) or lever.name in UNCONTRADICTED, (
+        f"{lever.name}: no case in tests.levers.cases"
+    )
+
+
+@pytest.mark.parametrize("name", list(UNCONTRADICTED))
+def test_a_lever_no_setting_contradicts_sets_nothing_and_refuses_nothing(name: str):
+    lever = next(lever for lever in LEVERS if lever.name == name)
+    assert (lever.args, lever.refuse, lever.refuse_env) == (no_args, no_refusal, no_env_refusal)
+    assert not lever.runs_on.settings and not lever.free and name not in CONTRADICTIONS
 
 
 @pytest.mark.parametrize("lever", [x for x in LEVERS if x.patch], ids=lambda x: x.name)
 def test_a_lever_s_patch_is_a_scheduler_module_with_an_install(lever: Lever):
-    source = PATCHES / f"{lever.patch}.py"
+    source = PATCHES / f"{lever.patch.replace('.', '/')}.py"
     assert importlib.util.find_spec(f"app.backend.engine.patches.{lever.patch}") is not None
     tree = ast.parse(source.read_text(encoding="utf-8"))
     installs = [

@@ -175,7 +175,7 @@ SERVER_ARGS: tuple[Setting, ...] = (
         _loader_extra,
         "with fastsafetensors: no GPUDirect Storage (neither the Spark nor the H200 has it)",
     ),
-    Setting("log_level", "warning", "SGLang's log goes to a file; warnings and up"),
+    Setting("log_level", "warning", "SGLang's log file: INFO while starting, then warnings up"),
 )
 """Server arguments of every profile; each profile's levers add theirs (server_args)."""
 

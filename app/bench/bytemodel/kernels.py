@@ -182,6 +182,11 @@ class KernelProfile:
         return kernel.calls / self.rounds, kernel.total_us / self.rounds
 
 
+REPLAYSSM_VERIFY = ("replayssm", "prepared_commit")
+"""The levers that come and go with a NEXTN profile's ReplaySSM verify: its ring, and its
+commit fed the verify's prepared indices."""
+
+
 def round_profile(profile: str, replayssm: bool) -> str:
     """The profile whose round a file of `profile` holds: that NEXTN profile with its KDA
     verify as `replayssm` says (a `stack` round without ReplaySSM is `stack-recurrent`'s);
@@ -193,8 +198,8 @@ def round_profile(profile: str, replayssm: bool) -> str:
     levers = PROFILES.get(profile)
     if levers is None or not levers.has("nextn") or levers.has("replayssm") == replayssm:
         return profile
-    others = tuple(name for name in levers.names if name != "replayssm")
-    if ran := same_levers((*others, "replayssm") if replayssm else others):
+    others = tuple(name for name in levers.names if name not in REPLAYSSM_VERIFY)
+    if ran := same_levers((*others, *REPLAYSSM_VERIFY) if replayssm else others):
         return ran
     verify = "with" if replayssm else "without"
     raise ValueError(f"no profile verifies {profile}'s rounds {verify} ReplaySSM")

@@ -167,6 +167,22 @@ class StockServer:
         except Exception as exc:  # transformers missing, or the model's Jinja template
             raise BackendError(f"cannot apply the chat template: {exc}") from exc
 
+    async def start_profile(self, folder: Path) -> None:
+        body = {"output_dir": str(folder), "activities": ["GPU"], "with_stack": False}
+        await self._post("/start_profile", {**body, "profile_prefix": "host"})
+
+    async def stop_profile(self) -> None:
+        await self._post("/stop_profile", None)
+
+    async def _post(self, path: str, body: dict[str, Any] | None) -> None:
+        """POST `path`; anything but 200 is one line."""
+        try:
+            answer = await self._client.post(f"{self.url}{path}", json=body)
+        except httpx.HTTPError as exc:
+            raise BackendError(f"{SERVER} {path}: {type(exc).__name__}: {exc}") from exc
+        if answer.status_code != 200:
+            raise BackendError(f"{SERVER} {path}: HTTP {answer.status_code}: {answer.text[:200]}")
+
     def describe(self) -> dict[str, Any]:
         config_file = Path(self.launch.model_path).expanduser() / "config.json"
         return {

@@ -9,10 +9,13 @@ ling-chat's model changes in the child, then call SGLang's stock entry:
   profile has the lever: fp8_head (quantize the target's BF16 LM head to FP8 after loading,
   before capture), sharing (the NEXTN draft takes the target's whole LM-head module),
   kernel_load (a cached Humming kernel CUDA cannot load names its file and cache), dspark
-  and replayssm (count what their lines judge);
+  and replayssm (count what their lines judge), and host/ (the scheduler's host time a
+  round: the ReplaySSM commit fed the verify's indices, the collector frozen once up, the
+  fastest cores);
 - evidence: every lever's facts about the running model, sent back with the init info;
 - load_watch: the weight load's bytes and stages, written for the start screen;
-- draft_shards: the NEXTN draft reads only the shards holding its layer.
+- draft_shards: the NEXTN draft reads only the shards holding its layer;
+- host/log_level: the log level ling-chat asks SGLang for, in force once the scheduler is up.
 
 The plan (which changes to make) crosses the process boundary in an environment variable
 (boundary.py), as the refusals come back.
@@ -26,17 +29,25 @@ from typing import Any
 
 from app.backend.engine.patches.boundary import PatchPlan
 
+EARLY = ("host.cores",)
+"""Lever patches installed before anything else: the cores pinned before an import starts a
+thread (a thread keeps the cores it started on)."""
+
 
 def install(plan: PatchPlan) -> None:
-    """Install every model change of the plan into this (child) process: the evidence, the
-    draft's own shards, each lever's patch, then the load's watch (after the FP8 head: its
-    time counts as the head's)."""
+    """Install every model change of the plan into this (child) process: the early patches,
+    the evidence, the log level, the draft's own shards, each other lever's patch, then the
+    load's watch (after the FP8 head: its time counts as the head's)."""
+    for name in (name for name in plan.patches if name in EARLY):
+        importlib.import_module(f"{__name__}.{name}").install(plan)
     from app.backend.engine.patches import draft_shards, evidence, load_watch
+    from app.backend.engine.patches.host import log_level
 
     evidence.install()
+    log_level.install()
     if plan.draft_own_shards:
         draft_shards.install()
-    for name in plan.patches:
+    for name in (name for name in plan.patches if name not in EARLY):
         importlib.import_module(f"{__name__}.{name}").install(plan)
     if plan.progress_file:
         load_watch.install(plan.progress_file, fp8_head=plan.fp8_head)

@@ -2,11 +2,11 @@
 
 `Scheduler.get_init_info` is sent to the app after every CUDA graph is captured; it
 gains a `ling_chat_proof` dict: every lever's facts (each lever's module under app/levers
-names its readers), the versions and the lever settings SGLang resolved. Counters wrapped
-around the Humming runner and Humming's kernel preparation record which of them ran while a
-graph was being captured, the only time Python sees a replayed kernel. Once the target (and
-draft) model is found, no fact raises: one that cannot be read is reported with its error,
-and the proof fails on it.
+names its readers), the versions, the lever settings SGLang resolved and the log level in
+force. Counters wrapped around the Humming runner and Humming's kernel preparation record
+which of them ran while a graph was being captured, the only time Python sees a replayed
+kernel. Once the target (and draft) model is found, no fact raises: one that cannot be read
+is reported with its error, and the proof fails on it.
 
 `collect` reads the scheduler's objects and, through `Sources`, the live state of SGLang,
 Humming and the FP8 head; `LiveSources` is that state in the scheduler process.
@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from app.backend.engine.patches.host import log_level
 from app.backend.proof import PROOF_KEY
 from app.levers.live import HummingState, Live, Sources
 from app.levers.profiles import LEVERS
@@ -96,6 +97,7 @@ def collect(scheduler: Any, sources: Sources) -> dict[str, Any]:
     readers: dict[str, Callable[[Live], Any]] = {
         "versions": lambda live: sources.versions(),
         "ran_with": lambda live: _ran_with(scheduler.server_args),
+        "log_level": lambda live: log_level.collect(scheduler.server_args),
     }
     for lever in LEVERS:
         readers.update(lever.facts)
