@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -119,10 +120,17 @@ def redirect_output(log_file: str | None) -> None:
     os.close(fd)
 
 
+def ignore_hang_up() -> None:
+    """Leave the terminal's hang-up (its window closed) to the app, which stores the reply in
+    flight and then stops this process; SGLang's PR_SET_PDEATHSIG kills it if the app dies."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
 def run_scheduler_process(*args: Any, **kwargs: Any) -> None:
     """SGLang's scheduler entry, with ling-chat's model changes installed first."""
     plan = PatchPlan.from_env()
     redirect_output(plan.log_file)
+    ignore_hang_up()
     install(plan)
     from sglang.srt.managers.scheduler import run_scheduler_process as stock
 
@@ -132,6 +140,7 @@ def run_scheduler_process(*args: Any, **kwargs: Any) -> None:
 def run_detokenizer_process(*args: Any, **kwargs: Any) -> None:
     """SGLang's detokenizer entry, with its output sent to the log file."""
     redirect_output(PatchPlan.from_env().log_file)
+    ignore_hang_up()
     from sglang.srt.managers.detokenizer_manager import run_detokenizer_process as stock
 
     stock(*args, **kwargs)
