@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from app.api_key import add_api_key_arguments, api_key
 from app.commands.common import add_data_arguments, add_model_arguments, settings_from
 from app.core.errors import ConfigError
+from app.core.exit_status import ExitStatus
 from app.plumbing.abrupt_end import on_abrupt_end
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         print(app.crash_message, file=sys.stderr)
     if isinstance(backend, RecordingBackend) and backend.save_error:
         print(f"ling-chat: the recording was not saved: {backend.save_error}", file=sys.stderr)
-        return app.return_code or 1
+        return app.return_code or ExitStatus.ERROR
     return app.return_code or 0
 
 

@@ -16,14 +16,14 @@ import pytest
 from app.core.chat import Sampling
 from app.core.errors import ExportError, StorageError
 from app.files import write_atomic
-from app.render.chats import speed_line
+from app.render.figures import speed_line
 from app.render.formats import FORMATS
 from app.storage import ChatStore, MessageStatus, StoredMessage
 from app.storage.export import CSV_COLUMNS, SCHEMA_VERSION, Export, collect
 from app.telemetry import ReplyStats
 from tests.support.storage import STATS
 
-SPEED = "52.3 tok/s · TPOT 19.1 ms · TTFT 0.41 s · accept 3.12"
+SPEED = "52.3 tok/s · TPOT 19.1 ms · TTFT 0.41 s · accept 3.12 (64 rounds)"
 HOSTILE = '<script>alert("pwned")</script> & <b>bold</b>'
 
 

@@ -9,20 +9,16 @@ from textual.widgets import Label, Sparkline, Static
 
 from app.backend.protocol import DraftShape
 from app.core.proof_report import ProofReport
+from app.render.figures import DASH, millis, rate, ratio, seconds
 from app.storage import MessageStatus
 from app.telemetry import ReplyStats
 from app.telemetry.session import SessionSummary
 from app.telemetry.windows import LiveSnapshot
 from app.ui.format import (
-    DASH,
     STATUS_MARKS,
     VERDICT_MARKS,
     VERDICT_STYLES,
-    millis,
-    rate,
-    ratio,
     replay_factor,
-    seconds,
     visible_text,
 )
 
@@ -87,7 +83,6 @@ class SpeedPanel(VerticalScroll, can_focus=False):
         factor = replay_factor(self.replay_speed)
         state = f"replay {factor}" if factor else "streaming"
         self.query_one("#reply-heading", Label).update(f"Live ● {state}", layout=False)
-        tpot = 1.0 / live.average_tps if live.average_tps else None
         steps = ratio(live.tokens_per_step)
         if live.recent_tokens_per_step is not None:
             steps += f" (now {ratio(live.recent_tokens_per_step)})"
@@ -96,7 +91,7 @@ class SpeedPanel(VerticalScroll, can_focus=False):
             content=_rows(
                 ("decode", rate(live.recent_tps)),
                 ("average", rate(live.average_tps)),
-                ("TPOT", millis(tpot)),
+                ("TPOT", millis(live.tpot_s)),
                 ("TTFT", seconds(ttft_s)),
                 ("tokens", f"{live.tokens:,}"),
                 ("tok/step", steps),
