@@ -45,33 +45,34 @@ def ratio(value: float | None) -> str:
 
 
 def speed_parts(stats: ReplyStats) -> list[str]:
-    """`52.3 tok/s`, `TPOT 19.1 ms`, `TTFT 0.41 s`, `accept 3.12 (260 rounds)`: whichever
-    are known."""
+    """The headline first: `52.3 tok/s`, `TPOT 19.1 ms`, `accept 3.12 (260 rounds)`, then
+    `TTFT 0.41 s`; whichever are known."""
     parts = []
     if stats.decode_tps is not None:
         parts.append(rate(stats.decode_tps))
     if stats.tpot_s is not None:
         parts.append(f"TPOT {millis(stats.tpot_s)}")
-    if stats.ttft_s is not None:
-        parts.append(f"TTFT {seconds(stats.ttft_s)}")
     if stats.accept_length is not None:
         rounds = f" ({stats.verify_rounds:,} rounds)" if stats.verify_rounds else ""
         parts.append(f"accept {ratio(stats.accept_length)}{rounds}")
+    if stats.ttft_s is not None:
+        parts.append(f"TTFT {seconds(stats.ttft_s)}")
     return parts
 
 
 def speed_line(stats: ReplyStats | None) -> str:
-    """E.g. `52.3 tok/s · TPOT 19.1 ms · TTFT 0.41 s · accept 3.12 (260 rounds)`; empty
+    """E.g. `52.3 tok/s · TPOT 19.1 ms · accept 3.12 (260 rounds) · TTFT 0.41 s`; empty
     without stats."""
     return "" if stats is None else SEPARATOR.join(speed_parts(stats))
 
 
 def live_parts(live: LiveSnapshot) -> list[str]:
-    """A streaming reply's figures so far: `612 tok/s`, `TPOT 1.63 ms`, `3.10 tok/step`,
-    `420 tokens`. Tokens per step stands in for the accept length, which SGLang reports only
-    once the reply ends (a stream may split a verify round)."""
+    """A streaming reply's figures since its first token: `612 tok/s` (1 / TPOT, as the
+    final figure), `TPOT 1.63 ms`, `3.10 tok/step`, `420 tokens`. Tokens per step stands in
+    for the accept length, which SGLang reports only once the reply ends (a stream may split
+    a verify round)."""
     return [
-        rate(live.recent_tps),
+        rate(live.average_tps),
         f"TPOT {millis(live.tpot_s)}",
         f"{ratio(live.tokens_per_step)} tok/step",
         f"{live.tokens:,} tokens",

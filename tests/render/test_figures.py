@@ -33,7 +33,7 @@ def test_seconds_and_ratio() -> None:
 
 def test_the_speed_line_names_only_what_was_measured_and_the_rounds() -> None:
     full = ReplyStats(40, 600, 0.2, 1.2, 0.00163, 612.0, accept_length=3.12, verify_rounds=192)
-    assert speed_line(full) == "612 tok/s · TPOT 1.63 ms · TTFT 0.20 s · accept 3.12 (192 rounds)"
+    assert speed_line(full) == "612 tok/s · TPOT 1.63 ms · accept 3.12 (192 rounds) · TTFT 0.20 s"
     plain = ReplyStats(40, 1, 0.2, 0.2, None, None)
     assert speed_parts(plain) == ["TTFT 0.20 s"]
     assert speed_line(None) == ""

@@ -23,7 +23,7 @@ from app.storage.export import CSV_COLUMNS, SCHEMA_VERSION, Export, collect
 from app.telemetry import ReplyStats
 from tests.support.storage import STATS
 
-SPEED = "52.3 tok/s · TPOT 19.1 ms · TTFT 0.41 s · accept 3.12 (64 rounds)"
+SPEED = "52.3 tok/s · TPOT 19.1 ms · accept 3.12 (64 rounds) · TTFT 0.41 s"
 HOSTILE = '<script>alert("pwned")</script> & <b>bold</b>'
 
 

@@ -358,7 +358,7 @@ async def test_speed_panel_shows_live_numbers_then_the_final_ones(
         final = text_of(numbers)
         assert "accept   3.00" in final and "verify   6 rounds" in final
         assert "prompt   10 (7 cached)" in final
-        assert "Session · 1 replies" in text_of(screen.query_one("#session-heading", Label))
+        assert "Session · 1 reply" in text_of(screen.query_one("#session-heading", Label))
 
 
 @pytest.mark.parametrize(

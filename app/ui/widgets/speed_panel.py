@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Label, Sparkline, Static
+from textual.widgets import Label, Static
 
 from app.backend.protocol import DraftShape
 from app.core.proof_report import ProofReport
@@ -21,6 +21,7 @@ from app.ui.format import (
     replay_factor,
     visible_text,
 )
+from app.ui.widgets.reply_bars import ReplyBars
 
 
 def _rows(*rows: tuple[str, str]) -> Text:
@@ -69,10 +70,10 @@ class SpeedPanel(VerticalScroll, can_focus=False):
         yield Label("Live", id="reply-heading", classes="heading")
         yield Static(_rows(("decode", "waiting for a reply")), id="reply-numbers")
         yield Label("Session", id="session-heading", classes="heading")
-        yield Label("tok/s per reply", classes="spark-label")
-        yield Sparkline([], id="tps-spark")
-        yield Label("accept length per reply", classes="spark-label")
-        yield Sparkline([], id="accept-spark")
+        yield Label("tok/s per reply", id="tps-label", classes="spark-label")
+        yield ReplyBars(id="tps-spark")
+        yield Label("accept per reply", id="accept-label", classes="spark-label")
+        yield ReplyBars(id="accept-spark")
         yield Static("", id="session-numbers")
         yield Static(_rows(("draft", DASH)), id="draft")
         yield Label("Optimizations", classes="heading")
@@ -126,10 +127,16 @@ class SpeedPanel(VerticalScroll, can_focus=False):
         )
 
     def show_session(self, summary: SessionSummary) -> None:
-        """Sparklines per finished reply and pooled session averages."""
-        self.query_one("#session-heading", Label).update(f"Session · {summary.replies} replies")
-        self.query_one("#tps-spark", Sparkline).data = list(summary.decode_tps_series)
-        self.query_one("#accept-spark", Sparkline).data = list(summary.accept_length_series)
+        """Bars per finished reply (each axis from 0 to its largest) and pooled averages."""
+        replies = "1 reply" if summary.replies == 1 else f"{summary.replies} replies"
+        self.query_one("#session-heading", Label).update(f"Session · {replies}")
+        for name, label, series, shown in (
+            ("tps", "tok/s per reply", summary.decode_tps_series, "{:,.0f}"),
+            ("accept", "accept per reply", summary.accept_length_series, "{:.2f}"),
+        ):
+            scale = f" (0–{shown.format(max(series))})" if series else ""
+            self.query_one(f"#{name}-label", Label).update(label + scale)
+            self.query_one(f"#{name}-spark", ReplyBars).show(series)
         self.query_one("#session-numbers", Static).update(
             _rows(
                 ("decode", rate(summary.decode_tps)),
