@@ -12,14 +12,13 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import sys
 import time
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.support.pty_app import PtyApp, app_on_a_pty, wait_for
+from tests.support.pty_app import PtyApp, app_on_a_pty, engine_double_chat, wait_for
 from tests.support.slow_server import TOKEN, SlowServer
 from tests.support.timeouts import scaled
 
@@ -91,10 +90,7 @@ def test_standard_output_on_a_closed_pipe_changes_nothing(tmp_path: Path, closed
         ) as app,
     ):
         send_and_stream(app, server)
-        if closed_by == "window":
-            app.hang_up()
-        else:
-            app.child.send_signal(signal.SIGTERM)
+        app.end_by(closed_by)
         status = app.child.wait(timeout=scaled(30))
 
     assert status == (129 if closed_by == "window" else 143)
@@ -130,18 +126,11 @@ def test_a_replay_ended_mid_reply_leaves_no_temporary_folder(
         assert [p.name.startswith("ling-chat-replay-") for p in temporary.iterdir()] == [True]
         os.write(app.leader, b"hello\x13")
         wait_for(lambda: b"streaming" in app.screen.rpartition(b"hello")[2], 30, "the reply")
-        if closed_by == "window":
-            app.hang_up()
-        else:
-            app.child.send_signal(signal.SIGTERM)
+        app.end_by(closed_by)
         status = app.child.wait(timeout=scaled(30))
 
     assert status == (129 if closed_by == "window" else 143)
     assert list(temporary.iterdir()) == []
-
-
-ROOT = Path(__file__).resolve().parents[1]
-DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
 
 
 @pytest.mark.parametrize("closed_by", ["window", "SIGTERM"])
@@ -150,25 +139,14 @@ def test_the_in_process_engine_and_its_processes_stop_with_the_app(
 ) -> None:
     """`ling-chat --model` on SGLang's test double: its scheduler process is a child of the
     app in the terminal's process group, as SGLang's is."""
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "config.json").write_text("{}")
-    env = {
-        "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)]),
-        "ENGINE_DOUBLE_SCHEDULER": "1",
-        "ENGINE_DOUBLE_CHUNK_S": "0.5",
-    }
-    program = (sys.executable, str(DOUBLE / "cli_session.py"))
+    program, args, env = engine_double_chat(tmp_path)
     data = tmp_path / "data"
-    with app_on_a_pty(["--model", str(model)], data, program=program, env=env) as app:
+    with app_on_a_pty(args, data, program=program, env=env) as app:
         wait_for(lambda: b"Ask Ling" in app.screen, 120, "the chat")
         children = psutil.Process(app.child.pid).children(recursive=True)
         os.write(app.leader, b"hello\x13")
         wait_for(lambda: b"The user says hello" in app.screen, 30, "the reply")
-        if closed_by == "window":
-            app.hang_up()
-        else:
-            app.child.send_signal(signal.SIGTERM)
+        app.end_by(closed_by)
         status = app.child.wait(timeout=scaled(30))
 
     assert status == (129 if closed_by == "window" else 143)

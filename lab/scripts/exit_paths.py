@@ -38,7 +38,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import psutil  # noqa: E402
 
-from tests.support.pty_app import LING_CHAT, PtyApp, app_on_a_pty, wait_for  # noqa: E402
+from tests.support.pty_app import (  # noqa: E402
+    LING_CHAT,
+    ROOT,
+    PtyApp,
+    app_on_a_pty,
+    engine_double_chat,
+    wait_for,
+)
 from tests.support.slow_server import SlowServer  # noqa: E402
 
 GONE_WITHIN_S = 2.0
@@ -95,25 +102,13 @@ def _alive(procs: list[psutil.Process]) -> list[str]:
     return found
 
 
-ROOT = Path(__file__).resolve().parents[2]
-DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
-
-
 def _launch(source: str, url: str, work: Path) -> tuple[tuple[str, ...], list[str], dict[str, str]]:
     """The program, its arguments and its extra environment for `source`."""
     if source == "replay":
         return LING_CHAT, ["--replay", "demo"], {}
     if source == "server":
         return LING_CHAT, ["--server", url, "--allow-unoptimized"], {}
-    model = work / "model"  # the in-process engine on SGLang's double
-    model.mkdir()
-    (model / "config.json").write_text("{}")
-    env = {
-        "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)]),
-        "ENGINE_DOUBLE_SCHEDULER": "1",
-        "ENGINE_DOUBLE_CHUNK_S": "0.5",
-    }
-    return (sys.executable, str(DOUBLE / "cli_session.py")), ["--model", str(model)], env
+    return engine_double_chat(work)
 
 
 def _send(write: Callable[[bytes], None], server: SlowServer, source: str) -> None:
@@ -167,11 +162,7 @@ def _exit_by(path: str, app: PtyApp) -> float | None:
         time.sleep(1.5)  # the screen's writes fill the terminal, which takes no more
         app.child.send_signal(signal.SIGTERM)
         return _gone_after(alive)
-    if path in ("window-closed", "closed-pipe+window-closed"):
-        app.hang_up()  # the kernel sends SIGHUP to the terminal's process group
-        return _gone_after(alive)
-    signum = signal.Signals[path.removeprefix("closed-pipe+")]
-    app.child.send_signal(signum)
+    app.end_by("window" if path.endswith("window-closed") else path.removeprefix("closed-pipe+"))
     return _gone_after(alive)
 
 

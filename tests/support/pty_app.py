@@ -25,6 +25,23 @@ from pathlib import Path
 from tests.support.timeouts import scaled
 
 LING_CHAT = (sys.executable, "-m", "app")
+ROOT = Path(__file__).resolve().parents[2]
+DOUBLE = ROOT / "tests" / "fixtures" / "engine_double"
+
+
+def engine_double_chat(work: Path) -> tuple[tuple[str, ...], list[str], dict[str, str]]:
+    """`ling-chat --model` with SGLang's test double as the in-process engine, its scheduler
+    double a child process as SGLang's is, a reply chunk every 0.5 s: the program, its
+    arguments and its environment (a model folder is made in `work`)."""
+    model = work / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(DOUBLE), str(ROOT)]),
+        "ENGINE_DOUBLE_SCHEDULER": "1",
+        "ENGINE_DOUBLE_CHUNK_S": "0.5",
+    }
+    return (sys.executable, str(DOUBLE / "cli_session.py")), ["--model", str(model)], env
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
@@ -58,6 +75,13 @@ class PtyApp:
     def stop_reading(self) -> None:
         """Stop reading the terminal, as a hung terminal does: the app's writes fill it up."""
         self.reading.clear()
+
+    def end_by(self, cause: str) -> None:
+        """`window`: close the terminal (`hang_up`); else send the signal named (`SIGTERM`)."""
+        if cause == "window":
+            self.hang_up()
+        else:
+            self.child.send_signal(signal.Signals[cause])
 
     def hang_up(self) -> None:
         """Close the terminal, as closing its window does: the kernel sends SIGHUP to the
