@@ -49,11 +49,6 @@ class TerminalOutput:
         self._dropped = threading.Event()
         self._on_hang_up = on_hang_up
 
-    @property
-    def dropped(self) -> bool:
-        """True once writes go nowhere."""
-        return self._dropped.is_set()
-
     def give_up(self) -> None:
         """Drop every write from now on (the one waiting for room too)."""
         self._dropped.set()
