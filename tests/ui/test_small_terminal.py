@@ -314,6 +314,12 @@ async def test_at_80x24_the_strip_shows_the_headline_live_and_costs_one_row(
         stats = app.store.messages(conversation.id)[-1].stats
         assert stats is not None and stats.accept_length == 3.0
         assert text_of(strip) == f"✓ {speed_line(stats)}"  # the stored figures, accept first
+        backend.enqueue(answer_reply(*"abcdefgh", hold_after=2))
+        await send(pilot, "stop it")
+        await wait_until(pilot, lambda: text_of(strip).startswith("●"))
+        await pilot.press("escape")
+        await reply_done(pilot)
+        await wait_until(pilot, lambda: text_of(strip).startswith("■ stopped · "))
         await pilot.press("f9")
         await pilot.pause()
         assert not strip.display

@@ -32,7 +32,8 @@ class SpeedStrip(Static):
     def show_last(self, status: MessageStatus, stats: ReplyStats | None) -> None:
         """The reply that just ended, with its final figures (the accept length among them)."""
         parts = speed_parts(stats) if stats is not None else []
-        self._show(f"{STATUS_MARKS[status]} ", parts or ["no figures"])
+        gap = " " if status is MessageStatus.COMPLETE else SEPARATOR  # `■ stopped · 612 tok/s`
+        self._show(STATUS_MARKS[status] + gap, parts or ["no figures"])
 
     def _show(self, heading: str, parts: list[str], style: str = "") -> None:
         factor = replay_factor(self.replay_speed)
