@@ -124,10 +124,12 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(_run_app(app, stop))
     if app.crash_message:
         print(app.crash_message, file=sys.stderr)
+    status = app.return_code or 0
     if isinstance(backend, RecordingBackend) and backend.save_error:
         print(f"ling-chat: the recording was not saved: {backend.save_error}", file=sys.stderr)
-        return app.return_code or ExitStatus.ERROR
-    return app.return_code or 0
+        status = app.return_code or ExitStatus.ERROR
+    stop.exit_if_stopped(status)
+    return status
 
 
 @contextlib.contextmanager
