@@ -76,3 +76,16 @@ def engine_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
         for loaded in [m for m in sys.modules if m.startswith(f"{name}.")]:
             monkeypatch.delitem(sys.modules, loaded)
         monkeypatch.setitem(sys.modules, name, None)
+
+
+@pytest.fixture
+def keys_from_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Standard input reads as a terminal, as when a user starts the chat in one (the chat
+    refuses to start without one, and pytest's own stdin is none)."""
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal())

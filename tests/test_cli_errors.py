@@ -120,6 +120,7 @@ def test_a_full_stdout_is_one_line(argv: list[str]):
     )
 
 
+@pytest.mark.usefixtures("keys_from_a_terminal")
 def test_a_locked_database_is_reported_before_the_model_starts(monkeypatch, capsys, tmp_path):
     from app.ui import LingChatApp
     from tests.support.storage import write_locked

@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from app.ui import LingChatApp
     from app.ui.signal_stop import SignalStop
 
+NO_TERMINAL = (
+    "the chat reads its keys from a terminal, and standard input is not one "
+    "(`ling-chat history` and `export` read the history without one)"
+)
 BUSY_TIMEOUT_S = 0.5
 """How long the chat waits for another process's write lock: the UI stands still meanwhile,
 so a send, rename or delete on a locked history fails fast (a notice, the text is kept)."""
@@ -96,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
 
         check_keymap(settings.keymap, source_of(["keymap"]))
     backend = _backend(args, settings)  # refuses a missing GPU before Textual is imported
+    if sys.stdin is None or not sys.stdin.isatty():  # `< /dev/null`, a pipe: no keys to read
+        asyncio.run(backend.shutdown())
+        raise ConfigError(NO_TERMINAL)
     from app.storage import ChatStore
     from app.ui import LingChatApp
     from app.ui.paste_input import guard_pastes

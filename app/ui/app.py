@@ -38,10 +38,6 @@ from app.ui.terminal import TerminalDriver, TerminalHungUp
 
 LONG_LOAD_S = 60.0
 """A start-up this long earns the `load_tip` (keep the engine loaded for next time)."""
-NO_TERMINAL = (
-    "ling-chat: error: the chat reads its keys from a terminal, and standard input is not one "
-    "(`ling-chat history` and `export` read the history without one)"
-)
 
 
 class LingChatApp(App[None], inherit_bindings=False):
@@ -139,9 +135,6 @@ class LingChatApp(App[None], inherit_bindings=False):
         return driver if isinstance(driver, TerminalDriver) else None
 
     async def on_mount(self) -> None:
-        if self.terminal is not None and not self.terminal.input_tty:
-            self.exit(return_code=ExitStatus.ERROR, message=Text(NO_TERMINAL, style="red"))
-            return
         self.set_keymap(self._user_keymap)
         unknown = sorted(set(self._user_keymap) - {a.id for a in APP_ACTIONS + CHAT_ACTIONS})
         if unknown:
