@@ -17,6 +17,7 @@ import functools
 import importlib
 import importlib.util
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any
 from app import __version__
 from app.commands import chat
 from app.core.errors import LeverOverridden, LingChatError, PreflightFailed
+from app.core.exit_status import ExitStatus, signal_status
 from app.plumbing.crash import crash_line
 from app.textsafe import made_visible
 
@@ -98,19 +100,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LingChatError as exc:
         print(f"ling-chat: error: {exc}", file=made_visible(sys.stderr))
         if isinstance(exc, LeverOverridden):
-            return PROOF_STATUS
-        return PREFLIGHT_STATUS if isinstance(exc, PreflightFailed) else 1
+            return ExitStatus.PROOF_REFUSED
+        if isinstance(exc, PreflightFailed):
+            return ExitStatus.PREFLIGHT_REFUSED
+        return ExitStatus.ERROR
     except KeyboardInterrupt:
-        return 130
+        return signal_status(signal.SIGINT)
     except BrokenPipeError:  # `| head` closed the pipe: the reader has what it wanted
         _drop_stdout()
-        return 0
+        return ExitStatus.OK
     except OSError as exc:
         if exc.filename is not None or exc.errno not in _OUTPUT_ERRNOS:
             return _crashed(exc, args)
         _drop_stdout()
         print(f"ling-chat: error: cannot write to standard output: {exc.strerror}", file=sys.stderr)
-        return 1
+        return ExitStatus.ERROR
     except Exception as exc:  # noqa: BLE001 - a bug: one line, its traceback to the log
         return _crashed(exc, args)
 
@@ -124,13 +128,9 @@ def _crashed(error: Exception, args: argparse.Namespace) -> int:
     except LingChatError:
         log_dir = None
     print(crash_line(error, log_dir), file=made_visible(sys.stderr))
-    return 1
+    return ExitStatus.ERROR
 
 
-PREFLIGHT_STATUS = 3
-"""The exit status of a start the preflight refused (2: a proof refused it)."""
-PROOF_STATUS = 2
-"""The exit status of a start refused because a lever is not (or would not be) engaged."""
 _OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 """Errors writing standard output (a failed file write raises an error naming the file)."""
 

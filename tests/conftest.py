@@ -191,3 +191,16 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.setattr(launch, "PreparedBackend", loaded)
     monkeypatch.setattr("app.backend.remote.server.serve", loaded)
     return state
+
+
+@pytest.fixture
+def keys_from_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Standard input reads as a terminal, as when a user starts the chat in one (the chat
+    refuses to start without one, and pytest's own stdin is none)."""
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal())

@@ -118,6 +118,7 @@ def test_a_full_stdout_is_one_line(end_to_end: None, argv: list[str]):
     )
 
 
+@pytest.mark.usefixtures("keys_from_a_terminal")
 def test_a_locked_database_is_reported_before_the_model_starts(
     end_to_end: None, monkeypatch, capsys, tmp_path
 ):

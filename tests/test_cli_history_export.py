@@ -157,7 +157,8 @@ def test_history_show_prints_one_conversation(
     assert out.startswith("#1 Pasta <night>\nstarted ")
     assert "\nYou · " in out and "\n  How long do I boil spaghetti?\n" in out
     assert "\nLing · " in out and "  │ Typical dried spaghetti.\n" in out
-    assert "  About 9 minutes.\n  52.3 tok/s · TPOT 19.1 ms · TTFT 0.41 s · accept 3.12\n" in out
+    speed = "52.3 tok/s · TPOT 19.1 ms · accept 3.12 (64 rounds) · TTFT 0.41 s"
+    assert f"  About 9 minutes.\n  {speed}\n" in out
 
 
 def test_history_show_of_an_unknown_id_is_a_one_line_error(
@@ -188,7 +189,7 @@ def test_export_defaults_to_markdown_in_the_current_folder(
     assert capsys.readouterr().out == f"Exported 3 conversations to {written.name}\n"
     text = written.read_text()
     assert "# Old taxes" in text  # archived ones are exported too
-    assert "_52.3 tok/s · TPOT 19.1 ms · TTFT 0.41 s · accept 3.12_" in text
+    assert "_52.3 tok/s · TPOT 19.1 ms · accept 3.12 (64 rounds) · TTFT 0.41 s_" in text
 
 
 def test_export_picks_the_format_from_the_suffix_and_ids(

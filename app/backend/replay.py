@@ -143,8 +143,9 @@ class ReplayBackend:
                 await self._wait_or_abort(delay)
             if self._abort.is_set():
                 usage = ReplyUsage(completion_tokens=completion_tokens, prompt_tokens=prompt_tokens)
-                recorded = started + (self._clock() - started) * self._speed
-                yield ReplyDone("abort", usage, at=recorded)
+                reached = (self._clock() - started) * self._speed
+                # never past the event not played: a late loop must not stretch the reply
+                yield ReplyDone("abort", usage, at=started + min(reached, float(data["t"])))
                 return
             event = event_from_dict(data, started + float(data["t"]))
             if isinstance(event, TextChunk):

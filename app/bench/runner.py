@@ -25,7 +25,8 @@ from app.bench.results import (
 )
 from app.bench.stats import summarize
 from app.core.errors import BackendError, LingChatError
-from app.telemetry.metrics import reply_stats, speed_parts
+from app.render.figures import speed_parts
+from app.telemetry.metrics import reply_stats
 
 RooflineFn = Callable[[str, WorkloadSummary, Mapping[str, Any]], RooflineColumns | None]
 """(profile, summary, the engine's describe()) -> roofline columns, or None."""

@@ -9,28 +9,31 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import math
-import os
-import signal
+import shutil
 import sys
 import tempfile
-import termios
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.api_key import add_api_key_arguments, api_key
 from app.commands.common import add_data_arguments, add_model_arguments, settings_from
 from app.core.errors import ConfigError
+from app.core.exit_status import ExitStatus
+from app.plumbing.abrupt_end import on_abrupt_end
 
 if TYPE_CHECKING:
-    import asyncio
-
     from app.backend.protocol import ChatBackend
     from app.settings import Settings
     from app.ui import LingChatApp
+    from app.ui.signal_stop import SignalStop
 
+NO_TERMINAL = (
+    "the chat reads its keys from a terminal, and standard input is not one "
+    "(`ling-chat history` and `export` read the history without one)"
+)
 BUSY_TIMEOUT_S = 0.5
 """How long the chat waits for another process's write lock: the UI stands still meanwhile,
 so a send, rename or delete on a locked history fails fast (a notice, the text is kept)."""
@@ -99,11 +102,16 @@ def run(args: argparse.Namespace) -> int:
 
         check_keymap(settings.keymap, source_of(["keymap"]))
     backend = _backend(args, settings)  # refuses a missing GPU before Textual is imported
+    if sys.stdin is None or not sys.stdin.isatty():  # `< /dev/null`, a pipe: no keys to read
+        asyncio.run(backend.shutdown())
+        raise ConfigError(NO_TERMINAL)
     from app.storage import ChatStore
     from app.ui import LingChatApp
     from app.ui.paste_input import guard_pastes
+    from app.ui.signal_stop import SignalStop
 
     with (
+        SignalStop() as stop,
         logging_to(settings.log_dir),
         _history(args, settings) as db_path,
         ChatStore.open(db_path, busy_timeout_s=BUSY_TIMEOUT_S) as store,
@@ -122,13 +130,15 @@ def run(args: argparse.Namespace) -> int:
             else None,
         )
         guard_pastes()
-        asyncio.run(_run_app(app))
+        asyncio.run(_run_app(app, stop))
     if app.crash_message:
         print(app.crash_message, file=sys.stderr)
+    status = app.return_code or 0
     if isinstance(backend, RecordingBackend) and backend.save_error:
         print(f"ling-chat: the recording was not saved: {backend.save_error}", file=sys.stderr)
-        return app.return_code or 1
-    return app.return_code or 0
+        status = app.return_code or ExitStatus.ERROR
+    stop.exit_if_stopped(status)
+    return status
 
 
 @contextlib.contextmanager
@@ -142,7 +152,11 @@ def _history(args: argparse.Namespace, settings: Settings) -> Iterator[Path]:
         yield settings.db_path
         return
     with tempfile.TemporaryDirectory(prefix="ling-chat-replay-") as folder:
-        yield Path(folder) / "history.db"
+        forget = on_abrupt_end(partial(shutil.rmtree, folder, ignore_errors=True))
+        try:
+            yield Path(folder) / "history.db"
+        finally:
+            forget()
 
 
 KEEP_TIP = (
@@ -152,50 +166,15 @@ KEEP_TIP = (
 )
 """Shown after a long load of the in-process engine."""
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-"""Signals that stop the app as quitting does, instead of killing it mid-reply."""
 
-
-async def _run_app(app: LingChatApp) -> None:
-    """Run the app; the backend is shut down even when the app crashed."""
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    for signum in STOP_SIGNALS:
-        loop.add_signal_handler(signum, _stop_for_signal, app, signum)
+async def _run_app(app: LingChatApp, stop: SignalStop) -> None:
+    """Run the app, quit by the stop signals; the backend is shut down even when it crashed."""
+    stop.attach(app)
     try:
         await app.run_async()
     finally:
-        for signum in STOP_SIGNALS:
-            loop.remove_signal_handler(signum)
         await app.close_backend()
-
-
-def _stop_for_signal(app: LingChatApp, signum: int) -> None:
-    """Stop the app as quitting does. A terminal that hung up (its window closed) cannot be
-    restored, and Textual's teardown blocks writing to it: once the reply is stored and the
-    backend stopped, the process exits at once."""
-    try:
-        termios.tcgetattr(1)
-    except termios.error as error:
-        if error.args[0] == errno.EIO:  # hung up (ENOTTY: not a terminal, left alone)
-            import asyncio
-
-            _HUNG_UP.add(asyncio.ensure_future(_quit_hung_up(app, signum)))
-            return
-    app.stop_for_signal(signum)
-
-
-_HUNG_UP: set[asyncio.Future[None]] = set()
-"""The quit of a hung-up app, held until it exits the process."""
-
-
-async def _quit_hung_up(app: LingChatApp, signum: int) -> None:
-    nowhere = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(nowhere, fd)
-    await app.action_quit()
-    os._exit(128 + signum)
+        stop.detach()
 
 
 def _proof_hold_s(backend: ChatBackend) -> float:

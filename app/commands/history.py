@@ -17,7 +17,8 @@ from app.commands.common import (
     settings_from,
 )
 from app.core.chat import Role
-from app.render.chats import SPEAKERS, local_time, settings_line, speed_line, status_note
+from app.render.chats import SPEAKERS, local_time, settings_line, status_note
+from app.render.figures import speed_line
 from app.render.speed import speed_by_context
 from app.storage import ChatStore, Conversation, StoredMessage
 from app.textsafe import one_line

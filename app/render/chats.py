@@ -7,8 +7,8 @@ from datetime import datetime
 from html import escape
 
 from app.core.chat import Role
+from app.render.figures import speed_line
 from app.storage.models import Conversation, MessageStatus, StoredMessage, Thread
-from app.telemetry import ReplyStats, speed_parts
 
 SPEAKERS = {Role.USER: "You", Role.ASSISTANT: "Ling", Role.SYSTEM: "System"}
 """How each role is labelled for people."""
@@ -24,11 +24,6 @@ def local_time(iso: str) -> str:
         return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
     except (TypeError, ValueError, OverflowError):
         return UNKNOWN_TIME
-
-
-def speed_line(stats: ReplyStats | None) -> str:
-    """E.g. `52.3 tok/s · TPOT 19.1 ms · TTFT 0.41 s · accept 3.12`; empty without stats."""
-    return "" if stats is None else " · ".join(speed_parts(stats))
 
 
 def status_note(message: StoredMessage) -> str:

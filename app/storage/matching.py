@@ -27,12 +27,18 @@ def match_filter(terms: list[str]) -> tuple[str, list[str]]:
 
 
 def snippet(content: str, reasoning: str, terms: list[str]) -> str:
-    """One line around the first match, matches marked «like this»."""
+    """One line around the first match, cut between words, matches marked «like this»."""
     pattern = re.compile("|".join(re.escape(term) for term in terms), re.IGNORECASE)
     text = content if pattern.search(content) else reasoning
     text = " ".join(text.split())
     first = pattern.search(text)
-    start = max(0, first.start() - SNIPPET_BEFORE) if first else 0
-    end = min(len(text), (first.end() if first else 0) + SNIPPET_AFTER)
+    at, to = (first.start(), first.end()) if first else (0, 0)
+    start = max(0, at - SNIPPET_BEFORE)
+    if start and text[start - 1] != " ":  # mid-word: start at the next word, if before `at`
+        start = text.find(" ", start, at) + 1 or start
+    end = min(len(text), to + SNIPPET_AFTER)
+    if end < len(text) and text[end] != " ":  # mid-word: end after the word before, if any
+        space = text.rfind(" ", to, end)
+        end = space if space != -1 else end
     excerpt = pattern.sub(lambda match: f"«{match.group()}»", text[start:end])
     return ("…" if start else "") + excerpt + ("…" if end < len(text) else "")

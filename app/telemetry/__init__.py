@@ -13,7 +13,6 @@ from app.telemetry.metrics import (
     ReplyStats,
     decode_tokens_per_second,
     reply_stats,
-    speed_parts,
     time_per_output_token,
 )
 from app.telemetry.session import SessionSummary, summarize_session
@@ -40,7 +39,6 @@ __all__ = [
     "judge_accept_length",
     "percentile",
     "reply_stats",
-    "speed_parts",
     "summarize_session",
     "time_per_output_token",
 ]

@@ -119,17 +119,3 @@ def reply_stats(
         cached_tokens=usage.cached_tokens,
         accept_histogram=usage.accept_histogram,
     )
-
-
-def speed_parts(stats: ReplyStats) -> list[str]:
-    """`52.3 tok/s`, `TPOT 19.1 ms`, `TTFT 0.41 s`, `accept 3.12`: whichever are known."""
-    parts = []
-    if stats.decode_tps is not None:
-        parts.append(f"{stats.decode_tps:.1f} tok/s")
-    if stats.tpot_s is not None:
-        parts.append(f"TPOT {stats.tpot_s * 1000:.1f} ms")
-    if stats.ttft_s is not None:
-        parts.append(f"TTFT {stats.ttft_s:.2f} s")
-    if stats.accept_length is not None:
-        parts.append(f"accept {stats.accept_length:.2f}")
-    return parts

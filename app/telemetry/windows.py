@@ -86,6 +86,12 @@ class LiveSnapshot:
     recent_tokens_per_step: float | None
     """Tokens per step over the last `step_window` steps."""
 
+    @property
+    def tpot_s(self) -> float | None:
+        """Seconds per decode token since the first chunk (1 / `average_tps`): the TPOT so
+        far, which the final one (`metrics.time_per_output_token`) settles."""
+        return 1.0 / self.average_tps if self.average_tps else None
+
 
 class LiveRate:
     """Live decode speed and tokens per step from (arrival time, cumulative tokens) per chunk.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -12,6 +13,7 @@ from typing import Any
 from rich.text import Text
 from textual import work
 from textual.app import App, SystemCommand
+from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import WorkerFailed
@@ -19,6 +21,7 @@ from textual.worker import WorkerFailed
 from app.backend.protocol import ChatBackend
 from app.core.chat import Sampling
 from app.core.errors import BackendError, ExportError, LingChatError, ProofFailed, StorageError
+from app.core.exit_status import ExitStatus, signal_status
 from app.core.proof_report import ProofReport
 from app.plumbing.crash import crash_line
 from app.storage import ChatStore
@@ -31,11 +34,8 @@ from app.ui.reply import ReplyRun
 from app.ui.screens.chat import ChatScreen
 from app.ui.screens.dialogs import HelpScreen
 from app.ui.screens.startup import StartupScreen
+from app.ui.terminal import TerminalDriver, TerminalHungUp
 
-EXIT_START_FAILED = 1
-EXIT_PROOF_FAILED = 2
-EXIT_REPLY_UNSAVED = 4
-"""A reply could not be saved to the history (the exit message says where its text is)."""
 LONG_LOAD_S = 60.0
 """A start-up this long earns the `load_tip` (keep the engine loaded for next time)."""
 
@@ -124,6 +124,16 @@ class LingChatApp(App[None], inherit_bindings=False):
         cause = error.error if isinstance(error, WorkerFailed) else error
         self.crash_message = crash_line(cause, self._log_dir)
 
+    def get_driver_class(self) -> type[Driver]:
+        """`TerminalDriver` on a POSIX terminal (Textual's own elsewhere)."""
+        return TerminalDriver if os.name == "posix" else super().get_driver_class()
+
+    @property
+    def terminal(self) -> TerminalDriver | None:
+        """The terminal the app draws on; None headless (tests) or before it runs."""
+        driver = self._driver
+        return driver if isinstance(driver, TerminalDriver) else None
+
     async def on_mount(self) -> None:
         self.set_keymap(self._user_keymap)
         unknown = sorted(set(self._user_keymap) - {a.id for a in APP_ACTIONS + CHAT_ACTIONS})
@@ -151,11 +161,11 @@ class LingChatApp(App[None], inherit_bindings=False):
         except ProofFailed as error:
             found = await self._report_after_refusal()
             if found is None:
-                await self._fail(error, EXIT_PROOF_FAILED)
+                await self._fail(error, ExitStatus.PROOF_REFUSED)
                 return
             report = found
         except BackendError as error:
-            await self._fail(error, EXIT_START_FAILED)
+            await self._fail(error, ExitStatus.ERROR)
             return
         self.proof = report
         screen.show_report(report)
@@ -164,7 +174,7 @@ class LingChatApp(App[None], inherit_bindings=False):
             if info.kind == "server":
                 way += ", or chat anyway with --allow-unoptimized"
             self._quit_message = proof_text(report).append(f"\n{way}.")
-            self._quit_code = EXIT_PROOF_FAILED
+            self._quit_code = ExitStatus.PROOF_REFUSED
             await self.close_backend()
             await screen.wait_for_enter(
                 f"ling-chat refuses to start: the model does not run as promised. {way}. "
@@ -182,7 +192,7 @@ class LingChatApp(App[None], inherit_bindings=False):
                 proof=report.to_dict(),
             )
         except StorageError as error:
-            await self._fail(error, EXIT_START_FAILED)
+            await self._fail(error, ExitStatus.ERROR)
             return
         proof_keys = keys_for(action_by_id("show_proof"), self._user_keymap)
         hint = "Enter starts chatting"
@@ -237,7 +247,7 @@ class LingChatApp(App[None], inherit_bindings=False):
                 unsaved += await screen.stop_for_quit()
         await self.close_backend()
         if unsaved:
-            self._quit_code = self._quit_code or EXIT_REPLY_UNSAVED
+            self._quit_code = self._quit_code or ExitStatus.REPLY_UNSAVED
             self._quit_message = visible_text(Text(self._keep_unsaved(unsaved), style="red"))
         else:
             self._recovery.clear()
@@ -259,9 +269,13 @@ class LingChatApp(App[None], inherit_bindings=False):
         if self._signalled:
             return
         self._signalled = True
-        self._quit_code = 128 + signum
+        self._quit_code = signal_status(signum)
         self._quit_message = Text(f"ling-chat: stopped by {signal.Signals(signum).name}")
         self.call_later(self.action_quit)
+
+    def on_terminal_hung_up(self, _: TerminalHungUp) -> None:
+        """The terminal hung up (its window closed): as SIGHUP, also when none came."""
+        self.stop_for_signal(signal.SIGHUP)
 
     def action_help(self) -> None:
         """Show every key and its binding id."""

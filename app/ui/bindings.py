@@ -19,8 +19,9 @@ class Action:
     keys: str
     action: str
     description: str
-    show: bool = False
-    """Shown in the footer."""
+    footer: str = ""
+    """Shown in the footer under this short label (the description elsewhere); empty: not
+    in the footer. The footer's labels fit 80 columns whole."""
     priority: bool = True
     """Wins over the focused widget (the prompt would otherwise take some keys)."""
 
@@ -29,26 +30,26 @@ class Action:
         return Binding(
             self.keys,
             self.action,
-            self.description,
-            show=self.show,
+            self.footer or self.description,
+            show=bool(self.footer),
             priority=self.priority,
             id=self.id,
         )
 
 
 APP_ACTIONS: Final = (
-    Action("help", "f1", "help", "Keys & help", show=True),
+    Action("help", "f1", "help", "Keys & help", footer="Help"),
     Action("command_palette", "ctrl+p", "command_palette", "Commands"),
-    Action("quit", "ctrl+c,ctrl+q", "quit", "Quit", show=True),
+    Action("quit", "ctrl+c,ctrl+q", "quit", "Quit", footer="Quit"),
 )
 """Actions available on every screen."""
 
 CHAT_ACTIONS: Final = (
     # Not a priority binding: it must queue behind the keys typed just before it.
-    Action("send", "ctrl+s", "send", "Send", show=True, priority=False),
-    Action("stop_reply", "escape", "stop_reply", "Stop reply", show=True, priority=False),
-    Action("new_chat", "ctrl+n", "new_chat", "New chat", show=True),
-    Action("regenerate", "ctrl+r", "regenerate", "Regenerate last reply", show=True),
+    Action("send", "ctrl+s", "send", "Send", footer="Send", priority=False),
+    Action("stop_reply", "escape", "stop_reply", "Stop reply", footer="Stop", priority=False),
+    Action("new_chat", "ctrl+n", "new_chat", "New chat", footer="New chat"),
+    Action("regenerate", "ctrl+r", "regenerate", "Regenerate last reply", footer="Regenerate"),
     Action("edit_last", "f4", "edit_last", "Edit & resend last message (kept until sent)"),
     Action("copy_reply", "f5", "copy_reply", "Copy last reply"),
     Action("copy_code", "f6", "copy_code", "Copy a code block (again: the one before)"),

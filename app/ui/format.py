@@ -7,12 +7,12 @@ from typing import Final
 from rich.text import Span, Text
 
 from app.core.proof_report import ProofReport, Verdict
+from app.render.figures import SEPARATOR, seconds, speed_parts
 from app.render.proof import INDENT, proof_rows
 from app.storage import MessageStatus
 from app.telemetry import ReplyStats
 from app.textsafe import is_safe, visible
 
-DASH: Final = "–"
 VERDICT_MARKS: Final = {Verdict.PASS: "✓", Verdict.FAIL: "✗", Verdict.OFF: "○"}
 VERDICT_STYLES: Final = {Verdict.PASS: "green", Verdict.FAIL: "bold red", Verdict.OFF: "dim"}
 STATUS_MARKS: Final = {
@@ -36,47 +36,15 @@ def visible_text(text: Text) -> Text:
     return result
 
 
-def rate(tps: float | None) -> str:
-    """Tokens per second, e.g. `612 tok/s`."""
-    return DASH if tps is None else f"{tps:,.0f} tok/s" if tps >= 100 else f"{tps:.1f} tok/s"
-
-
-def seconds(value: float | None) -> str:
-    """A duration: `0.21 s`, `12.3 s` or `3 m 05 s`."""
-    if value is None:
-        return DASH
-    if value < 10:
-        return f"{value:.2f} s"
-    if value < 60:
-        return f"{value:.1f} s"
-    minutes, secs = divmod(int(value), 60)
-    return f"{minutes} m {secs:02d} s"
-
-
-def millis(value: float | None) -> str:
-    """A short duration in milliseconds, e.g. `1.69 ms`."""
-    return DASH if value is None else f"{value * 1000:.2f} ms"
-
-
-def ratio(value: float | None) -> str:
-    """An accept length or tokens-per-step value, e.g. `3.12`."""
-    return DASH if value is None else f"{value:.2f}"
-
-
 def stats_line(status: MessageStatus, stats: ReplyStats | None, error: str | None = None) -> str:
-    """The line under a finished reply, e.g. `✓ 612 tok/s · accept 3.12 (260 rounds) · …`."""
+    """The line under a finished reply, e.g. `✓ 612 tok/s · TPOT 1.63 ms · … · accept 3.12 ·
+    1,234 tokens in 2.31 s`."""
     mark = STATUS_MARKS[status] + (f": {visible(error)}" if error else "")
-    parts: list[str] = []
-    if stats is not None:
-        if stats.decode_tps is not None:
-            parts.append(rate(stats.decode_tps))
-        if stats.accept_length is not None:
-            parts.append(f"accept {ratio(stats.accept_length)} ({stats.verify_rounds} rounds)")
-        if stats.ttft_s is not None:
-            parts.append(f"TTFT {seconds(stats.ttft_s)}")
-        parts.append(f"{stats.completion_tokens:,} tokens in {seconds(stats.latency_s)}")
-    separator = " " if status is MessageStatus.COMPLETE else " · "
-    return separator.join([mark, " · ".join(parts)]) if parts else mark
+    if stats is None:
+        return mark
+    tokens = f"{stats.completion_tokens:,} tokens in {seconds(stats.latency_s)}"
+    separator = " " if status is MessageStatus.COMPLETE else SEPARATOR
+    return separator.join([mark, SEPARATOR.join([*speed_parts(stats), tokens])])
 
 
 def replay_factor(speed: float | None) -> str:

@@ -176,6 +176,12 @@
 #   ui         the app chats through the engine (the default profile, two known answers of about
 #              2,300 tokens each); records the demo trace and a screenshot: copy
 #              $OUT/h200-stack-known-answer.trace.json to assets/ as it is (2.5)
+#   exits      every way out of the chat mid-reply gives the GPU back (tests/gpu/test_exit_gpu.py):
+#              `ling-chat` on the 6-layer known-answer model on a pseudo-terminal, closed
+#              (SIGHUP to the app and its process group) or sent SIGTERM mid-reply: the app and
+#              SGLang's processes gone, the reply stored stopped, nvidia-smi's memory.used back
+#              to its level before the start; a line each with the times and the memory
+#              (untried; two boots, about 3; after `prepare`)
 #   serve      `ling-chat serve` proves itself over HTTP; a remote chat through the app; random
 #              weights refused (3; needs the `serve` extra wheels, see below)
 #   resident   `keep_engine` on the 6-layer known-answer model (lab/scripts/gpu_resident_bench.py):
@@ -505,6 +511,7 @@ dspark_models.write_draft_dir(Path('/root/d$layers'), $layers)"
     auto) gpu_tests auto 200 tests/gpu/test_engine_gpu.py -k auto ;;
     marlin) gpu_tests marlin 500 tests/gpu/test_engine_gpu.py -k marlin ;;
     ui) gpu_tests ui 360 tests/gpu/test_ui_gpu.py ;;
+    exits) gpu_tests exits 500 tests/gpu/test_exit_gpu.py ;;
     serve) gpu_tests serve 360 tests/gpu/test_serve_gpu.py ;;
     resident) run resident 560 python3 lab/scripts/gpu_resident_bench.py /root/resident ;;
     bench) bench bench 400 humming,humming+fp8,humming+nextn,stack ;;

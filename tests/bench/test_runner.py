@@ -209,8 +209,8 @@ async def test_progress_lines_name_profile_workload_and_request() -> None:
         EngineFactoryDouble({"stack": engine}, journal), ["stack"], [SYNTHETIC], log=lines.append
     )
     assert "stack synthetic: warm-up 1/1" in lines
-    progress = "stack synthetic rep 1/2 #1/2: 9 tokens, 100.0 tok/s, TPOT 10.0 ms, TTFT 0.20 s"
-    assert f"{progress}, accept 3.00" in lines
+    progress = "stack synthetic rep 1/2 #1/2: 9 tokens, 100 tok/s, TPOT 10.0 ms"
+    assert f"{progress}, accept 3.00 (3 rounds), TTFT 0.20 s" in lines
 
 
 async def test_boots_rotate_the_profiles_and_pool_each_profiles_requests() -> None:

@@ -68,6 +68,7 @@ def run_scheduler_process(*args: Any, **kwargs: Any) -> None:
 
     plan = PatchPlan.from_env()
     patches.redirect_output(plan.log_file)
+    patches.ignore_hang_up()
     patches.install(plan)
     known = os.environ.get(KNOWN_ANSWER_ENV)
     if known in ("1", "target"):

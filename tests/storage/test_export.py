@@ -11,7 +11,7 @@ import pytest
 
 from app.core.chat import Sampling
 from app.core.errors import StorageError
-from app.render.chats import speed_line
+from app.render.figures import speed_line
 from app.render.formats import FORMATS
 from app.storage import ChatStore, EngineRun, MessageStatus, StoredMessage
 from app.storage.export import CSV_COLUMNS, SCHEMA_VERSION, Export, collect
@@ -19,7 +19,7 @@ from app.telemetry import ReplyStats
 from tests.support.scripted_backend import failing_report, passing_report
 from tests.support.storage import STATS
 
-SPEED = "52.3 tok/s · TPOT 19.1 ms · TTFT 0.41 s · accept 3.12"
+SPEED = "52.3 tok/s · TPOT 19.1 ms · accept 3.12 (64 rounds) · TTFT 0.41 s"
 HOSTILE = '<script>alert("pwned")</script> & <b>bold</b>'
 
 

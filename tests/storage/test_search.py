@@ -101,3 +101,14 @@ def test_long_messages_give_a_short_snippet_around_the_match(store: ChatStore) -
     assert hit.snippet.startswith("…") and hit.snippet.endswith("…")
     assert "«needle»" in hit.snippet
     assert len(hit.snippet) < 120
+
+
+def test_a_snippet_is_cut_between_words(store: ChatStore) -> None:
+    conversation = store.create_conversation()
+    words = "the quick brownish fox jumped over the lazy dog "
+    store.add_user_message(conversation.id, "alpha " * 10 + words * 5)
+    (hit,) = store.search("lazy")
+    assert hit.snippet == (
+        "…brownish fox jumped over the «lazy» dog the quick brownish fox jumped over the "
+        "«lazy» dog the…"
+    )

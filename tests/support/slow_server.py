@@ -37,6 +37,8 @@ class SlowServer:
         self.chat_tokens = 0
         """Tokens sent of chat (not warm-up) replies."""
         self.aborted: set[str] = set()
+        self.requests = 0
+        """Requests of any kind so far."""
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
@@ -62,12 +64,14 @@ class SlowServer:
             protocol_version = "HTTP/1.1"
 
             def do_GET(self) -> None:
+                server.requests += 1
                 if self.path == "/server_info":
                     self._json(SERVER_INFO)
                 else:
                     self._json({})
 
             def do_POST(self) -> None:
+                server.requests += 1
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
                 if self.path == "/abort_request":
                     server.aborted.add(body["rid"])

@@ -16,10 +16,10 @@ from textual.widgets import Collapsible, Label, Markdown, Static, TextArea
 from app.backend.protocol import DraftShape
 from app.core.chat import Role, Sampling
 from app.core.errors import BackendError, ConfigError
+from app.core.exit_status import ExitStatus
 from app.plumbing.logfile import logging_to
 from app.storage import ChatStore, MessageStatus, StoredMessage
 from app.ui import LingChatApp, reply_controller
-from app.ui.app import EXIT_REPLY_UNSAVED
 from app.ui.screens.chat import ChatScreen
 from app.ui.widgets.messages import ReplyView, UserMessage
 from app.ui.widgets.speed_panel import draft_line
@@ -356,7 +356,7 @@ async def test_speed_panel_shows_live_numbers_then_the_final_ones(
         final = text_of(numbers)
         assert "accept   3.00" in final and "verify   6 rounds" in final
         assert "prompt   10 (7 cached)" in final
-        assert "Session · 1 replies" in text_of(screen.query_one("#session-heading", Label))
+        assert "Session · 1 reply" in text_of(screen.query_one("#session-heading", Label))
 
 
 @pytest.mark.parametrize(
@@ -527,7 +527,7 @@ async def test_a_reply_still_unsaved_at_quit_is_written_to_a_file(
     (kept,) = db_path.parent.glob("unsaved-replies-*.md")
     text = kept.read_text(encoding="utf-8")
     assert "> what is kept?" in text and "Saved later" in text
-    assert chat_app.return_code == EXIT_REPLY_UNSAVED
+    assert chat_app.return_code == ExitStatus.REPLY_UNSAVED
     assert only_chat(store)[-1].content == "Saved"  # what was flushed before the lock
 
 

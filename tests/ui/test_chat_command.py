@@ -116,6 +116,7 @@ def test_bad_flag_combinations_are_config_errors(argv: tuple[str, ...], message:
         chat.run(parse(*argv))
 
 
+@pytest.mark.usefixtures("keys_from_a_terminal")
 def test_run_returns_the_app_status_and_always_shuts_the_backend_down(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -186,6 +187,7 @@ def test_a_keymap_entry_that_cannot_work_is_one_line_before_the_app_opens(
     assert message in err
 
 
+@pytest.mark.usefixtures("keys_from_a_terminal")
 def test_keys_textual_knows_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
     Path(os.environ["LING_CHAT_CONFIG"]).write_text(
         '[keymap]\nsend = "ctrl+enter,f10"\nsearch = "ctrl+slash"\n'
@@ -203,6 +205,7 @@ async def _never_run(app: LingChatApp) -> None:
     raise AssertionError("the app opened")
 
 
+@pytest.mark.usefixtures("keys_from_a_terminal")
 def test_a_replay_keeps_its_replies_out_of_the_users_history(
     end_to_end: None,
     monkeypatch: pytest.MonkeyPatch,

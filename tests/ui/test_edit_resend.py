@@ -102,6 +102,24 @@ async def test_f4_then_esc_keeps_the_exchange_and_gives_the_prompt_back(
     assert await shown_after_a_restart(db_path, clock) == SHOWN_BEFORE
 
 
+async def test_the_edit_hint_is_the_prompts_title_until_sent_and_no_notice_covers_it(
+    make_app: MakeApp, clock: FakeClock
+) -> None:
+    app = make_app(cats_backend(clock, "about dogs"))
+    notices = Notices()
+    async with app.run_test(size=(80, 24), message_hook=notices) as pilot:
+        screen = await cats_then_f4(pilot)
+        title = str(prompt_of(screen).border_title)
+        assert title == "editing · Ctrl+S: send in its place · Esc: keep the exchange"
+        prompt_of(screen).load_text("dogs")
+        await pilot.press("ctrl+s")
+        await reply_done(pilot)
+        assert not prompt_of(screen).border_title
+        assert notices.messages == []
+        await pilot.press("f4", "escape")
+        await wait_until(pilot, lambda: not prompt_of(screen).border_title)
+
+
 async def test_f4_then_quit_loses_nothing(
     make_app: MakeApp, clock: FakeClock, db_path: Path
 ) -> None:
@@ -144,7 +162,7 @@ async def test_a_send_that_cannot_be_stored_keeps_the_edited_exchange(
         prompt_of(screen).load_text("dogs")
         with write_locked(db_path):
             await pilot.press("ctrl+s")
-            await wait_until(pilot, lambda: notices.messages[1:])
+            await wait_until(pilot, lambda: notices.messages)
         assert "is locked by another process" in notices.messages[-1]
         assert prompt_of(screen).text == "dogs"
         assert shown(screen) == SHOWN_BEFORE

@@ -18,9 +18,9 @@ import pytest
 from textual.widgets import Label
 
 from app.core.chat import Sampling
+from app.core.exit_status import ExitStatus
 from app.storage import ChatStore, MessageStatus
 from app.ui import LingChatApp
-from app.ui.app import EXIT_REPLY_UNSAVED
 from tests.support.clock import FakeClock
 from tests.support.pilot import Notices, chat_screen, reply_done, send, text_of, wait_until
 from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
@@ -69,7 +69,7 @@ async def test_a_reply_the_full_history_cannot_take_is_kept_in_a_file_and_the_ex
         assert kept.parent == db_path.parent
         assert "> what is kept?" in kept.read_text() and LONG in kept.read_text()
         await chat_app.action_quit()
-    assert chat_app.return_code == EXIT_REPLY_UNSAVED == 4
+    assert chat_app.return_code == ExitStatus.REPLY_UNSAVED == 4
     assert LONG in kept.read_text()
 
 
@@ -136,4 +136,4 @@ async def test_on_a_really_full_disk_the_reply_goes_where_there_is_room(
         assert not list(disk.glob("unsaved-replies-*"))
     assert kept.parent == home
     assert LONG in kept.read_text()
-    assert app.return_code == EXIT_REPLY_UNSAVED
+    assert app.return_code == ExitStatus.REPLY_UNSAVED

@@ -374,3 +374,24 @@ async def test_a_stopped_replay_ends_at_the_recorded_time_reached(tmp_path: Path
     played_s = clock() - started  # x0.5: twice the recorded time
     assert done.at - started == pytest.approx(played_s * 0.5)
     assert done.at >= first.at
+
+
+async def test_a_stop_that_comes_late_ends_the_reply_before_the_chunk_not_played(
+    tmp_path: Path,
+) -> None:
+    """A loop that comes back after the next chunk's time (here: the clock jumps past it)
+    still ends the reply no later than that chunk, which it never showed."""
+    path = tmp_path / "trace.json"
+    clock = FakeClock()
+    await collect((await record(path, step_s=0.1, clock=clock))[1])
+    replay = ReplayBackend(path, clock=clock, sleep=clock.sleep)
+    started = clock()
+    stream = cast(AsyncGenerator[ReplyEvent, None], replay.stream_reply(HELLO, Sampling()))
+    first = await anext(stream)
+    clock.advance(5.0)  # far past the recorded reply's end
+    await replay.stop_reply()
+    done = await anext(stream)
+    assert isinstance(done, ReplyDone) and done.finish_reason == "abort"
+    second_chunk_s = 0.2  # record(step_s=0.1): chunks at 0.1, 0.2, 0.3
+    assert first.at - started == pytest.approx(0.1)
+    assert done.at - started == pytest.approx(second_chunk_s)

@@ -3,7 +3,8 @@
 The expected numbers are computed here from the shipped trace file alone (its chunks' `t`
 and token counts, its final usage), not through the app's telemetry; the app runs for real
 (Pilot, the real replay clock, a real SQLite history), and what it shows is read off the
-screen: the speed panel while the reply streams and after it, and the reply's status line.
+screen: the speed panel, or the speed strip where the panel steps aside, while the reply
+streams and after it, and the reply's status line.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from app.core.chat import Role, Sampling
 from app.storage import ChatStore, MessageStatus
 from app.ui import LingChatApp
 from app.ui.widgets.speed_panel import SpeedPanel
+from app.ui.widgets.speed_strip import SpeedStrip
 from tests.support.pilot import chat_screen, send, text_of, wait_until
 
 TOLERANCE = 0.05
@@ -106,6 +108,19 @@ def live_numbers(panel: str) -> dict[str, float]:
     }
 
 
+STRIP_LIVE = re.compile(r"^● .*[\d,.]+ tok/s")
+"""The strip's live figures with a rate: two chunks have come."""
+
+
+def strip_numbers(strip: str) -> dict[str, float]:
+    return {
+        "tokens": number(strip, r"([\d,]+) tokens"),
+        "average": number(strip, r"([\d,.]+) tok/s"),
+        "TPOT": number(strip, r"TPOT ([\d.]+) ms"),
+        "tok/step": number(strip, r"([\d.]+) tok/step"),
+    }
+
+
 def rate_unit(value: float) -> float:
     return 1.0 if value >= 100 else 0.1
 
@@ -128,7 +143,8 @@ async def play(
     questions: tuple[str, ...],
 ) -> tuple[list[dict[str, float]], list[str], list[str], str]:
     """Ask `questions` of the demo at `speed` on a `size` terminal: the live numbers sampled
-    while each reply streamed, the speed panel and status line after each, the title."""
+    while each reply streamed (from the panel, or the strip where the panel is hidden), the
+    speed panel or strip and status line after each, the title."""
     app = LingChatApp(ReplayBackend(demo, speed=speed), store, sampling=Sampling(), proof_hold_s=0)
     samples: list[dict[str, float]] = []
     panels: list[str] = []
@@ -136,6 +152,7 @@ async def play(
     async with app.run_test(size=size) as pilot:
         screen = await chat_screen(pilot)
         speed_panel = screen.query_one(SpeedPanel)
+        strip = screen.query_one(SpeedStrip)
         numbers = screen.query_one("#reply-numbers", Static)
         heading = screen.query_one("#reply-heading", Label)
         for asked, question in enumerate(questions):
@@ -148,8 +165,10 @@ async def play(
                 live = text_of(heading).startswith("Live") and AVERAGE.search(shown)
                 if speed_panel.display and live:
                     samples.append({"reply": asked, **live_numbers(shown)})
+                if strip.display and STRIP_LIVE.search(text_of(strip)):
+                    samples.append({"reply": asked, **strip_numbers(text_of(strip))})
                 await pilot.pause(0.01)
-            panels.append(text_of(numbers) if speed_panel.display else "")
+            panels.append(text_of(numbers) if speed_panel.display else text_of(strip))
             footers.append(text_of(screen.query(".reply-footer").last(Label)))
         title = app.title
     return samples, panels, footers, title
@@ -177,21 +196,24 @@ async def test_a_replay_shows_and_stores_the_recorded_speed(
         assert close(number(footer, r"accept ([\d.]+)"), reply.accept, 0.01), footer
         assert close(number(footer, r"TTFT ([\d.]+) s"), reply.ttft_s, 0.01), footer
     for reply, panel in zip(recorded, panels, strict=True):
-        if not panel:  # the panel steps aside on a narrow terminal
-            continue
         tps = 1 / reply.tpot_s
-        assert close(number(panel, r"^decode\s+([\d,.]+) tok/s"), tps, rate_unit(tps)), panel
-        assert close(number(panel, r"^TPOT\s+([\d.]+) ms"), reply.tpot_s * 1000, 0.01), panel
-        assert close(number(panel, r"^TTFT\s+([\d.]+) s"), reply.ttft_s, 0.01), panel
-        assert close(number(panel, r"^accept\s+([\d.]+)"), reply.accept, 0.01), panel
+        rows = r"^{}\s+" if panel.startswith("decode") else r"{} "  # the panel, or the strip
+        assert close(number(panel, r"([\d,.]+) tok/s"), tps, rate_unit(tps)), panel
+        assert close(number(panel, rows.format("TPOT") + r"([\d.]+) ms"), reply.tpot_s * 1e3, 0.01)
+        assert close(number(panel, rows.format("TTFT") + r"([\d.]+) s"), reply.ttft_s, 0.01)
+        assert close(number(panel, rows.format("accept") + r"([\d.]+)"), reply.accept, 0.01)
+    assert any("decode" in sample for sample in samples) is (size[0] >= 100)
+    assert any("decode" not in sample for sample in samples) is (size[0] < 100)
     for sample in samples:
         streamed = recorded[int(sample["reply"])]
         want = streamed.live(int(sample["tokens"]))
         for name in ("average", "decode"):
-            assert close(sample[name], want[name], rate_unit(want[name])), (name, sample, want)
+            if name in sample:
+                assert close(sample[name], want[name], rate_unit(want[name])), (name, sample)
         assert close(sample["TPOT"], want["TPOT"], 0.01), (sample, want)
         assert close(sample["tok/step"], want["tok/step"], 0.01), (sample, want)
-        assert close(sample["TTFT"], streamed.ttft_s, 0.01), sample
+        if "TTFT" in sample:
+            assert close(sample["TTFT"], streamed.ttft_s, 0.01), sample
 
     (conversation,) = store.list_conversations()
     stored = [m for m in store.messages(conversation.id) if m.role is Role.ASSISTANT]

@@ -15,13 +15,16 @@ from textual.widget import Widget
 from textual.widgets import Button, Static
 from textual.widgets._footer import FooterKey
 
+from app.render.figures import speed_line
 from app.ui import LingChatApp
 from app.ui.screens.chat import ChatScreen
 from app.ui.screens.dialogs import HelpScreen, ReportScreen, SettingsDialog
 from app.ui.screens.startup import StartupScreen
+from app.ui.widgets.composer import Composer
 from app.ui.widgets.messages import ReplyView, UserMessage
 from app.ui.widgets.sidebar import Sidebar
 from app.ui.widgets.speed_panel import SpeedPanel
+from app.ui.widgets.speed_strip import SpeedStrip
 from tests.support.pilot import chat_screen, reply_done, send, text_of, wait_until
 from tests.support.scripted_backend import (
     ScriptedBackendDouble,
@@ -242,3 +245,114 @@ async def test_the_chat_list_leaves_the_conversation_most_of_the_width(
         await pilot.press("f9")  # the speed panel back: the chat list steps aside
         await pilot.pause()
         assert screen.query_one(SpeedPanel).display and not screen.query_one(Sidebar).display
+
+
+def panels(screen: ChatScreen) -> tuple[bool, bool, bool]:
+    """Whether the chat list, the speed panel and the speed strip show."""
+    return (
+        screen.query_one(Sidebar).display,
+        screen.query_one(SpeedPanel).display,
+        screen.query_one(SpeedStrip).display,
+    )
+
+
+@pytest.mark.parametrize(
+    ("size", "first", "opened_list"),
+    [
+        ((80, 24), (False, False, True), (True, False, True)),
+        ((100, 30), (False, True, False), (True, False, True)),
+        ((160, 48), (True, True, False), (False, True, False)),
+    ],
+)
+async def test_the_speed_panel_comes_back_when_the_chat_list_closes(
+    make_app: MakeApp,
+    backend: ScriptedBackendDouble,
+    size: tuple[int, int],
+    first: tuple[bool, bool, bool],
+    opened_list: tuple[bool, bool, bool],
+) -> None:
+    """Ctrl+B twice leaves the panels as they were; below 120 columns the chat list takes the
+    speed panel's place meanwhile, and the strip stands in for the panel."""
+    app = make_app(backend)
+    async with app.run_test(size=size) as pilot:
+        screen = await one_exchange(pilot, backend)
+        assert panels(screen) == first
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        assert panels(screen) == opened_list
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        assert panels(screen) == first
+        if not first[1]:
+            await pilot.press("f9")  # the panel shown by its key
+        await pilot.press("ctrl+f", "escape", "ctrl+b")  # a search, then the list closed
+        await pilot.pause()
+        assert panels(screen)[1:] == (True, False)
+
+
+async def test_at_80x24_the_strip_shows_the_headline_live_and_costs_one_row(
+    make_app: MakeApp, backend: ScriptedBackendDouble
+) -> None:
+    backend.enqueue(
+        answer_reply(*"abcdefgh", tokens_per_chunk=3, hold_after=4, usage={"verify_rounds": 8})
+    )
+    app = make_app(backend)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await chat_screen(pilot)
+        strip = screen.query_one(SpeedStrip)
+        assert "waiting for a reply · F9 shows the panel" in text_of(strip)
+        await send(pilot, "speed")
+        await wait_until(pilot, lambda: "12 tokens" in text_of(strip))
+        assert text_of(strip) == "● 300 tok/s · TPOT 3.33 ms · 3.00 tok/step · 12 tokens"
+        assert strip.region.height == 1 and on_screen(pilot, strip)
+        backend.release()
+        await reply_done(pilot)
+        await wait_until(pilot, lambda: "accept" in text_of(strip))
+        (conversation,) = app.store.list_conversations()
+        stats = app.store.messages(conversation.id)[-1].stats
+        assert stats is not None and stats.accept_length == 3.0
+        assert text_of(strip) == f"✓ {speed_line(stats)}"  # the stored figures, accept first
+        backend.enqueue(answer_reply(*"abcdefgh", hold_after=2))
+        await send(pilot, "stop it")
+        await wait_until(pilot, lambda: text_of(strip).startswith("●"))
+        await pilot.press("escape")
+        await reply_done(pilot)
+        await wait_until(pilot, lambda: text_of(strip).startswith("■ stopped · "))
+        await pilot.press("f9")
+        await pilot.pause()
+        assert not strip.display
+
+
+async def test_tab_in_the_prompt_indents_and_stays(
+    make_app: MakeApp, backend: ScriptedBackendDouble
+) -> None:
+    app = make_app(backend)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await chat_screen(pilot)
+        prompt = screen.query_one("#prompt", Composer)
+        prompt.load_text("def f():")
+        prompt.move_cursor(prompt.document.end)
+        await pilot.press("enter", "tab")
+        await pilot.press("x")
+        assert prompt.text == "def f():\n    x"
+        assert screen.focused is prompt
+        await pilot.press("shift+tab")
+        assert screen.focused is not prompt
+
+
+@pytest.mark.parametrize("screen_name", ["start", "chat"])
+async def test_every_footer_label_is_whole_at_80_columns(
+    make_app: MakeApp, clock: Any, screen_name: str
+) -> None:
+    hold = screen_name == "start"
+    app = make_app(ScriptedBackendDouble(clock=clock, hold_start=hold))
+    async with app.run_test(size=(80, 24)) as pilot:
+        if screen_name == "chat":
+            await chat_screen(pilot)
+        await pilot.pause()
+        keys = list(app.screen.query(FooterKey))
+        assert keys
+        for key in keys:
+            label = f"{key.key_display} {key.description}".strip()
+            assert on_screen(pilot, key), label
+            assert key.region.width >= len(label), label

@@ -156,3 +156,53 @@ async def exchange(pilot: Pilot[Any]) -> None:
     screen = await reply_done(pilot)
     screen.query_one("#prompt", TextArea).cursor_blink = False  # drawn the same every time
     await pilot.pause()
+
+
+def held_reply_app(make_app: Callable[..., LingChatApp], clock: FakeClock) -> LingChatApp:
+    """The app with one scripted reply that holds after five chunks of three tokens."""
+    backend = ScriptedBackendDouble(clock=clock)
+    words = [f"word{n} " for n in range(12)]
+    backend.enqueue(answer_reply(*words, hold_after=5, step_s=0.004, usage={"verify_rounds": 4}))
+    return make_app(backend)
+
+
+async def mid_reply(pilot: Pilot[Any]) -> None:
+    """Ask, and wait until the held reply's live figures show."""
+    screen = await chat_screen(pilot)
+    await send(pilot, "How fast is it?")
+    strip, numbers = screen.query_one("#speed-strip", Static), screen.query_one("#reply-numbers")
+    await wait_until(pilot, lambda: "15 tokens" in text_of(strip) + text_of(numbers))
+    screen.query_one("#prompt", TextArea).cursor_blink = False
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", SMALL_SIZES)
+def test_mid_reply_the_headline_shows(
+    snap_compare: SnapCompare,
+    make_app: Callable[..., LingChatApp],
+    clock: FakeClock,
+    size: tuple[int, int],
+) -> None:
+    """tok/s, TPOT and tokens per step while the reply streams: the strip at 80x24, the
+    panel at 100x30."""
+    app = held_reply_app(make_app, clock)
+    assert snap_compare(app, terminal_size=size, run_before=mid_reply)
+
+
+@pytest.mark.parametrize("size", SMALL_SIZES)
+def test_the_speed_views_after_opening_and_closing_the_chat_list(
+    snap_compare: SnapCompare,
+    make_app: Callable[..., LingChatApp],
+    clock: FakeClock,
+    size: tuple[int, int],
+) -> None:
+    """After a reply (its accept length final), Ctrl+B twice: as before it."""
+
+    async def toggled(pilot: Pilot[Any]) -> None:
+        await exchange(pilot)
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+
+    assert snap_compare(exchange_app(make_app, clock), terminal_size=size, run_before=toggled)

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
+from app.plumbing.abrupt_end import on_abrupt_end
 from app.plumbing.signals import DISPATCHER
 
 if TYPE_CHECKING:
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 STOP_WAIT_S = 5.0
 """How long a stop waits for terminated processes before killing them."""
+ABRUPT_WAIT_S = 0.2
+"""The same when the process ends at once (`end_now`)."""
 _BOOT_LOCK = threading.Lock()
 
 
@@ -38,12 +41,18 @@ class EngineProcesses:
         self.died = threading.Event()
         """Set once a SIGQUIT came and one of these processes was found gone."""
         self._unsubscribe: Callable[[], None] | None = None
+        self._forget_abrupt: Callable[[], None] | None = None
+        self._stopping: list[psutil.Process] = []
+        """The processes `stop` is stopping now."""
 
     def boot(self, make: Callable[[], T], environment: Mapping[str, str]) -> T:
-        """`make()` with `environment` set, recording the children it spawns."""
+        """`make()` with `environment` set, recording the children it spawns (stopped with
+        this process even when it ends at once)."""
         with _BOOT_LOCK:
             os.environ.update(environment)  # what the spawned children inherit
             before = self._before = {child.pid for child in _children()}
+            if self._forget_abrupt is None:
+                self._forget_abrupt = on_abrupt_end(self._stop_at_once)
             try:
                 return make()
             finally:
@@ -78,7 +87,19 @@ class EngineProcesses:
         if roots is None:  # the boot is still running: what it spawned so far
             roots = [child for child in _children() if child.pid not in self._before]
         self._before = self._spawned = None
+        self._stopping = roots
         _stop_trees(roots)
+        self._stopping = []
+        if self._forget_abrupt is not None:
+            self._forget_abrupt()
+            self._forget_abrupt = None
+
+    def _stop_at_once(self) -> None:
+        """Kill what `stop` would stop, or is stopping, without waiting (`end_now`)."""
+        roots = self._stopping or self._spawned
+        if roots is None and self._before is not None:
+            roots = [child for child in _children() if child.pid not in self._before]
+        _stop_trees(list(roots or ()), ABRUPT_WAIT_S)
 
 
 def _children() -> list[psutil.Process]:

@@ -36,6 +36,7 @@ from app.ui.widgets.composer import Composer
 from app.ui.widgets.messages import UserMessage, message_widget
 from app.ui.widgets.sidebar import Sidebar
 from app.ui.widgets.speed_panel import SpeedPanel
+from app.ui.widgets.speed_strip import SpeedStrip
 from app.ui.widgets.transcript import Transcript
 
 
@@ -72,6 +73,7 @@ class ChatScreen(ReportActionsScreen):
             with Vertical(id="chat"):
                 yield Banner(self._ctx.proof, self._keys("show_proof"), id="banner")
                 yield Transcript(id="transcript")
+                yield SpeedStrip(self._keys("toggle_speed"), id="speed-strip")
                 yield Composer(id="prompt", placeholder="Ask Ling anything…")
             yield SpeedPanel(id="speed")
         yield Footer()
@@ -91,6 +93,7 @@ class ChatScreen(ReportActionsScreen):
         speed.show_session(summarize_session([]))
         speed.show_draft(self._ctx.backend.info.draft)
         speed.replay_speed = self._ctx.backend.info.replay_speed
+        self.query_one(SpeedStrip).replay_speed = speed.replay_speed
         with self._storage_errors_reported():
             conversations = self._ctx.store.list_conversations(limit=1)
             if conversations:
@@ -195,12 +198,14 @@ class ChatScreen(ReportActionsScreen):
     def reply_progressed(self, run: ReplyRun) -> None:
         """Show the live numbers of the reply in flight."""
         self.query_one(SpeedPanel).show_live(run.live_snapshot(), run.ttft_s)
+        self.query_one(SpeedStrip).show_live(run.live_snapshot())
 
     def reply_ended(self, run: ReplyRun) -> None:
         """Show how the reply ended, and the session's numbers."""
         status = run.shown_status
         speed = self.query_one(SpeedPanel)
         speed.show_last(status, run.stats, self._ctx.backend.info.context_length)
+        self.query_one(SpeedStrip).show_last(status, run.stats)
         if status is MessageStatus.COMPLETE and run.stats is not None:
             self.session_stats.append(run.stats)
             speed.show_session(summarize_session(self.session_stats))
@@ -268,14 +273,12 @@ class ChatScreen(ReportActionsScreen):
         prompt = self.query_one("#prompt", TextArea)
         with self._storage_errors_reported():
             messages = self._ctx.store.messages(conversation.id)
-            self._edit = ExchangeEdit.begin(messages, prompt, self.query_one(Transcript))
+            hint = f"editing · {self._keys('send')}: send in its place · " + (
+                f"{self._keys('stop_reply')}: keep the exchange"
+            )
+            self._edit = ExchangeEdit.begin(messages, prompt, self.query_one(Transcript), hint)
             if self._edit is None:
                 self.notify("There is no message to edit.")
-                return
-            self.notify(
-                f"Edit the message: {self._keys('send')} sends it in place of the marked "
-                f"exchange; {self._keys('stop_reply')} keeps the exchange."
-            )
 
     def _cancel_edit(self) -> bool:
         """End the edit in progress unsent (the exchange stays); False when there was none."""

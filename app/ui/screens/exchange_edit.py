@@ -3,6 +3,7 @@
 The exchange taken back into the prompt is not deleted: it stays in the history and on
 screen, marked, until the edited message is sent; then the store replaces it with the new
 message in one transaction. Cancelling (Esc, another chat, quitting) leaves it as it was.
+Meanwhile the prompt's title says how to send or keep it (sending clears the prompt and it).
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ class ExchangeEdit:
 
     @classmethod
     def begin(
-        cls, messages: Sequence[StoredMessage], prompt: TextArea, transcript: Widget
+        cls, messages: Sequence[StoredMessage], prompt: TextArea, transcript: Widget, hint: str
     ) -> ExchangeEdit | None:
-        """Mark the last exchange and put its message in the prompt; None when there is none."""
+        """Mark the last exchange and put its message in the prompt, `hint` in its title; None
+        when there is none."""
         users = [index for index, message in enumerate(messages) if message.role is Role.USER]
         if not users:
             return None
@@ -46,6 +48,7 @@ class ExchangeEdit:
         edit = cls(tuple(message.id for message in taken), taken[0].content, prompt.text)
         edit._mark(transcript, editing=True)
         prompt.load_text(visible(edit.text))
+        prompt.border_title = hint
         prompt.move_cursor(prompt.document.end)
         prompt.focus()
         return edit
@@ -54,6 +57,7 @@ class ExchangeEdit:
         """Leave the exchange as it was and give the prompt back what it held."""
         self._mark(transcript, editing=False)
         prompt.load_text(self.draft)
+        prompt.border_title = ""
 
     def widgets(self, transcript: Widget) -> list[Widget]:
         """The transcript's widgets of the exchange."""

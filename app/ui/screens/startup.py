@@ -17,7 +17,8 @@ from textual.widgets import Footer, ProgressBar, Static
 
 from app.backend.protocol import BackendInfo, LoadStage
 from app.core.proof_report import ProofReport
-from app.ui.format import proof_text, seconds, visible_text
+from app.render.figures import seconds
+from app.ui.format import proof_text, visible_text
 
 SPINNER: Final = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 TICK_S: Final = 0.25

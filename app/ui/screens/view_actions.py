@@ -1,19 +1,22 @@
 """`ViewActionsScreen`: the chat screen's actions on what it shows, needing no store or backend.
 
 Copying a reply or its code blocks, folding a reply's thinking, and the side panels: which
-show at which width, and that below `SIDEBAR_MIN_WIDTH` columns only one shows at a time.
+show at which width, that below `SIDEBAR_MIN_WIDTH` columns only one shows at a time, and
+that the speed strip shows whenever the speed panel does not.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from textual import events
 from textual.screen import Screen
 from textual.widget import Widget
 
 from app.ui.widgets.messages import ReplyView, code_blocks
 from app.ui.widgets.sidebar import Sidebar
 from app.ui.widgets.speed_panel import SpeedPanel
+from app.ui.widgets.speed_strip import SpeedStrip
 
 SPEED_MIN_WIDTH: Final = 100
 """Below this many columns the speed panel steps aside (F9 brings it back)."""
@@ -33,6 +36,10 @@ class ViewActionsScreen(Screen[None]):
 
     _code_cursor: tuple[ReplyView, int] | None = None
     """The reply and index of the code block copied last."""
+    _wanted: dict[type[Widget], bool] = {}
+    """The side panels the user showed (True) or hid (False); the others follow the width."""
+    _opened_last: type[Widget] | None = None
+    """The side panel shown last: the one that stays when only one fits."""
 
     def _target_reply(self) -> ReplyView | None:
         """The focused reply, else the last one with an answer."""
@@ -87,9 +94,24 @@ class ViewActionsScreen(Screen[None]):
         self.show_panel(panel, not panel.display)
 
     def show_panel(self, panel: Widget, shown: bool) -> None:
-        """Show or hide a side panel; on a narrow screen the other one steps aside."""
-        panel.display = shown
-        if shown and self.size.width < SIDEBAR_MIN_WIDTH:
-            for other in (self.query_one(Sidebar), self.query_one(SpeedPanel)):
-                if other is not panel:
-                    other.display = False
+        """Show or hide a side panel; below `SIDEBAR_MIN_WIDTH` columns the other one steps
+        aside meanwhile, and comes back once this one is hidden again."""
+        self._wanted = {**self._wanted, type(panel): shown}
+        if shown:
+            self._opened_last = type(panel)
+        self._lay_out()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._lay_out()
+
+    def _lay_out(self) -> None:
+        """Each side panel as the user asked, else as the width allows; the strip when the
+        speed panel is hidden."""
+        width = self.size.width
+        sidebar = self._wanted.get(Sidebar, width >= SIDEBAR_MIN_WIDTH)
+        speed = self._wanted.get(SpeedPanel, width >= SPEED_MIN_WIDTH)
+        if sidebar and speed and width < SIDEBAR_MIN_WIDTH:
+            sidebar, speed = self._opened_last is Sidebar, self._opened_last is not Sidebar
+        self.query_one(Sidebar).display = sidebar
+        self.query_one(SpeedPanel).display = speed
+        self.query_one(SpeedStrip).display = not speed

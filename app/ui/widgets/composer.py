@@ -1,4 +1,5 @@
-"""The prompt: a TextArea whose pasted control characters show made visible but are sent.
+"""The prompt: a TextArea whose pasted control characters show made visible but are sent,
+and where Tab indents (Shift+Tab moves on; Esc keeps its bindings).
 
 A paste holding characters a terminal acts on (`app.textsafe`) goes into the document made
 visible (`␛`, `⟨U+202E⟩`), so the screen never draws them raw, and is remembered: `message`
@@ -35,9 +36,26 @@ class Composer(TextArea):
         return text
 
     def clear(self) -> EditResult:
-        """Empty the prompt and forget its pastes."""
+        """Empty the prompt and forget its pastes and title (an edit's hint: it was sent)."""
         self._pasted.clear()
+        self.border_title = ""
         return super().clear()
+
+    def check_consume_key(self, key: str, character: str | None = None) -> bool:
+        return (key == "tab" and not self.read_only) or super().check_consume_key(key, character)
+
+    async def _on_key(self, event: events.Key) -> None:
+        """Tab inserts spaces to the next tab stop (TextArea's own indent mode would also take
+        Esc, which stops a reply)."""
+        if event.key != "tab" or self.read_only:
+            await super()._on_key(event)
+            return
+        event.stop()
+        event.prevent_default()
+        row, column = self.cursor_location
+        width = self.get_column_width(row, column)
+        start, end = self.selection
+        self.replace(" " * (self.indent_width - width % self.indent_width), start, end)
 
     async def _on_paste(self, event: events.Paste) -> None:
         """A paste with characters to make visible; TextArea's own handler takes the rest."""

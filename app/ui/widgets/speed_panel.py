@@ -5,26 +5,23 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Label, Sparkline, Static
+from textual.widgets import Label, Static
 
 from app.backend.protocol import DraftShape
 from app.core.proof_report import ProofReport
+from app.render.figures import DASH, millis, rate, ratio, seconds
 from app.storage import MessageStatus
 from app.telemetry import ReplyStats
 from app.telemetry.session import SessionSummary
 from app.telemetry.windows import LiveSnapshot
 from app.ui.format import (
-    DASH,
     STATUS_MARKS,
     VERDICT_MARKS,
     VERDICT_STYLES,
-    millis,
-    rate,
-    ratio,
     replay_factor,
-    seconds,
     visible_text,
 )
+from app.ui.widgets.reply_bars import ReplyBars
 
 
 def _rows(*rows: tuple[str, str]) -> Text:
@@ -73,10 +70,10 @@ class SpeedPanel(VerticalScroll, can_focus=False):
         yield Label("Live", id="reply-heading", classes="heading")
         yield Static(_rows(("decode", "waiting for a reply")), id="reply-numbers")
         yield Label("Session", id="session-heading", classes="heading")
-        yield Label("tok/s per reply", classes="spark-label")
-        yield Sparkline([], id="tps-spark")
-        yield Label("accept length per reply", classes="spark-label")
-        yield Sparkline([], id="accept-spark")
+        yield Label("tok/s per reply", id="tps-label", classes="spark-label")
+        yield ReplyBars(id="tps-spark")
+        yield Label("accept per reply", id="accept-label", classes="spark-label")
+        yield ReplyBars(id="accept-spark")
         yield Static("", id="session-numbers")
         yield Static(_rows(("draft", DASH)), id="draft")
         yield Label("Optimizations", classes="heading")
@@ -87,7 +84,6 @@ class SpeedPanel(VerticalScroll, can_focus=False):
         factor = replay_factor(self.replay_speed)
         state = f"replay {factor}" if factor else "streaming"
         self.query_one("#reply-heading", Label).update(f"Live ● {state}", layout=False)
-        tpot = 1.0 / live.average_tps if live.average_tps else None
         steps = ratio(live.tokens_per_step)
         if live.recent_tokens_per_step is not None:
             steps += f" (now {ratio(live.recent_tokens_per_step)})"
@@ -96,7 +92,7 @@ class SpeedPanel(VerticalScroll, can_focus=False):
             content=_rows(
                 ("decode", rate(live.recent_tps)),
                 ("average", rate(live.average_tps)),
-                ("TPOT", millis(tpot)),
+                ("TPOT", millis(live.tpot_s)),
                 ("TTFT", seconds(ttft_s)),
                 ("tokens", f"{live.tokens:,}"),
                 ("tok/step", steps),
@@ -131,10 +127,16 @@ class SpeedPanel(VerticalScroll, can_focus=False):
         )
 
     def show_session(self, summary: SessionSummary) -> None:
-        """Sparklines per finished reply and pooled session averages."""
-        self.query_one("#session-heading", Label).update(f"Session · {summary.replies} replies")
-        self.query_one("#tps-spark", Sparkline).data = list(summary.decode_tps_series)
-        self.query_one("#accept-spark", Sparkline).data = list(summary.accept_length_series)
+        """Bars per finished reply (each axis from 0 to its largest) and pooled averages."""
+        replies = "1 reply" if summary.replies == 1 else f"{summary.replies} replies"
+        self.query_one("#session-heading", Label).update(f"Session · {replies}")
+        for name, label, series, shown in (
+            ("tps", "tok/s per reply", summary.decode_tps_series, "{:,.0f}"),
+            ("accept", "accept per reply", summary.accept_length_series, "{:.2f}"),
+        ):
+            scale = f" (0–{shown.format(max(series))})" if series else ""
+            self.query_one(f"#{name}-label", Label).update(label + scale)
+            self.query_one(f"#{name}-spark", ReplyBars).show(series)
         self.query_one("#session-numbers", Static).update(
             _rows(
                 ("decode", rate(summary.decode_tps)),

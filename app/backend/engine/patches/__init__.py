@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 from typing import Any
 
 from app.backend.engine.patches.boundary import PatchPlan
@@ -63,10 +64,17 @@ def redirect_output(log_file: str | None) -> None:
     os.close(fd)
 
 
+def ignore_hang_up() -> None:
+    """Leave the terminal's hang-up (its window closed) to the app, which stores the reply in
+    flight and then stops this process; SGLang's PR_SET_PDEATHSIG kills it if the app dies."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
 def run_scheduler_process(*args: Any, **kwargs: Any) -> None:
     """SGLang's scheduler entry, with ling-chat's model changes installed first."""
     plan = PatchPlan.from_env()
     redirect_output(plan.log_file)
+    ignore_hang_up()
     install(plan)
     from sglang.srt.managers.scheduler import run_scheduler_process as stock
 
@@ -76,6 +84,7 @@ def run_scheduler_process(*args: Any, **kwargs: Any) -> None:
 def run_detokenizer_process(*args: Any, **kwargs: Any) -> None:
     """SGLang's detokenizer entry, with its output sent to the log file."""
     redirect_output(PatchPlan.from_env().log_file)
+    ignore_hang_up()
     from sglang.srt.managers.detokenizer_manager import run_detokenizer_process as stock
 
     stock(*args, **kwargs)
