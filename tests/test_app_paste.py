@@ -21,7 +21,10 @@ def stored_user_messages(db_path: Path) -> list[str]:
 
 
 def test_a_pasted_escape_is_sent_as_pasted(end_to_end: None, tmp_path: Path) -> None:
-    with SlowServer(step_s=0.05) as server, app_on_a_pty(server.url, tmp_path) as app:
+    with (
+        SlowServer(step_s=0.05) as server,
+        app_on_a_pty(["--server", server.url, "--allow-unoptimized"], tmp_path) as app,
+    ):
         wait_for(lambda: b"Ask Ling" in app.screen, 60, "the chat")
         os.write(app.leader, f"\x1b[200~{PASTED}\x1b[201~".encode())
         wait_for(lambda: "␛".encode() in app.screen, 30, "the paste on screen")

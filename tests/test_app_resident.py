@@ -12,6 +12,7 @@ from app import launch
 from app.backend.remote.resident import ResidentBackend
 from app.backend.resident import process
 from app.core.chat import Sampling
+from app.core.proof_report import Verdict
 from app.storage import ChatStore, MessageStatus
 from app.ui import LingChatApp
 from tests.support import resident
@@ -30,10 +31,13 @@ async def test_a_reply_from_the_resident_engine_is_stored_as_the_residents(world
             await chat_screen(pilot)
             await send(pilot, "hello")
             await reply_done(pilot)
+            proof = await backend.proof()
             await app.action_quit()
         (measured,) = store.measured_replies()
     assert measured.status is MessageStatus.COMPLETE
     assert measured.run is not None and measured.run.kind == "resident"
-    assert measured.run.proof_summary == "stack: 10 pass, 0 fail, 0 off"
+    assert proof.profile == "stack" and proof.ok and len(proof.lines) > 1
+    assert {line.verdict for line in proof.lines} == {Verdict.PASS}
+    assert measured.run.proof_summary == proof.summary()
     assert measured.stats.accept_length == pytest.approx(3.2)
     assert process.alive(backend.pid), "quitting the chat leaves the engine loaded"

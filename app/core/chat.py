@@ -51,6 +51,15 @@ class Sampling:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    """A chat's thinking: on or off and, when on, at most `budget` thinking tokens (None: no
+    cap). The reply's `Sampling.max_new_tokens` is the answer's budget, on top of this."""
+
+    enabled: bool = True
+    budget: int | None = 2048
+
+
 def fit_to_context(sampling: Sampling, used: int, context: int) -> Sampling:
     """`sampling` with its reply cut to the room left in the context.
 

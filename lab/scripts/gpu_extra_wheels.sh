@@ -13,7 +13,7 @@
 # wheels there and installs them into /tmp/site.
 set -euo pipefail
 
-CHUNK_MIB=60
+CHUNK_MIB="${CHUNK_MIB:-40}"  # each folder rides with the tree (about 8 MiB) under 64 MiB
 ROOT="$(git rev-parse --show-toplevel)"
 OUT="$ROOT/.gpu-extra/${1:-}"
 case "${1:-}" in
