@@ -106,11 +106,11 @@ class ReplyView(Vertical, can_focus=True):
 
     async def finish(self, footer: str) -> None:
         """Flush the streams and show the final stats line."""
-        for part, stream in self._streams.items():
+        while self._streams:  # a write racing this one may open a stream meanwhile
+            part, stream = self._streams.popitem()
             if not await _stopped(stream):  # its text may be unshown: show it whole
                 text = self.answer if part == "answer" else self.reasoning
                 await self.query_one(f".{part}", Markdown).update(visible(text))
-        self._streams.clear()
         self._streaming = False
         self.thinking.title = _thinking_title(self.reasoning)
         self.set_footer(footer)
