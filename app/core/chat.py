@@ -59,6 +59,34 @@ class Thinking:
     enabled: bool = True
     budget: int | None = 2048
 
+    def __post_init__(self) -> None:
+        if self.budget is not None and not 1 <= self.budget <= MAX_THINKING_BUDGET:
+            raise ValueError(
+                f"a thinking budget is 1..{MAX_THINKING_BUDGET:,} tokens, not {self.budget!r}"
+            )
+
+
+MAX_THINKING_BUDGET: Final = 131072
+"""The largest thinking budget: the longest reply ling-chat writes."""
+DEFAULT_THINKING: Final = Thinking()
+"""A chat's thinking unless set: on, at most 2,048 thinking tokens before the answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartialReply:
+    """A reply to continue: its thinking and answer so far (as stored).
+
+    The reply is still thinking when it has thinking and no answer yet: continuing it
+    continues the thinking; otherwise it continues the answer."""
+
+    reasoning: str
+    answer: str
+
+    @property
+    def thinking_open(self) -> bool:
+        """True when the reply was cut or stopped inside its thinking."""
+        return bool(self.reasoning) and not self.answer
+
 
 def fit_to_context(sampling: Sampling, used: int, context: int) -> Sampling:
     """`sampling` with its reply cut to the room left in the context.

@@ -128,6 +128,26 @@ class ReplyUsage:
         """Share of drafted tokens the target accepted, or None when none were drafted."""
         return self.correct_drafts / self.proposed_drafts if self.proposed_drafts > 0 else None
 
+    def then(self, later: ReplyUsage) -> ReplyUsage:
+        """This part of a reply followed by `later` (thinking then answer, a reply then its
+        continuation): tokens, rounds and drafts summed, so that accept length covers every
+        verify round; the prompt is this part's."""
+        bins = None
+        if self.accept_histogram is not None or later.accept_histogram is not None:
+            mine, theirs = self.accept_histogram or (), later.accept_histogram or ()
+            size = max(len(mine), len(theirs))
+            mine, theirs = mine + (0,) * (size - len(mine)), theirs + (0,) * (size - len(theirs))
+            bins = tuple(a + b for a, b in zip(mine, theirs, strict=True))
+        return ReplyUsage(
+            completion_tokens=self.completion_tokens + later.completion_tokens,
+            prompt_tokens=self.prompt_tokens,
+            cached_tokens=self.cached_tokens,
+            verify_rounds=self.verify_rounds + later.verify_rounds,
+            correct_drafts=self.correct_drafts + later.correct_drafts,
+            proposed_drafts=self.proposed_drafts + later.proposed_drafts,
+            accept_histogram=bins,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; `from_dict` reads it back."""
         return {

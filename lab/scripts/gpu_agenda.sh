@@ -29,6 +29,11 @@
 #              default graph list: start stages, each capture's batch sizes, seconds and GB (2)
 #   bench-exit `ling-chat bench` of the stack, one short request: the time from its table to
 #              its exit (2)
+#   thinking   a chat's thinking on the engine (tests/gpu/test_thinking_gpu.py, 6 layers, known
+#              answer, one boot): thinking off gives the answer alone; a budget of 10 thinking
+#              tokens cuts the 42-token reasoning there, `</think>` appended, and the answer
+#              follows in full within its own budget; a roomy budget keeps the whole reasoning
+#              (untried; after `prepare`; about 2)
 #   engine     the stack passes every line (its ReplaySSM ring's too) and streams the known
 #              answer at accept >= 3.5; weight-only sharing refused (2)
 #   realckpt   the stack boots from real files: tests/gpu/test_checkpoint_gpu.py writes the 6-layer
@@ -511,6 +516,7 @@ dspark_models.write_draft_dir(Path('/root/d$layers'), $layers)"
     auto) gpu_tests auto 200 tests/gpu/test_engine_gpu.py -k auto ;;
     marlin) gpu_tests marlin 500 tests/gpu/test_engine_gpu.py -k marlin ;;
     ui) gpu_tests ui 360 tests/gpu/test_ui_gpu.py ;;
+    thinking) gpu_tests thinking 240 tests/gpu/test_thinking_gpu.py ;;
     exits) gpu_tests exits 500 tests/gpu/test_exit_gpu.py ;;
     serve) gpu_tests serve 360 tests/gpu/test_serve_gpu.py ;;
     resident) run resident 560 python3 lab/scripts/gpu_resident_bench.py /root/resident ;;

@@ -41,7 +41,7 @@ class TokenizerDouble:
         self.template_kwargs.append(kwargs)
         return "".join(f"<{t['role']}>{t['content']}" for t in turns) + "<assistant>"
 
-    def __call__(self, texts: list[str]) -> dict[str, list[list[int]]]:
+    def __call__(self, texts: list[str], **_: Any) -> dict[str, list[list[int]]]:
         return {"input_ids": [[ord(c) for c in text] for text in texts]}
 
 

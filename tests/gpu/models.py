@@ -31,8 +31,12 @@ UNK, EOS, ROLE, END_ROLE, THINK, END_THINK = range(6)
 SPECIALS = ["[UNK]", "<|endoftext|>", "<role>", "</role>", "<think>", "</think>"]
 CHAT_TEMPLATE = (
     "{%- for m in messages %}<role>{{ m['role'] }}</role>{{ m['content'] }}{%- endfor %}"
-    "{%- if add_generation_prompt %}<role>assistant</role><think>{%- endif %}"
+    "{%- if add_generation_prompt %}<role>assistant</role><think>"
+    "{%- if enable_thinking is defined and not enable_thinking %}</think>{%- endif %}"
+    "{%- endif %}"
 )
+"""With `enable_thinking` false the generation prompt closes the thinking at once (`<think>
+</think>`), so the known answer follows the prompt without thinking."""
 REASONING = [
     "The user wants to see",
     " the decode levers at work.",
@@ -40,7 +44,44 @@ REASONING = [
     " with what proves it,",
     " then show the formula",
     " for accept length.",
+    " First the experts:",
+    " Humming reads MXFP4",
+    " weights directly,",
+    " so I name the runner",
+    " and the proof line",
+    " that finds it in graphs.",
+    " Next the FP8 head:",
+    " its weight is float8,",
+    " its scales are in place,",
+    " and its kernel was timed",
+    " at load against CUTLASS.",
+    " Then NEXTN drafting:",
+    " three drafted tokens,",
+    " four verified at once,",
+    " the draft head shared",
+    " as the very same module.",
+    " After that, ReplaySSM:",
+    " the KDA state is replayed",
+    " from the accepted tokens",
+    " instead of recomputed.",
+    " CUDA graphs come next:",
+    " decode graphs for batch one,",
+    " prefill graphs stated off.",
+    " The warm-up measures",
+    " accept length greedily",
+    " before the chat opens.",
+    " Accept length is tokens",
+    " over verify rounds,",
+    " counting the bonus token.",
+    " I should keep it short",
+    " and give each lever",
+    " one plain paragraph,",
+    " with its proof beside it,",
+    " in the order they run,",
+    " and end on the formula.",
+    " Now I write the answer.",
 ]
+"""About 40 thinking tokens: enough for a thinking budget well short of it."""
 
 
 def pieces(text: str) -> list[str]:

@@ -25,7 +25,7 @@ from app.backend.engine.download_stage import engine_downloads, refuse_unloadabl
 from app.backend.engine.kernel_cache import invalid_image_hint
 from app.backend.engine.load_progress import LoadProgress, progress_stage, read_progress
 from app.backend.engine.patches.boundary import PLAN_ENV, REFUSAL, PatchPlan
-from app.backend.engine.reply import chat_prompt, produce_reply, prompt_ids
+from app.backend.engine.reply import ReplyRun, chat_prompt, produce_reply, reply_plan
 from app.backend.engine.setup import (
     check_load_format,
     check_model_path,
@@ -41,7 +41,7 @@ from app.backend.engine.thread import EngineThread, until_crashed
 from app.backend.proof import PROOF_KEY, build_report, refusal_report
 from app.backend.protocol import BackendInfo, LoadStage, ReplyDone, ReplyError, ReplyEvent
 from app.backend.warmup import PLAN, warm_up
-from app.core.chat import ChatMessage, Sampling, fit_to_context
+from app.core.chat import DEFAULT_THINKING, ChatMessage, PartialReply, Sampling, Thinking
 from app.core.errors import BackendError, ContextFull, EngineCrashed
 from app.core.proof_report import ProofReport
 
@@ -70,7 +70,7 @@ class EngineBackend:
         """The SGLang processes this engine's boot spawned."""
         self.log = SGLangLog((config.log_dir or Path.cwd()) / "sglang.log")
         self._report: ProofReport | None = None
-        self._rid: str | None = None
+        self._run: ReplyRun | None = None
         self._version = "unknown"
         self.server_kwargs: dict[str, Any] = {}
         """The SGLang server arguments of the running engine."""
@@ -185,31 +185,38 @@ class EngineBackend:
         return self._report
 
     async def stream_reply(
-        self, messages: Sequence[ChatMessage], sampling: Sampling
+        self,
+        messages: Sequence[ChatMessage],
+        sampling: Sampling,
+        *,
+        thinking: Thinking = DEFAULT_THINKING,
+        partial: PartialReply | None = None,
     ) -> AsyncIterator[ReplyEvent]:
-        """Stream a reply through SGLang's async_generate, reasoning split from the answer."""
+        """Stream a reply through SGLang's async_generate, reasoning split from the answer,
+        the thinking held to its budget; `partial`: the reply to continue (it follows the
+        generation prompt as the model wrote it, and the events carry only what is new)."""
         if self._engine is None or self._thread is None:
             raise BackendError("the engine is not running")
         if (crash := self._crash()) is not None:
             yield ReplyError(crash, time.perf_counter())
             return
         manager = self._engine.tokenizer_manager
-        input_ids, context = await self._thread.call(lambda: prompt_ids(manager, messages))
-        used = len(input_ids) + manager.num_reserved_tokens
         try:
-            fitted = fit_to_context(sampling, used, context)
+            plan = await self._thread.call(
+                lambda: reply_plan(manager, messages, sampling, thinking, partial)
+            )
         except ContextFull as exc:
             yield ReplyError(str(exc), time.perf_counter())
             return
         queue: asyncio.Queue[ReplyEvent] = asyncio.Queue()
         loop = asyncio.get_running_loop()
-        rid = self._rid = uuid.uuid4().hex
+        run = self._run = ReplyRun(uuid.uuid4().hex)
         produce = self._thread.submit(
             produce_reply(
                 self._engine,
-                input_ids,
-                fitted.as_sglang(),
-                rid,
+                plan,
+                sampling,
+                run,
                 lambda e: loop.call_soon_threadsafe(queue.put_nowait, e),
                 self._failure,
             )
@@ -224,9 +231,9 @@ class EngineBackend:
                 if isinstance(event, ReplyDone | ReplyError):
                     break
         finally:
-            self._rid = None
+            self._run = None
             if not produce.done():  # the consumer left early: abort the request
-                await self.stop_reply_for(rid)
+                await self.stop_run(run)
             if not self.processes.crashed():  # a dead scheduler never ends the request
                 await asyncio.wait({asyncio.ensure_future(produce)}, timeout=5)
 
@@ -247,20 +254,25 @@ class EngineBackend:
 
     async def stop_reply(self) -> None:
         """Abort the reply in flight; its stream ends with finish reason `abort`."""
-        if self._rid is not None:
-            await self.stop_reply_for(self._rid)
+        if self._run is not None:
+            await self.stop_run(self._run)
 
-    async def stop_reply_for(self, rid: str) -> None:
-        """Abort request `rid` on the engine loop (zmq sockets are not thread-safe).
+    async def stop_run(self, run: ReplyRun) -> None:
+        """Abort the reply `run` on the engine loop (zmq sockets are not thread-safe): its
+        request now, and no request after it.
 
         Waits at most ABORT_WAIT_S: an engine loop that hangs must not hang a stop, nor the
         quit that stops the reply in flight before shutting SGLang down.
         """
         if self._engine is not None and self._thread is not None:
-            engine = self._engine
-            abort = self._thread.call(lambda: engine.tokenizer_manager.abort_request(rid))
+            manager = self._engine.tokenizer_manager
+
+            def abort() -> None:
+                run.stopped = True
+                manager.abort_request(run.request)
+
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(abort, ABORT_WAIT_S)
+                await asyncio.wait_for(self._thread.call(abort), ABORT_WAIT_S)
 
     async def shutdown(self) -> None:
         """Stop SGLang's own processes (never any other child of this app)."""

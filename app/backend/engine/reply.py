@@ -1,5 +1,5 @@
 """One chat reply on the engine thread: the prompt, then SGLang's stream with reasoning split
-from the answer."""
+from the answer, the thinking held to its budget (app/backend/engine/thinking.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.backend.engine.config import REASONING_PARSER, chat_template_kwargs
+from app.backend.engine.thinking import END_THINK, Phase, ReplyPlan, next_phase
 from app.backend.protocol import ReplyDone, ReplyError, ReplyEvent, TextChunk
 from app.backend.sglang_meta import finish_type, usage_from_meta_info
 from app.backend.wire import chat_messages
-from app.core.chat import ChatMessage
+from app.core.chat import ChatMessage, PartialReply, Sampling, Thinking, fit_to_context
+from app.core.reply_usage import ReplyUsage
 
 
 def chat_prompt(tokenizer: Any, messages: Sequence[ChatMessage], **template: Any) -> str:
@@ -26,18 +28,65 @@ def chat_prompt(tokenizer: Any, messages: Sequence[ChatMessage], **template: Any
     )
 
 
-def prompt_ids(manager: Any, messages: Sequence[ChatMessage]) -> tuple[list[int], int]:
-    """The prompt's token ids (tokenized once, here, as SGLang would) and the context size,
-    from SGLang's tokenizer manager."""
-    input_ids = manager.tokenizer([chat_prompt(manager.tokenizer, messages)])["input_ids"][0]
-    return list(input_ids), int(manager.context_len)
+def continued_text(partial: PartialReply) -> str:
+    """What the model wrote of `partial`, as raw text after the generation prompt: its
+    thinking, and `</think>` and its answer once the answer began."""
+    if partial.thinking_open or not partial.reasoning:
+        return partial.reasoning or partial.answer
+    return f"{partial.reasoning}{END_THINK}{partial.answer}"
+
+
+def reply_plan(
+    manager: Any,
+    messages: Sequence[ChatMessage],
+    sampling: Sampling,
+    thinking: Thinking,
+    partial: PartialReply | None = None,
+) -> ReplyPlan:
+    """The reply's prompt ids (tokenized once, here, as SGLang would) and budgets, from
+    SGLang's tokenizer manager; `partial`: the reply to continue (its text follows the
+    generation prompt as the model wrote it).
+
+    Raises:
+        ContextFull: the prompt leaves no room for a reply.
+    """
+    thinks = thinking.enabled if partial is None else partial.thinking_open
+    enable = thinking.enabled or (partial is not None and bool(partial.reasoning))
+    text = chat_prompt(manager.tokenizer, messages, enable_thinking=enable)
+    if partial is not None:
+        text += continued_text(partial)
+    input_ids = list(manager.tokenizer([text])["input_ids"][0])
+    end_think = list(manager.tokenizer([END_THINK], add_special_tokens=False)["input_ids"][0])
+    context = int(manager.context_len)
+    used = len(input_ids) + int(manager.num_reserved_tokens)
+    fit_to_context(sampling, used, context)  # raises ContextFull when no room is left
+    return ReplyPlan(
+        input_ids=input_ids,
+        thinks=thinks,
+        thinking_budget=thinking.budget if thinks else None,
+        answer_budget=sampling.max_new_tokens,
+        room=context - used,
+        end_think=end_think,
+    )
+
+
+class ReplyRun:
+    """The request of a reply in flight (a reply may take two), and whether it was stopped.
+
+    Both are read and written on the engine loop only."""
+
+    def __init__(self, rid: str) -> None:
+        self.rid = rid
+        self.request = rid
+        """The request running now: `rid`, then `rid-answer` for a forced answer."""
+        self.stopped = False
 
 
 async def produce_reply(
     engine: Any,
-    input_ids: list[int],
-    sampling_params: dict[str, Any],
-    rid: str,
+    plan: ReplyPlan,
+    sampling: Sampling,
+    run: ReplyRun,
     emit: Callable[[ReplyEvent], Any],
     failure: Callable[[Exception], str],
 ) -> None:
@@ -51,26 +100,59 @@ async def produce_reply(
     from sglang.srt.parser.reasoning_parser import ReasoningParser
 
     parser = ReasoningParser(REASONING_PARSER.value, stream_reasoning=True, force_reasoning=True)
-    text = ""
+    phase: Phase | None = plan.first_phase()
+    usage: ReplyUsage | None = None
+    done_tokens = 0
     try:
-        stream = await engine.async_generate(
-            input_ids=input_ids, sampling_params=sampling_params, stream=True, rid=rid
-        )
-        async for chunk in stream:
-            now = time.perf_counter()
-            meta = chunk.get("meta_info", {})
-            tokens = int(meta.get("completion_tokens", 0))
-            delta, text = chunk.get("text", "")[len(text) :], chunk.get("text", "")
-            parts = [parser.parse_stream_chunk(delta)] if delta else []
-            finish = meta.get("finish_reason")
-            if finish is not None:
-                parts.append(parser.parse_stream_end())
-            for reasoning, answer in parts:
-                if reasoning or answer:
-                    emit(TextChunk(answer or "", reasoning or "", tokens, now))
-            if finish is not None:
-                emit(ReplyDone(finish_type(meta) or "stop", usage_from_meta_info(meta), now))
+        while phase is not None:
+            params: dict[str, Any] = {
+                **sampling.as_sglang(),
+                "max_new_tokens": phase.max_new_tokens,
+            }
+            if phase.stop_token_ids:
+                params["stop_token_ids"] = list(phase.stop_token_ids)
+            run.request = f"{run.rid}-{phase.name}" if phase.name != "first" else run.rid
+            stream = await engine.async_generate(
+                input_ids=phase.input_ids, sampling_params=params, stream=True, rid=run.request
+            )
+            text, meta, answered = "", {}, False
+            output_ids: list[int] = []
+            async for chunk in stream:
+                now = time.perf_counter()
+                meta = chunk.get("meta_info", {})
+                tokens = done_tokens + int(meta.get("completion_tokens", 0))
+                delta, text = chunk.get("text", "")[len(text) :], chunk.get("text", "")
+                output_ids = chunk.get("output_ids") or output_ids
+                finish = meta.get("finish_reason")
+                parts: list[tuple[str | None, str | None]] = []
+                if phase.thinking:
+                    parts = [parser.parse_stream_chunk(delta)] if delta else []
+                    if finish is not None:
+                        parts.append(parser.parse_stream_end())
+                elif delta:
+                    parts = [(None, delta)]
+                for reasoning, answer in parts:
+                    answered = answered or bool(answer)
+                    if reasoning or answer:
+                        emit(TextChunk(answer or "", reasoning or "", tokens, now))
+                if finish is not None:
+                    break
+            else:
+                emit(ReplyError("the engine ended the stream without a finish reason", now_()))
                 return
-        emit(ReplyError("the engine ended the stream without a finish reason", time.perf_counter()))
+            part = usage_from_meta_info(meta)
+            usage = part if usage is None else usage.then(part)
+            done_tokens = usage.completion_tokens
+            reason = finish_type(meta) or "stop"
+            ids = list(output_ids)
+            phase = None if run.stopped else next_phase(plan, phase, meta, ids, answered)
+            if phase is None:
+                emit(ReplyDone(reason, usage, time.perf_counter()))
+                return
     except Exception as exc:
-        emit(ReplyError(failure(exc), time.perf_counter()))
+        emit(ReplyError(failure(exc), now_()))
+
+
+def now_() -> float:
+    """perf_counter(), the clock of every event."""
+    return time.perf_counter()
