@@ -1,7 +1,8 @@
 """A test double of an SGLang server on 127.0.0.1 whose chat replies stream slowly.
 
 Warm-up replies (at most 64 tokens asked) end at once; a chat reply sends `TOKEN` every
-`step_s` seconds until `/abort_request` names it, the client hangs up, or `MAX_TOKENS`.
+`step_s` seconds until `/abort_request` names it, the client hangs up, or `MAX_TOKENS`. A
+request that stops at `</think>` (a reply's thinking) thinks nothing: it ends on that stop.
 Run as a script it serves on the port given and prints its URL (for walking the app in tmux).
 """
 
@@ -89,6 +90,10 @@ class SlowServer:
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()  # no length: the stream ends when the connection closes
                 self.close_connection = True
+                if "</think>" in body.get("stop", []):  # the thinking request: none, the stop
+                    self._event({}, "stop", 1, matched="</think>")
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    return
                 warm_up = body["max_completion_tokens"] <= 64
                 finish = "stop"
                 try:
@@ -105,9 +110,12 @@ class SlowServer:
                 except OSError:
                     pass  # the client hung up
 
-            def _event(self, delta: dict[str, str], finish: str | None, tokens: int) -> None:
+            def _event(
+                self, delta: dict[str, str], finish: str | None, tokens: int, matched: str = ""
+            ) -> None:
+                choice = {"index": 0, "delta": delta, "finish_reason": finish}
                 chunk = {
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                    "choices": [choice | ({"matched_stop": matched} if matched else {})],
                     "usage": {"prompt_tokens": 5, "completion_tokens": tokens},
                 }
                 self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
