@@ -87,9 +87,7 @@ class WalkingEngineDouble:
                 for _ in range(2):
                     last = NEXT.get(last, IDS["<eos>"])
                     ids.append(last)
-                    if last in stops:
-                        finish = {"type": "stop", "matched": last}
-                    elif last == IDS["<eos>"]:
+                    if last in stops or last == IDS["<eos>"]:
                         finish = {"type": "stop", "matched": last}
                     elif len(ids) == budget:
                         finish = {"type": "length", "length": budget}

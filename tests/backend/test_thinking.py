@@ -1,4 +1,4 @@
-"""Ling's thinking split from raw streamed text, however the deltas fall (app/backend/thinking.py)."""
+"""Ling's thinking split from raw streamed text, however its deltas fall (thinking.py)."""
 
 from __future__ import annotations
 
