@@ -9,8 +9,8 @@ import pytest
 from sqlite_utils import Database
 
 from app import __version__
-from app.core.errors import StorageError
 from app.core.chat import DEFAULT_THINKING, Thinking
+from app.core.errors import StorageError
 from app.storage import ChatStore, MessageStatus
 from app.storage.schema import MIGRATIONS
 
