@@ -22,7 +22,7 @@ from app.core.chat import (
     budget_words,
 )
 from app.core.reply_usage import ReplyUsage
-from app.storage import MessageStatus, ReplyWriter, StoredMessage
+from app.storage import Conversation, MessageStatus, ReplyWriter, StoredMessage
 from app.telemetry import ReplyStats, continued_stats, reply_stats
 from app.telemetry.windows import LiveRate, LiveSnapshot
 
@@ -232,3 +232,22 @@ def request_messages(
         and message.status is not MessageStatus.ERROR
     )
     return tuple(messages)
+
+
+def reply_request(
+    conversation: Conversation,
+    history: Sequence[StoredMessage],
+    continuing: StoredMessage | None = None,
+) -> ReplyRequest:
+    """The request for a conversation's next reply, or for going on with `continuing`, its
+    last message (the model then sees the conversation before it, and its text so far)."""
+    partial = None
+    if continuing is not None:
+        history, partial = history[:-1], PartialReply(continuing.reasoning, continuing.content)
+    return ReplyRequest(
+        conversation.id,
+        request_messages(conversation.system_prompt, history),
+        conversation.sampling,
+        conversation.thinking,
+        partial,
+    )
