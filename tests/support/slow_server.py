@@ -1,8 +1,9 @@
 """A test double of an SGLang server on 127.0.0.1 whose chat replies stream slowly.
 
-Warm-up replies (at most 64 tokens asked) end at once; a chat reply sends `TOKEN` every
-`step_s` seconds until `/abort_request` names it, the client hangs up, or `MAX_TOKENS`. A
-request that stops at `</think>` (a reply's thinking) thinks nothing: it ends on that stop.
+Warm-up replies (`app.backend.warmup`'s question) end at once; a chat reply sends `TOKEN` every
+`step_s` seconds until `/abort_request` names it, the client hangs up, its budget (then it is
+cut, `length`) or `MAX_TOKENS`. A request that stops at `</think>` (a reply's thinking) thinks
+nothing: it ends on that stop.
 Run as a script it serves on the port given and prints its URL (for walking the app in tmux).
 """
 
@@ -14,6 +15,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from app.backend.warmup import WARMUP_MESSAGES
 
 TOKEN = "tok "
 MAX_TOKENS = 3000
@@ -40,6 +43,8 @@ class SlowServer:
         self.aborted: set[str] = set()
         self.requests = 0
         """Requests of any kind so far."""
+        self.chat_bodies: list[dict[str, Any]] = []
+        """The body of each chat request, in order."""
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
@@ -78,6 +83,7 @@ class SlowServer:
                     server.aborted.add(body["rid"])
                     self._json({})
                 elif self.path == "/v1/chat/completions":
+                    server.chat_bodies.append(body)
                     self._stream(body)
                 else:
                     self._json({"error": "not here"}, 404)
@@ -94,10 +100,12 @@ class SlowServer:
                     self._event({}, "stop", 1, matched="</think>")
                     self.wfile.write(b"data: [DONE]\n\n")
                     return
-                warm_up = body["max_completion_tokens"] <= 64
-                finish = "stop"
+                budget = body.get("max_completion_tokens", MAX_TOKENS)
+                warm_up = body["messages"][0]["content"] == WARMUP_MESSAGES[0].content
+                most = 2 if warm_up else min(budget, MAX_TOKENS)
+                finish = "length" if not warm_up and most == budget else "stop"
                 try:
-                    for sent in range(1, (2 if warm_up else MAX_TOKENS) + 1):
+                    for sent in range(1, most + 1):
                         if body["rid"] in server.aborted:
                             finish = "abort"
                             break
