@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from app.core.chat import ChatMessage, Sampling
+from app.core.chat import DEFAULT_THINKING, ChatMessage, PartialReply, Sampling, Thinking
 from app.core.proof_report import ProofReport
 from app.core.reply_usage import ReplyUsage
 
@@ -53,6 +53,9 @@ class ReplyDone:
     """`stop`, `length` or `abort`."""
     usage: ReplyUsage
     at: float
+    cut_by: str = ""
+    """With `length`: the limit the reply reached, in words (`app.core.chat.budget_words`,
+    `context_words`); empty when the backend cannot tell (the reply budget asked for)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +135,19 @@ class ChatBackend(Protocol):
         ...
 
     def stream_reply(
-        self, messages: Sequence[ChatMessage], sampling: Sampling
+        self,
+        messages: Sequence[ChatMessage],
+        sampling: Sampling,
+        *,
+        thinking: Thinking = DEFAULT_THINKING,
+        partial: PartialReply | None = None,
     ) -> AsyncIterator[ReplyEvent]:
-        """Generate a reply; the last event is a `ReplyDone` or a `ReplyError`."""
+        """Generate a reply; the last event is a `ReplyDone` or a `ReplyError`.
+
+        `thinking`: on or off, and the thinking's budget (the answer keeps
+        `sampling.max_new_tokens`). `partial`: a cut-off or stopped reply to continue; the
+        events then carry only the new text, their token counts and usage only the new
+        tokens. A backend that cannot continue it ends in a one-line `ReplyError`."""
         ...
 
     async def stop_reply(self) -> None:

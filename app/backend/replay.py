@@ -32,7 +32,7 @@ from app.backend.trace import (
     recorded_info,
 )
 from app.backend.wire import chat_messages
-from app.core.chat import ChatMessage, Sampling
+from app.core.chat import DEFAULT_THINKING, ChatMessage, PartialReply, Sampling, Thinking
 from app.core.errors import BackendError, ExportError
 from app.core.proof_report import ProofReport
 from app.core.reply_usage import ReplyUsage
@@ -46,6 +46,9 @@ MAX_STAGE_GAP_S: Final = 1.0
 """Replayed start-up never waits longer than this between two stages (loads take minutes)."""
 MAX_START_S: Final = 6.0
 """Nor longer than this in all: a real load reports progress every half second or so."""
+NO_CONTINUATION: Final = (
+    "this recording cannot continue the reply: its next recorded reply is not a continuation"
+)
 DEMO_TRACE: Final = "h200-stack-known-answer.trace.json"
 """The trace shipped in assets/: `stack-recurrent` on the project's H200 (`--replay demo`)."""
 
@@ -123,15 +126,25 @@ class ReplayBackend:
         return ProofReport.from_dict(self._trace["proof"])
 
     async def stream_reply(
-        self, messages: Sequence[ChatMessage], sampling: Sampling
+        self,
+        messages: Sequence[ChatMessage],
+        sampling: Sampling,
+        *,
+        thinking: Thinking = DEFAULT_THINKING,
+        partial: PartialReply | None = None,
     ) -> AsyncIterator[ReplyEvent]:
         """Play the next recorded reply with its recorded timing and time stamps; ignores
-        the request. A stop ends it at the recorded time reached."""
+        the request but for `partial`: a continuation plays only when the next recorded
+        reply is one (else a one-line error, and that reply stays next). A stop ends it at
+        the recorded time reached."""
         started = self._clock()
         if not self._trace["replies"]:
             yield ReplyError(f"{self._path}: the trace holds no replies", at=started)
             return
         reply = self._trace["replies"][self._next_reply % self.reply_count]
+        if partial is not None and "partial" not in reply.get("request", {}):
+            yield ReplyError(NO_CONTINUATION, at=started)
+            return
         self._next_reply += 1
         self._abort.clear()
         final = event_from_dict(reply["events"][-1], started) if reply["events"] else None
@@ -220,23 +233,28 @@ class RecordingBackend:
         return report
 
     async def stream_reply(
-        self, messages: Sequence[ChatMessage], sampling: Sampling
+        self,
+        messages: Sequence[ChatMessage],
+        sampling: Sampling,
+        *,
+        thinking: Thinking = DEFAULT_THINKING,
+        partial: PartialReply | None = None,
     ) -> AsyncIterator[ReplyEvent]:
         """Pass the reply through; once it has ended, record it and rewrite the trace."""
         started = self._clock()
         events: list[dict[str, Any]] = []
-        async for event in self.inner.stream_reply(messages, sampling):
+        request: dict[str, Any] = {
+            "messages": chat_messages(messages),
+            "sampling": asdict(sampling),
+            "thinking": asdict(thinking),
+        }
+        if partial is not None:
+            request["partial"] = asdict(partial)
+        stream = self.inner.stream_reply(messages, sampling, thinking=thinking, partial=partial)
+        async for event in stream:
             events.append(event_to_dict(event, started))
             if not isinstance(event, TextChunk):
-                self._trace["replies"].append(
-                    {
-                        "request": {
-                            "messages": chat_messages(messages),
-                            "sampling": asdict(sampling),
-                        },
-                        "events": events,
-                    }
-                )
+                self._trace["replies"].append({"request": request, "events": events})
                 self._save()
             yield event
 

@@ -10,12 +10,17 @@ A trace is one JSON file (schema `TRACE_FORMAT`, version `TRACE_VERSION`):
      "stages": [{"name": ..., "done": false, "elapsed_s": 0.0, "detail": ""}, ...],
      "proof": {...ProofReport.to_dict()...} | null,
      "replies": [{"request": {"messages": [{"role": "user", "content": ...}],
-                              "sampling": {"temperature": ..., ...}},
+                              "sampling": {"temperature": ..., ...},
+                              "thinking": {"enabled": true, "budget": 2048},
+                              "partial": {"reasoning": ..., "answer": ...}},
                   "events": [{"type": "chunk", "t": 0.21, "answer": ..., "reasoning": ...,
                               "completion_tokens": 3},
                              ...,
                              {"type": "done", "t": 4.2, "finish_reason": "stop",
                               "usage": {...ReplyUsage.to_dict()...}}]}]}
+
+`thinking` and `partial` (a continuation of the reply before it: what it continued) are
+absent from older traces; a `done` event of a reply cut by a limit may name it in `cut_by`.
 
 `t` is seconds since the request was sent, never less than the event before; the last
 event of a reply, and only it, is a `done` or an `error` (`{"type": "error", "t": ...,
@@ -62,12 +67,13 @@ def event_to_dict(event: ReplyEvent, started_at: float) -> dict[str, Any]:
             "completion_tokens": event.completion_tokens,
         }
     if isinstance(event, ReplyDone):
-        return {
+        done = {
             "type": "done",
             "t": t,
             "finish_reason": event.finish_reason,
             "usage": event.usage.to_dict(),
         }
+        return {**done, "cut_by": event.cut_by} if event.cut_by else done
     return {"type": "error", "t": t, "message": event.message}
 
 
@@ -87,7 +93,10 @@ def event_from_dict(data: Mapping[str, Any], at: float) -> ReplyEvent:
             if "usage" in data
             else usage_from_meta_info(data["meta_info"])
         )
-        return ReplyDone(finish_reason=data["finish_reason"], usage=usage, at=at)
+        cut_by = data.get("cut_by", "")
+        if not isinstance(cut_by, str):
+            raise ValueError(f"cut_by {cut_by!r:.40} is not text")
+        return ReplyDone(data["finish_reason"], usage, at, cut_by)
     if kind == "error":
         return ReplyError(message=data["message"], at=at)
     raise ValueError(f"unknown event type {kind!r}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.backend.protocol import ChatBackend, ReplyDone, ReplyError
-from app.core.chat import ChatMessage, Role, Sampling
+from app.core.chat import ChatMessage, Role, Sampling, Thinking
 from app.core.errors import BackendError
 
 WARMUP_MESSAGES = (ChatMessage(Role.USER, "Count from 1 to 60 in words, separated by commas."),)
@@ -30,7 +30,9 @@ async def warm_up(backend: ChatBackend, error: type[BackendError]) -> float | No
     """
     accept = None
     for kind, sampling in (("greedy", WARMUP_SAMPLING), ("sampled", SAMPLED_WARMUP)):
-        async for event in backend.stream_reply(WARMUP_MESSAGES, sampling):
+        # The thinking's budget is the reply's: as short as before budgets, answer or not.
+        thinking = Thinking(budget=sampling.max_new_tokens)
+        async for event in backend.stream_reply(WARMUP_MESSAGES, sampling, thinking=thinking):
             if isinstance(event, ReplyError):
                 raise error(f"the {kind} warm-up reply failed: {event.message}")
             if isinstance(event, ReplyDone) and sampling is WARMUP_SAMPLING:

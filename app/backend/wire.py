@@ -165,7 +165,15 @@ def prompt_size(body: Any) -> tuple[int, int]:
 
 
 def chat_request(
-    messages: Sequence[ChatMessage], sampling: Sampling, *, model: str, rid: str
+    messages: Sequence[ChatMessage],
+    sampling: Sampling,
+    *,
+    model: str,
+    rid: str,
+    max_tokens: int | None,
+    enable_thinking: bool = True,
+    prefix: str | None = None,
+    stop: str | None = None,
 ) -> dict[str, Any]:
     """The `/v1/chat/completions` body for one streamed reply.
 
@@ -174,19 +182,34 @@ def chat_request(
     `continuous_usage_stats` puts the cumulative `usage` on every text chunk
     (`serving_chat.py:984-991, 1034-1041`), and `rid` becomes the request id that
     `/abort_request` takes (`serving_chat.py:1395`; kept as given, `managers/io_struct.py:563`).
+    The reply comes as raw text (`separate_reasoning` off: ling-chat splits the thinking,
+    app/backend/thinking.py); `enable_thinking` goes to the chat template; `prefix`, the
+    reply so far, follows the generation prompt as raw text (`continue_final_message`,
+    `serving_chat.py:515-549`); `max_tokens` None: up to the end of the context.
     """
-    return {
+    turns = chat_messages(messages)
+    if prefix is not None:
+        turns.append({"role": "assistant", "content": prefix})
+    body: dict[str, Any] = {
         "model": model,
-        "messages": chat_messages(messages),
+        "messages": turns,
         "stream": True,
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         "return_spec_tokens_details": True,
+        "separate_reasoning": False,
+        "chat_template_kwargs": {"enable_thinking": enable_thinking},
         "temperature": sampling.temperature,
         "top_p": sampling.top_p,
         "top_k": sampling.top_k,
-        "max_completion_tokens": sampling.max_new_tokens,
         "rid": rid,
     }
+    if max_tokens is not None:
+        body["max_completion_tokens"] = max_tokens
+    if prefix is not None:
+        body["continue_final_message"] = True
+    if stop is not None:
+        body["stop"] = [stop]
+    return body
 
 
 @dataclass(slots=True)
@@ -198,6 +221,8 @@ class ChatStream:
     """True once `[DONE]` or an error event arrived: read no further."""
     _finish: str | None = None
     """The chat finish reason, once a choice carried one."""
+    matched_stop: str | int | None = None
+    """The stop string or token the reply ended on, when a choice named one."""
     _usage: dict[str, Any] = field(default_factory=dict)
     _spec: dict[str, Any] = field(default_factory=dict)
 
@@ -292,4 +317,6 @@ class ChatStream:
                 events.append(TextChunk(str(answer), str(reasoning), self.completion_tokens, at))
             if choice.get("finish_reason"):
                 self._finish = str(choice["finish_reason"])
+                matched = choice.get("matched_stop")
+                self.matched_stop = matched if isinstance(matched, str | int) else None
         return events

@@ -88,6 +88,25 @@ class PartialReply:
         return bool(self.reasoning) and not self.answer
 
 
+def thinking_words(thinking: Thinking) -> str:
+    """A chat's thinking in words: `thinking off`, `thinking up to 2,048 tokens`."""
+    if not thinking.enabled:
+        return "thinking off"
+    if thinking.budget is None:
+        return "thinking on"
+    return f"thinking up to {thinking.budget:,} tokens"
+
+
+def budget_words(tokens: int) -> str:
+    """A reply cut by its budget: what the transcript says cut it."""
+    return f"the reply budget of {tokens:,} tokens"
+
+
+def context_words(tokens: int) -> str:
+    """A reply cut by the end of the model's context."""
+    return f"the room left in the model's context ({tokens:,} tokens)"
+
+
 def fit_to_context(sampling: Sampling, used: int, context: int) -> Sampling:
     """`sampling` with its reply cut to the room left in the context.
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from html import escape
 
-from app.core.chat import Role
+from app.core.chat import Role, thinking_words
 from app.render.figures import speed_line
 from app.storage.models import Conversation, MessageStatus, StoredMessage, Thread
 
@@ -32,17 +32,20 @@ def status_note(message: StoredMessage) -> str:
         return "partial"
     if message.status is MessageStatus.STOPPED:
         return "stopped"
+    if message.status is MessageStatus.CUT:
+        return f"cut off by {message.cut_reason}" if message.cut_reason else "cut off"
     if message.status is MessageStatus.ERROR:
         return f"error: {message.error}" if message.error else "error"
     return ""
 
 
 def settings_line(conversation: Conversation) -> str:
-    """Model and sampling on one line."""
+    """Model, sampling and thinking on one line."""
     s = conversation.sampling
     return (
         f"model {conversation.model or 'unknown'} · temperature {s.temperature:g} · "
-        f"top_p {s.top_p:g} · top_k {s.top_k} · max {s.max_new_tokens} tokens"
+        f"top_p {s.top_p:g} · top_k {s.top_k} · max {s.max_new_tokens} tokens · "
+        f"{thinking_words(conversation.thinking)}"
     )
 
 

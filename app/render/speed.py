@@ -12,7 +12,7 @@ from app.telemetry import ReplyStats
 from app.telemetry.context import ContextBucket, by_context
 
 BAR_WIDTH = 32
-COUNTED = (MessageStatus.COMPLETE, MessageStatus.STOPPED)
+COUNTED = (MessageStatus.COMPLETE, MessageStatus.STOPPED, MessageStatus.CUT)
 """Replies whose speed counts; a failed reply's numbers describe the failure."""
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from app.core.chat import Role, Sampling
+from app.core.chat import Role, Sampling, Thinking
 from app.core.errors import ImportFailed
 from app.core.reply_usage import histogram_in, optional_count_in
 from app.storage import rows
@@ -210,6 +210,12 @@ def _kind(value: Any) -> str:
     return "null" if value is None else f"a {type(value).__name__}"
 
 
+def _thinking(record: Mapping[str, Any]) -> Thinking:
+    """The conversation's thinking; an export from before it was kept has none (the default)."""
+    with _within("thinking"):
+        return rows.thinking_from(record.get("thinking"))
+
+
 def _sampling(record: Mapping[str, Any]) -> Sampling:
     """The conversation's sampling, each value in the range the settings allow."""
     data = _object(record, "sampling")
@@ -275,6 +281,7 @@ def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any,
             "system_prompt": _text(record, "system_prompt"),
             "model": _text(record, "model"),
             "sampling": rows.sampling_json(_sampling(record)),
+            "thinking": rows.thinking_json(_thinking(record)),
             "created_at": record["created_at"],
             "updated_at": _date(record, "updated_at"),
             "archived": int(_flag(record, "archived")),
@@ -305,6 +312,7 @@ def _message(
             "reasoning": _text(message, "reasoning"),
             "status": _choice(message, "status", MessageStatus),
             "error": _text(message, "error", optional=True),
+            "cut_reason": _text(message, "cut_reason", optional=True),
             "created_at": _date(message, "created_at"),
             "updated_at": _date(message, "updated_at", optional=True) or message["created_at"],
         },

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from app.core.chat import Role, Sampling
+from app.core.chat import DEFAULT_THINKING, Role, Sampling, Thinking
 from app.core.proof_report import ProofReport
 from app.telemetry import ReplyStats
 
@@ -21,6 +21,9 @@ class MessageStatus(StrEnum):
     STOPPED = "stopped"
     """Ended early: the user stopped it, the server aborted it, or its stream ended without a
     final event; the text is what arrived."""
+    CUT = "cut"
+    """Cut off by a limit (its token budget, or the end of the context) before it ended;
+    `StoredMessage.cut_reason` names the limit."""
     ERROR = "error"
     """The backend failed; `StoredMessage.error` says how."""
 
@@ -39,6 +42,7 @@ class Conversation:
     updated_at: str
     """Bumped whenever a message is added, finished or deleted."""
     archived: bool
+    thinking: Thinking = DEFAULT_THINKING
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +62,14 @@ class StoredMessage:
     """The engine run that measured this reply, when its stats were recorded with one."""
     updated_at: str = ""
     """When the row was last written (the last flush of a partial reply)."""
+    cut_reason: str | None = None
+    """For status CUT: the limit that cut it off, in words."""
+
+    @property
+    def continuable(self) -> bool:
+        """A reply that was cut off or stopped, with text to go on from."""
+        continuable = self.status in (MessageStatus.CUT, MessageStatus.STOPPED)
+        return continuable and self.role is Role.ASSISTANT and bool(self.content or self.reasoning)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from typing import Any, TypeVar, cast
 
 from sqlite_utils import Database
 
-from app.core.chat import Role, Sampling
+from app.core.chat import DEFAULT_THINKING, Role, Sampling, Thinking
 from app.core.reply_usage import check_count
 from app.storage.models import Conversation, EngineRun, MessageStatus, StoredMessage
 from app.telemetry import ReplyStats
@@ -72,6 +72,35 @@ def stored_sampling(text: Any) -> Sampling:
     return Sampling(**values)
 
 
+def thinking_json(thinking: Thinking) -> str:
+    """A chat's thinking as the JSON stored in `conversations.thinking` (and exported)."""
+    return json.dumps({"enabled": thinking.enabled, "budget": thinking.budget})
+
+
+def thinking_from(stored: Any) -> Thinking:
+    """A chat's thinking from its stored or exported dict (None: the default).
+
+    Raises:
+        ValueError: it is not `{"enabled": bool, "budget": int or null}` in range.
+    """
+    if stored is None:
+        return DEFAULT_THINKING
+    if not isinstance(stored, Mapping) or not isinstance(stored.get("enabled"), bool):
+        raise ValueError(f"thinking {stored!r:.60} is not {{'enabled': bool, 'budget': ...}}")
+    budget = stored.get("budget")
+    if budget is not None and (type(budget) is not int):
+        raise ValueError(f"a thinking budget {budget!r:.40} is not a whole number")
+    return Thinking(stored["enabled"], budget)
+
+
+def stored_thinking(text: Any) -> Thinking:
+    """A chat's thinking from its column; a damaged value reads as the default."""
+    try:
+        return thinking_from(_json(text, None))
+    except ValueError:
+        return DEFAULT_THINKING
+
+
 def conversation(row: Mapping[str, Any]) -> Conversation:
     """A `conversations` row as a record (a damaged value reads as a placeholder)."""
     return Conversation(
@@ -83,6 +112,7 @@ def conversation(row: Mapping[str, Any]) -> Conversation:
         created_at=_text(row["created_at"]),
         updated_at=_text(row["updated_at"]),
         archived=bool(row["archived"]),
+        thinking=stored_thinking(row.get("thinking")),
     )
 
 
@@ -198,6 +228,7 @@ def _message(row: Mapping[str, Any]) -> StoredMessage:
         error=None if row["error"] is None else _text(row["error"]),
         engine_run_id=row["engine_run_id"],
         updated_at=_text(row["updated_at"]),
+        cut_reason=None if row.get("cut_reason") is None else _text(row["cut_reason"]),
     )
 
 

@@ -7,9 +7,10 @@ from sqlite_utils.db import ForeignKey
 
 MIGRATIONS = Migrations("ling-chat")
 """Applied in order by `Connection`; each runs in one transaction with its bookkeeping."""
-READ_WITHOUT = frozenset({"m003_conversation_key_index"})
-"""Migrations a history can be read without (an index: the same rows, found slower), so a
-read-only history that lacks them still opens for reading."""
+READ_WITHOUT = frozenset({"m003_conversation_key_index", "m004_chat_thinking"})
+"""Migrations a history can be read without (an index: the same rows, found slower; columns
+whose absence reads as their default), so a read-only history that lacks them still opens
+for reading."""
 
 
 def unknown_migrations(db: Database) -> list[str]:
@@ -149,3 +150,11 @@ def m003_conversation_key_index(db: Database) -> None:
     """An index on what makes an imported conversation one already there (its creation time
     and title): the import's duplicate check reads it instead of every conversation."""
     db.table("conversations").create_index(["created_at", "title"])
+
+
+@MIGRATIONS()
+def m004_chat_thinking(db: Database) -> None:
+    """Each chat's thinking (`Thinking` as JSON; null: the default), and why a reply was cut
+    off (status `cut`: the limit it reached, e.g. "the reply budget of 4,096 tokens")."""
+    db.table("conversations").add_column("thinking", str)
+    db.table("messages").add_column("cut_reason", str)

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from app.core.chat import MAX_TEXT_CHARS, Role, Sampling
+from app.core.chat import DEFAULT_THINKING, MAX_TEXT_CHARS, Role, Sampling, Thinking
 from app.core.errors import StorageError
 from app.core.proof_report import ProofReport
 from app.files import new_file
@@ -141,6 +141,7 @@ class ChatStore:
         system_prompt: str = "",
         model: str = "",
         sampling: Sampling | None = None,
+        thinking: Thinking = DEFAULT_THINKING,
     ) -> Conversation:
         """Start a conversation (default sampling when none is given)."""
         now = utc_now()
@@ -149,6 +150,7 @@ class ChatStore:
             "system_prompt": system_prompt,
             "model": model,
             "sampling": rows.sampling_json(sampling or Sampling()),
+            "thinking": rows.thinking_json(thinking),
             "created_at": now,
             "updated_at": now,
             "archived": 0,
@@ -206,9 +208,12 @@ class ChatStore:
         *,
         system_prompt: str | None = None,
         sampling: Sampling | None = None,
+        thinking: Thinking | None = None,
     ) -> None:
-        """Change the system prompt and/or sampling of later replies (None keeps a value)."""
+        """Change the system prompt, sampling or thinking of later replies (None keeps one)."""
         changes: dict[str, Any] = {}
+        if thinking is not None:
+            changes["thinking"] = rows.thinking_json(thinking)
         if system_prompt is not None:
             changes["system_prompt"] = system_prompt
         if sampling is not None:
@@ -361,8 +366,10 @@ class ChatStore:
         engine_run_id: int | None = None,
         flush_interval_s: float = 0.5,
         clock: Callable[[], float] = time.monotonic,
+        continuing: StoredMessage | None = None,
     ) -> ReplyWriter:
-        """A writer for the assistant's next reply in a conversation.
+        """A writer for the assistant's next reply in a conversation, or one going on with
+        the stored reply `continuing` (cut off or stopped: `ReplyWriter`).
 
         Args:
             conversation_id: where the reply goes (must exist).
@@ -377,6 +384,7 @@ class ChatStore:
             engine_run_id=engine_run_id,
             flush_interval_s=flush_interval_s,
             clock=clock,
+            continuing=continuing,
         )
 
     def _update_conversation(self, conversation_id: int, **changes: Any) -> None:

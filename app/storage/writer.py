@@ -21,6 +21,9 @@ class ReplyWriter:
     (if that commit fails, the text stays buffered and the next commit creates it); later
     text is committed once `flush_interval_s` has passed since the last commit, so a
     killed process leaves a `partial` reply holding everything flushed before the kill.
+
+    Continuing a stored reply (`ChatStore.continue_reply`), the writer extends that row:
+    its text goes on from the stored text, and `finish` replaces its measurements.
     """
 
     def __init__(
@@ -31,16 +34,17 @@ class ReplyWriter:
         engine_run_id: int | None,
         flush_interval_s: float,
         clock: Callable[[], float],
+        continuing: StoredMessage | None = None,
     ) -> None:
-        self.message_id: int | None = None
+        self.message_id: int | None = continuing.id if continuing is not None else None
         """None until the row exists (the first text was committed)."""
         self._connection = connection
         self._conversation_id = conversation_id
         self._engine_run_id = engine_run_id
         self._flush_interval_s = flush_interval_s
         self._clock = clock
-        self._answer: list[str] = []
-        self._reasoning: list[str] = []
+        self._answer: list[str] = [continuing.content] if continuing is not None else []
+        self._reasoning: list[str] = [continuing.reasoning] if continuing is not None else []
         self._dirty = False
         self._flushed_at = 0.0
         self._finished = False
@@ -87,6 +91,7 @@ class ReplyWriter:
         stats: ReplyStats | None = None,
         error: str | None = None,
         *,
+        cut_reason: str | None = None,
         wait: bool = True,
     ) -> StoredMessage | None:
         """Store the final text, status and measurements in one transaction.
@@ -101,6 +106,7 @@ class ReplyWriter:
             status: how the reply ended.
             stats: the reply's measurements, if any.
             error: what went wrong, for status ERROR.
+            cut_reason: the limit that cut the reply off, for status CUT.
             wait: wait out a busy database (up to the busy timeout); False fails at once.
 
         Returns:
@@ -115,15 +121,16 @@ class ReplyWriter:
         with self._connection.write(wait=wait) as db:
             message_id = self.message_id
             if message_id is None:
-                message_id = self._insert(db, status, error, now)
+                message_id = self._insert(db, status, error, now, cut_reason)
             elif not db.execute(
                 "UPDATE messages SET content = ?, reasoning = ?, status = ?, error = ?,"
-                " updated_at = ? WHERE id = ?",
-                [*self._text(), status.value, error, now, message_id],
+                " cut_reason = ?, updated_at = ? WHERE id = ?",
+                [*self._text(), status.value, error, cut_reason, now, message_id],
             ).rowcount:
                 self._finished = True
                 return None
             if stats is not None:
+                db.execute("DELETE FROM measurements WHERE message_id = ?", [message_id])
                 measured = rows.measurement(message_id, self._engine_run_id, stats)
                 db.table("measurements").insert(measured)
             rows.touch(db, self._conversation_id, now)
@@ -132,7 +139,19 @@ class ReplyWriter:
         self._finished = True
         return message
 
-    def _insert(self, db: Database, status: MessageStatus, error: str | None, now: str) -> int:
+    def leave(self) -> None:
+        """End without writing: a continuation that brought nothing leaves its reply as it
+        was (its text, status and measurements)."""
+        self._finished = True
+
+    def _insert(
+        self,
+        db: Database,
+        status: MessageStatus,
+        error: str | None,
+        now: str,
+        cut_reason: str | None = None,
+    ) -> int:
         if not rows.touch(db, self._conversation_id, now):
             raise StorageError(f"no conversation {self._conversation_id}")
         content, reasoning = self._text()
@@ -143,6 +162,7 @@ class ReplyWriter:
             "reasoning": reasoning,
             "status": status.value,
             "error": error,
+            "cut_reason": cut_reason,
             "created_at": now,
             "updated_at": now,
         }

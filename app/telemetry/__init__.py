@@ -11,6 +11,7 @@ from app.telemetry.health import (
 )
 from app.telemetry.metrics import (
     ReplyStats,
+    continued_stats,
     decode_tokens_per_second,
     reply_stats,
     time_per_output_token,
@@ -35,6 +36,7 @@ __all__ = [
     "SessionSummary",
     "SpecHealth",
     "check_collapse",
+    "continued_stats",
     "decode_tokens_per_second",
     "judge_accept_length",
     "percentile",

@@ -119,3 +119,44 @@ def reply_stats(
         cached_tokens=usage.cached_tokens,
         accept_histogram=usage.accept_histogram,
     )
+
+
+def continued_stats(earlier: ReplyStats, later: ReplyStats) -> ReplyStats:
+    """One reply's stats from its parts: `earlier`, then its continuation `later`.
+
+    Tokens, time and verify rounds are summed; TPOT is the decode time (each part's latency
+    after its first text) over the tokens decoded after each part's first; accept length is
+    the tokens over every verify round; the accept rate is the parts' rates weighted by their
+    rounds (each round drafts as many tokens); TTFT and the prompt are the first part's."""
+    completion = earlier.completion_tokens + later.completion_tokens
+    decode, decoded = 0.0, 0
+    for part in (earlier, later):
+        if part.ttft_s is not None and part.completion_tokens > 1:
+            decode += part.latency_s - part.ttft_s
+            decoded += part.completion_tokens - 1
+    tpot = decode / decoded if decoded and decode > 0 else None
+    rounds = (earlier.verify_rounds or 0) + (later.verify_rounds or 0)
+    rates = [(p.accept_rate, p.verify_rounds or 0) for p in (earlier, later)]
+    weighed = [(rate, n) for rate, n in rates if rate is not None and n]
+    histogram = None
+    if earlier.accept_histogram is not None or later.accept_histogram is not None:
+        a, b = earlier.accept_histogram or (), later.accept_histogram or ()
+        histogram = tuple(
+            (a[i] if i < len(a) else 0) + (b[i] if i < len(b) else 0)
+            for i in range(max(len(a), len(b)))
+        )
+    return ReplyStats(
+        prompt_tokens=earlier.prompt_tokens,
+        completion_tokens=completion,
+        ttft_s=earlier.ttft_s if earlier.ttft_s is not None else later.ttft_s,
+        latency_s=earlier.latency_s + later.latency_s,
+        tpot_s=tpot,
+        decode_tps=decode_tokens_per_second(tpot),
+        accept_length=pooled_accept_length((earlier, later)),
+        accept_rate=(
+            sum(rate * n for rate, n in weighed) / sum(n for _, n in weighed) if weighed else None
+        ),
+        verify_rounds=rounds or None,
+        cached_tokens=earlier.cached_tokens,
+        accept_histogram=histogram,
+    )

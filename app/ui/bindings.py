@@ -50,6 +50,9 @@ CHAT_ACTIONS: Final = (
     Action("stop_reply", "escape", "stop_reply", "Stop reply", footer="Stop", priority=False),
     Action("new_chat", "ctrl+n", "new_chat", "New chat", footer="New chat"),
     Action("regenerate", "ctrl+r", "regenerate", "Regenerate last reply", footer="Regenerate"),
+    Action(
+        "continue_reply", "ctrl+g", "continue_reply", "Continue last reply (cut off or stopped)"
+    ),
     Action("edit_last", "f4", "edit_last", "Edit & resend last message (kept until sent)"),
     Action("copy_reply", "f5", "copy_reply", "Copy last reply"),
     Action("copy_code", "f6", "copy_code", "Copy a code block (again: the one before)"),

@@ -18,6 +18,7 @@ VERDICT_STYLES: Final = {Verdict.PASS: "green", Verdict.FAIL: "bold red", Verdic
 STATUS_MARKS: Final = {
     MessageStatus.COMPLETE: "✓",
     MessageStatus.STOPPED: "■ stopped",
+    MessageStatus.CUT: "✂ cut off",
     MessageStatus.PARTIAL: "… partial",
     MessageStatus.ERROR: "✗ error",
 }
@@ -36,10 +37,10 @@ def visible_text(text: Text) -> Text:
     return result
 
 
-def stats_line(status: MessageStatus, stats: ReplyStats | None, error: str | None = None) -> str:
+def stats_line(status: MessageStatus, stats: ReplyStats | None, why: str | None = None) -> str:
     """The line under a finished reply, e.g. `✓ 612 tok/s · TPOT 1.63 ms · … · accept 3.12 ·
-    1,234 tokens in 2.31 s`."""
-    mark = STATUS_MARKS[status] + (f": {visible(error)}" if error else "")
+    1,234 tokens in 2.31 s`; `why`: its error, or the limit that cut it off."""
+    mark = STATUS_MARKS[status] + (f": {visible(why)}" if why else "")
     if stats is None:
         return mark
     tokens = f"{stats.completion_tokens:,} tokens in {seconds(stats.latency_s)}"

@@ -12,10 +12,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.backend.protocol import ReplyDone, ReplyError, ReplyEvent, TextChunk
-from app.core.chat import ChatMessage, Role, Sampling
+from app.core.chat import (
+    DEFAULT_THINKING,
+    ChatMessage,
+    PartialReply,
+    Role,
+    Sampling,
+    Thinking,
+    budget_words,
+)
 from app.core.reply_usage import ReplyUsage
-from app.storage import MessageStatus, ReplyWriter, StoredMessage
-from app.telemetry import ReplyStats, reply_stats
+from app.storage import Conversation, MessageStatus, ReplyWriter, StoredMessage
+from app.telemetry import ReplyStats, continued_stats, reply_stats
 from app.telemetry.windows import LiveRate, LiveSnapshot
 
 
@@ -26,33 +34,51 @@ class ReplyRequest:
     conversation_id: int
     messages: tuple[ChatMessage, ...]
     sampling: Sampling
+    thinking: Thinking = DEFAULT_THINKING
+    partial: PartialReply | None = None
+    """The reply so far, when this request continues it."""
+
+
+ENDINGS = {"abort": MessageStatus.STOPPED, "length": MessageStatus.CUT}
+"""A backend's finish reason -> the reply's status (`stop` and any other: complete)."""
 
 
 class ReplyRun:
     """The state of one streaming reply: text, timings, live speed, and its stored row."""
 
     def __init__(
-        self, request: ReplyRequest, writer: ReplyWriter, clock: Callable[[], float]
+        self,
+        request: ReplyRequest,
+        writer: ReplyWriter,
+        clock: Callable[[], float],
+        continuing: StoredMessage | None = None,
     ) -> None:
+        """`continuing`: the stored reply this run goes on with (cut off or stopped); its
+        text stays in front of the new, and its measurements are summed with the new's."""
         self.request = request
+        self.continuing = continuing
         self._writer = writer
         self._clock = clock
         self.started_at = clock()
         """When the request went out; `sent()` moves it to the moment it really does."""
         self.live = LiveRate()
         self.arrivals: list[float] = []
-        self.answer = ""
-        self.reasoning = ""
+        self.answer = continuing.content if continuing is not None else ""
+        self.reasoning = continuing.reasoning if continuing is not None else ""
         self._pending_answer: list[str] = []
         self._pending_reasoning: list[str] = []
         self.status: MessageStatus | None = None
         """Set once the reply has ended and been stored."""
         self.stats: ReplyStats | None = None
         self.error: str | None = None
+        self.cut_reason: str | None = None
+        """For status CUT: the limit that cut the reply off."""
+        self.refused: str | None = None
+        """Why a continuation brought nothing (the reply stays as it was): said, not stored."""
         self.bug: str | None = None
         """A bug that ended the reply (`Type: message`): shown and logged, never stored."""
         self.stop_requested = False
-        self._ending: tuple[MessageStatus, ReplyUsage | None, float, str | None] | None = None
+        self._ending: tuple[MessageStatus, ReplyUsage | None, float, str | None, str] | None = None
         """The last ending tried, kept for `close` to retry when it could not be stored."""
 
     @property
@@ -100,17 +126,29 @@ class ReplyRun:
                 self._pending_answer.append(event.answer)
             self._writer.append(answer=event.answer, reasoning=event.reasoning)
         elif isinstance(event, ReplyDone):
-            status = (
-                MessageStatus.STOPPED if event.finish_reason == "abort" else MessageStatus.COMPLETE
-            )
-            self._finish(status, event.usage, event.at)
+            status = ENDINGS.get(event.finish_reason, MessageStatus.COMPLETE)
+            cut_by = event.cut_by or budget_words(self.request.sampling.max_new_tokens)
+            self._finish(status, event.usage, event.at, None, cut_by)
         elif isinstance(event, ReplyError):
-            self._finish(MessageStatus.ERROR, None, event.at, event.message)
+            self.fail(event.message, event.at)
 
-    def fail(self, message: str) -> None:
-        """End the reply with an error raised outside the event stream."""
-        if not self.finished:
-            self._finish(MessageStatus.ERROR, None, self._clock(), message)
+    def fail(self, message: str, at: float | None = None) -> None:
+        """End the reply with an error. A continuation that brought nothing leaves its reply
+        as it was, and one that brought text ends stopped: the error is said (`refused`),
+        not stored, so that the reply stays in the chat and can be continued again."""
+        if self.finished:
+            return
+        at = self._clock() if at is None else at
+        if self.continuing is None:
+            self._finish(MessageStatus.ERROR, None, at, message)
+            return
+        self.refused = message
+        if self.arrivals:
+            self._finish(MessageStatus.STOPPED, None, at)
+        else:
+            self._writer.leave()
+            self.status, self.stats = self.continuing.status, self.continuing.stats
+            self.cut_reason = self.continuing.cut_reason
 
     def close(self, *, wait: bool = True) -> None:
         """Store what arrived, as stopped if the stream ended without a final event.
@@ -122,7 +160,7 @@ class ReplyRun:
             StorageError: the reply still cannot be stored (it stays unfinished).
         """
         if not self.finished:
-            ending = self._ending or (MessageStatus.STOPPED, None, self._clock(), None)
+            ending = self._ending or (MessageStatus.STOPPED, None, self._clock(), None, "")
             self._finish(*ending, wait=wait)
 
     def flush(self) -> None:
@@ -143,19 +181,25 @@ class ReplyRun:
         usage: ReplyUsage | None,
         ended_at: float,
         error: str | None = None,
+        cut_by: str = "",
         *,
         wait: bool = True,
     ) -> None:
         """Store the ending, then mark the run finished.
 
-        `usage` None (no final report): the tokens counted as they arrived. On StorageError
-        the run stays unfinished and `close` retries this same ending.
+        `usage` None (no final report): the tokens counted as they arrived. `cut_by`: the
+        limit, for status CUT. On StorageError the run stays unfinished and `close` retries
+        this same ending.
         """
-        self._ending = (status, usage, ended_at, error)
+        self._ending = (status, usage, ended_at, error, cut_by)
         usage = usage or ReplyUsage(completion_tokens=self.live.tokens)
         stats = reply_stats(self.started_at, self.arrivals, usage, ended_at)
-        self._writer.finish(status, stats, error, wait=wait)
+        if self.continuing is not None and self.continuing.stats is not None:
+            stats = continued_stats(self.continuing.stats, stats)
+        cut_reason = cut_by if status is MessageStatus.CUT else None
+        self._writer.finish(status, stats, error, cut_reason=cut_reason, wait=wait)
         self.status, self.stats, self.error = status, stats, error
+        self.cut_reason = cut_reason
 
 
 def recovery_markdown(runs: Sequence[ReplyRun]) -> str:
@@ -188,3 +232,22 @@ def request_messages(
         and message.status is not MessageStatus.ERROR
     )
     return tuple(messages)
+
+
+def reply_request(
+    conversation: Conversation,
+    history: Sequence[StoredMessage],
+    continuing: StoredMessage | None = None,
+) -> ReplyRequest:
+    """The request for a conversation's next reply, or for going on with `continuing`, its
+    last message (the model then sees the conversation before it, and its text so far)."""
+    partial = None
+    if continuing is not None:
+        history, partial = history[:-1], PartialReply(continuing.reasoning, continuing.content)
+    return ReplyRequest(
+        conversation.id,
+        request_messages(conversation.system_prompt, history),
+        conversation.sampling,
+        conversation.thinking,
+        partial,
+    )

@@ -84,7 +84,7 @@ class ReplyListener(Protocol):
 
 def footer(run: ReplyRun) -> str:
     """The status line under an ended reply."""
-    return stats_line(run.shown_status, run.stats, run.error or run.bug)
+    return stats_line(run.shown_status, run.stats, run.error or run.bug or run.cut_reason)
 
 
 class ReplyController:
@@ -179,7 +179,13 @@ class ReplyController:
         try:
             request = run.request
             run.sent()
-            async for event in self._backend.stream_reply(request.messages, request.sampling):
+            stream = self._backend.stream_reply(
+                request.messages,
+                request.sampling,
+                thinking=request.thinking,
+                partial=request.partial,
+            )
+            async for event in stream:
                 run.observe(event)
         except StorageError as error:
             self._listener.notify(f"Could not save the reply: {error}", severity="error")

@@ -31,7 +31,7 @@ from textual.widgets import Markdown, TextArea
 from app.backend.protocol import ReplyEvent, TextChunk
 from app.backend.replay import ReplayBackend
 from app.backend.trace import TRACE_FORMAT, TRACE_VERSION
-from app.core.chat import ChatMessage, Sampling
+from app.core.chat import DEFAULT_THINKING, ChatMessage, PartialReply, Sampling, Thinking
 from app.core.proof_report import ProofLine, ProofReport, Verdict
 from app.core.reply_usage import ReplyUsage
 from app.files import write_atomic
@@ -187,11 +187,18 @@ class WatchedReplay(ReplayBackend):
         self._watch = watch
 
     async def stream_reply(
-        self, messages: Sequence[ChatMessage], sampling: Sampling
+        self,
+        messages: Sequence[ChatMessage],
+        sampling: Sampling,
+        *,
+        thinking: Thinking = DEFAULT_THINKING,
+        partial: PartialReply | None = None,
     ) -> AsyncIterator[ReplyEvent]:
         """The replayed reply, each chunk noted with the answer size so far."""
         size = 0
-        async for event in super().stream_reply(messages, sampling):
+        async for event in super().stream_reply(
+            messages, sampling, thinking=thinking, partial=partial
+        ):
             if isinstance(event, TextChunk):
                 size += len(event.answer)
                 self._watch.produced.append((event.at, size))

@@ -27,7 +27,7 @@ from app.backend.firststart.prepare import (
 )
 from app.backend.protocol import BackendInfo, LoadStage, ReplyEvent
 from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
-from app.core.chat import ChatMessage, Sampling
+from app.core.chat import DEFAULT_THINKING, ChatMessage, PartialReply, Sampling, Thinking
 from app.core.errors import BackendError
 from app.core.proof_report import ProofLine, ProofReport, Verdict
 
@@ -185,7 +185,12 @@ class DummyEngineDouble:
         return ProofReport("stack", (self.refused,) if self.refused else ())
 
     def stream_reply(
-        self, messages: Sequence[ChatMessage], sampling: Sampling
+        self,
+        messages: Sequence[ChatMessage],
+        sampling: Sampling,
+        *,
+        thinking: Thinking = DEFAULT_THINKING,
+        partial: PartialReply | None = None,
     ) -> AsyncIterator[ReplyEvent]:
         raise NotImplementedError
 

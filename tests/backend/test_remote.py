@@ -36,7 +36,7 @@ from app.backend.remote import remote
 from app.backend.remote.remote import RemoteBackend, is_loopback
 from app.backend.warmup import SAMPLED_WARMUP, WARMUP_SAMPLING
 from app.backend.wire import ChatStream, SSELines, WireError
-from app.core.chat import ChatMessage, Role, Sampling
+from app.core.chat import DEFAULT_THINKING, ChatMessage, Role, Sampling, Thinking
 from app.core.errors import BackendError, ConfigError, ProofFailed, ServerError
 from app.core.proof_report import ProofLine, ProofReport, Verdict
 from app.core.reply_usage import ReplyUsage
@@ -652,10 +652,13 @@ async def test_reply_request_carries_template_inputs_sampling_and_stat_options(
         "stream": True,
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         "return_spec_tokens_details": True,
+        "separate_reasoning": False,
+        "chat_template_kwargs": {"enable_thinking": True},
         "temperature": 0.6,
         "top_p": 0.95,
         "top_k": 29,
-        "max_completion_tokens": 256,
+        "max_completion_tokens": DEFAULT_THINKING.budget,  # the thinking's, to `</think>`
+        "stop": ["</think>"],
     }
 
 
@@ -1050,7 +1053,7 @@ async def test_a_server_that_cannot_count_gets_the_budget_as_asked(connect, buil
     server.routes["/v1/tokenize"] = lambda _: httpx.Response(404, json={"detail": "Not Found"})
     backend = connect(server)
     await collect(backend.start())
-    events = await collect(backend.stream_reply(HELLO, SAMPLING))
+    events = await collect(backend.stream_reply(HELLO, SAMPLING, thinking=Thinking(enabled=False)))
     assert isinstance(events[-1], ReplyDone)
     assert server.chat_bodies()[-1]["max_completion_tokens"] == SAMPLING.max_new_tokens
 
@@ -1065,7 +1068,7 @@ async def test_an_impossible_token_count_is_no_count_and_the_budget_stays_as_ask
     server.routes["/v1/tokenize"] = lambda _: httpx.Response(200, json=answer)
     backend = connect(server)
     await collect(backend.start())
-    events = await collect(backend.stream_reply(HELLO, SAMPLING))
+    events = await collect(backend.stream_reply(HELLO, SAMPLING, thinking=Thinking(enabled=False)))
     assert isinstance(events[-1], ReplyDone)
     assert server.chat_bodies()[-1]["max_completion_tokens"] == SAMPLING.max_new_tokens
     assert backend.info.context_length is None

@@ -21,7 +21,7 @@ from app.backend.protocol import ReplyError
 from app.backend.remote.remote import RemoteBackend
 from app.backend.remote.stream import MAX_REPLY_BYTES, MAX_REPLY_CHARS, MAX_REPLY_EVENTS
 from app.backend.wire import MAX_EVENT_LINE
-from app.core.chat import ChatMessage, Role, Sampling
+from app.core.chat import ChatMessage, Role, Sampling, Thinking
 from app.core.errors import BadServerAnswer, LingChatError
 from app.storage import ChatStore, MessageStatus
 from app.ui.reply import ReplyRequest, ReplyRun
@@ -30,6 +30,8 @@ SENT_AT_MOST = 256 << 20
 """An endless answer's bound: far past every limit, and what the old client read whole."""
 PIECE = 64 << 10
 HELLO = (ChatMessage(Role.USER, "Hi"),)
+NO_THINKING = Thinking(enabled=False)
+"""The canned streams here are answers: their requests ask for no thinking."""
 SERVER_INFO = b'{"version": "0.5.23", "model_path": "m"}'
 EVENTS = "text/event-stream"
 
@@ -179,7 +181,7 @@ async def test_a_reply_stream_past_a_limit_ends_in_one_line(serve, answer, messa
     backend = RemoteBackend(url)
     tracemalloc.start()
     try:
-        events = await collect(backend.stream_reply(HELLO, Sampling()))
+        events = await collect(backend.stream_reply(HELLO, Sampling(), thinking=NO_THINKING))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -207,7 +209,7 @@ async def test_a_tokenize_answer_past_a_limit_ends_the_reply_in_one_line(
     url = serve({"/v1/tokenize": answer})
     backend = RemoteBackend(url)
 
-    events = await collect(backend.stream_reply(HELLO, Sampling()))
+    events = await collect(backend.stream_reply(HELLO, Sampling(), thinking=NO_THINKING))
     await backend.shutdown()
 
     (error,) = events
@@ -327,7 +329,7 @@ async def test_an_absurd_count_from_a_server_ends_the_reply_in_one_line_and_it_i
         request = ReplyRequest(conversation.id, HELLO, Sampling())
         run = ReplyRun(request, store.start_reply(conversation.id), time.perf_counter)
         try:
-            async for event in backend.stream_reply(HELLO, Sampling()):
+            async for event in backend.stream_reply(HELLO, Sampling(), thinking=NO_THINKING):
                 run.observe(event)  # before: OverflowError storing the reply
         finally:
             await backend.shutdown()
@@ -420,7 +422,7 @@ async def test_a_reply_that_stalls_on_keepalives_ends_after_the_wait_with_its_te
     backend = RemoteBackend(url, server_wait=WAIT_S)
     began = time.perf_counter()
     try:
-        events = await collect(backend.stream_reply(HELLO, Sampling()))
+        events = await collect(backend.stream_reply(HELLO, Sampling(), thinking=NO_THINKING))
     finally:
         await backend.shutdown()
     seconds = time.perf_counter() - began
@@ -479,7 +481,7 @@ async def test_a_stream_of_valid_lines_under_every_line_limit_ends_at_a_reply_bo
         run = ReplyRun(request, store.start_reply(conversation.id), time.perf_counter)
         tracemalloc.start()
         try:
-            async for event in backend.stream_reply(HELLO, Sampling()):
+            async for event in backend.stream_reply(HELLO, Sampling(), thinking=NO_THINKING):
                 run.observe(event)
             _, peak = tracemalloc.get_traced_memory()
         finally:
@@ -511,7 +513,7 @@ async def test_a_chat_answer_that_is_no_event_stream_says_what_it_is(
     url = serve({"/v1/chat/completions": whole(body, kind)})
     backend = RemoteBackend(url)
     try:
-        events = await collect(backend.stream_reply(HELLO, Sampling()))
+        events = await collect(backend.stream_reply(HELLO, Sampling(), thinking=NO_THINKING))
     finally:
         await backend.shutdown()
     (error,) = events

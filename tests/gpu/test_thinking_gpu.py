@@ -1,6 +1,6 @@
 """A chat's thinking on the real engine: off gives the answer alone; a budget shorter than the
 reasoning cuts the thinking at exactly that many tokens, and the answer follows in full
-within its own budget (app/backend/engine/thinking.py).
+within its own budget (app.backend.engine.phases.py).
 
 The known-answer model (models.py) walks `<think>`, REASONING (42 tokens), `</think>`,
 ANSWER; its chat template closes the thinking at once when `enable_thinking` is false.

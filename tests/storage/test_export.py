@@ -76,8 +76,10 @@ def test_json_holds_every_field_and_reads_back(filled: ChatStore) -> None:
         "created_at",
         "updated_at",
         "archived",
+        "thinking",
         "messages",
     }
+    assert first["thinking"] == {"enabled": True, "budget": 2048}
     assert first["sampling"] == {
         "temperature": 0.6,
         "top_p": 0.95,

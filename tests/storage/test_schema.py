@@ -9,8 +9,9 @@ import pytest
 from sqlite_utils import Database
 
 from app import __version__
+from app.core.chat import DEFAULT_THINKING, Thinking
 from app.core.errors import StorageError
-from app.storage import ChatStore
+from app.storage import ChatStore, MessageStatus
 from app.storage.schema import MIGRATIONS
 
 EXPECTED_COLUMNS = {
@@ -33,6 +34,7 @@ EXPECTED_COLUMNS = {
         "created_at": str,
         "updated_at": str,
         "archived": int,
+        "thinking": str,
     },
     "messages": {
         "id": int,
@@ -44,6 +46,7 @@ EXPECTED_COLUMNS = {
         "error": str,
         "created_at": str,
         "updated_at": str,
+        "cut_reason": str,
     },
     "measurements": {
         "id": int,
@@ -86,7 +89,12 @@ def test_opening_a_missing_file_creates_folders_and_the_full_schema(db_path: Pat
         ("measurements", "message_id", "CASCADE"),
         ("measurements", "engine_run_id", "SET NULL"),
     }
-    assert applied == ["m001_initial", "m002_counter_names", "m003_conversation_key_index"]
+    assert applied == [
+        "m001_initial",
+        "m002_counter_names",
+        "m003_conversation_key_index",
+        "m004_chat_thinking",
+    ]
     assert pending == []
     assert ("created_at", "title") in indexes  # the import's duplicate check
 
@@ -182,3 +190,39 @@ def test_a_history_of_the_first_schema_reads_its_counters_under_their_one_name(
         (13, 7, {"x": 1}),
         (13, None, {}),
     ]
+
+
+def test_a_history_of_today_s_schema_opens_with_default_thinking_and_no_cut_replies(
+    db_path: Path,
+) -> None:
+    """m004 on a real file written with the schema before it: its chats think as by default,
+    its replies keep their status, and a chat's thinking and a cut reply are stored after."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with Database(db_path) as db:
+        MIGRATIONS.apply(db, stop_before="m004_chat_thinking")
+        now = "2026-12-01T00:00:00+00:00"
+        db["conversations"].insert(
+            {"id": 1, "title": "old", "system_prompt": "", "model": "m", "sampling": "{}"}
+            | {"created_at": now, "updated_at": now, "archived": 0}
+        )
+        db["messages"].insert(
+            {"id": 1, "conversation_id": 1, "role": "assistant", "content": "a"}
+            | {"reasoning": "r", "status": "stopped", "created_at": now, "updated_at": now}
+        )
+    with ChatStore.open(db_path) as store:
+        old = store.get_conversation(1)
+        (reply,) = store.messages(1)
+        store.update_settings(1, thinking=Thinking(enabled=False))
+        writer = store.start_reply(1)
+        writer.append(answer="cut here")
+        writer.finish(MessageStatus.CUT, cut_reason="the reply budget of 4,096 tokens")
+    assert old.thinking == DEFAULT_THINKING
+    assert (reply.status, reply.cut_reason, reply.continuable) == (
+        MessageStatus.STOPPED,
+        None,
+        True,
+    )
+    with ChatStore.open(db_path) as store:  # reopened: what was stored after the migration
+        assert store.get_conversation(1).thinking == Thinking(enabled=False)
+        cut = store.messages(1)[-1]
+    assert (cut.status, cut.cut_reason) == (MessageStatus.CUT, "the reply budget of 4,096 tokens")

@@ -20,7 +20,7 @@ from app.backend.protocol import (
     ReplyEvent,
     TextChunk,
 )
-from app.core.chat import ChatMessage, Sampling
+from app.core.chat import DEFAULT_THINKING, ChatMessage, PartialReply, Sampling, Thinking
 from app.core.errors import BackendError
 from app.core.proof_report import ProofLine, ProofReport, Verdict
 from app.core.reply_usage import ReplyUsage
@@ -103,6 +103,8 @@ class ScriptedReply:
     usage: dict[str, Any] = field(default_factory=dict)
     """Fields of the final `ReplyUsage` past the token counts (e.g. verify_rounds)."""
     finish_reason: str = "stop"
+    cut_by: str = ""
+    """With finish reason `length`: the limit named (`ReplyDone.cut_by`)."""
     error: str | None = None
     """End with this ReplyError instead of a ReplyDone."""
     raise_error: str | Exception | None = None
@@ -151,6 +153,9 @@ class ScriptedBackendDouble:
         )
         self.replies: list[ScriptedReply] = []
         self.requests: list[tuple[tuple[ChatMessage, ...], Sampling]] = []
+        self.thinking_asked: list[Thinking] = []
+        self.partials: list[PartialReply | None] = []
+        """Per request: the reply it continued, or None."""
         self.stop_calls = 0
         self.shutdown_calls = 0
         self.chunks_sent = 0
@@ -177,9 +182,16 @@ class ScriptedBackendDouble:
         return self.report
 
     async def stream_reply(
-        self, messages: Sequence[ChatMessage], sampling: Sampling
+        self,
+        messages: Sequence[ChatMessage],
+        sampling: Sampling,
+        *,
+        thinking: Thinking = DEFAULT_THINKING,
+        partial: PartialReply | None = None,
     ) -> AsyncIterator[ReplyEvent]:
         self.requests.append((tuple(messages), sampling))
+        self.thinking_asked.append(thinking)
+        self.partials.append(partial)
         self._stop.clear()
         self._release.clear()
         if not self.replies:
@@ -207,7 +219,7 @@ class ScriptedBackendDouble:
             yield ReplyError(reply.error, self.clock())
             return
         usage = ReplyUsage(**{"prompt_tokens": 10, "completion_tokens": tokens, **reply.usage})
-        yield ReplyDone(reply.finish_reason, usage, self.clock())
+        yield ReplyDone(reply.finish_reason, usage, self.clock(), reply.cut_by)
 
     async def _tick(self, seconds: float) -> None:
         """Let time pass: the fake clock jumps, a real one is waited for."""

@@ -1,7 +1,9 @@
 """A test double of an SGLang server on 127.0.0.1 whose chat replies stream slowly.
 
-Warm-up replies (at most 64 tokens asked) end at once; a chat reply sends `TOKEN` every
-`step_s` seconds until `/abort_request` names it, the client hangs up, or `MAX_TOKENS`.
+Warm-up replies (`app.backend.warmup`'s question) end at once; a chat reply sends `TOKEN` every
+`step_s` seconds until `/abort_request` names it, the client hangs up, its budget (then it is
+cut, `length`) or `MAX_TOKENS`. A request that stops at `</think>` (a reply's thinking) thinks
+nothing: it ends on that stop.
 Run as a script it serves on the port given and prints its URL (for walking the app in tmux).
 """
 
@@ -13,6 +15,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from app.backend.warmup import WARMUP_MESSAGES
 
 TOKEN = "tok "
 MAX_TOKENS = 3000
@@ -39,6 +43,8 @@ class SlowServer:
         self.aborted: set[str] = set()
         self.requests = 0
         """Requests of any kind so far."""
+        self.chat_bodies: list[dict[str, Any]] = []
+        """The body of each chat request, in order."""
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
@@ -77,6 +83,7 @@ class SlowServer:
                     server.aborted.add(body["rid"])
                     self._json({})
                 elif self.path == "/v1/chat/completions":
+                    server.chat_bodies.append(body)
                     self._stream(body)
                 else:
                     self._json({"error": "not here"}, 404)
@@ -89,10 +96,16 @@ class SlowServer:
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()  # no length: the stream ends when the connection closes
                 self.close_connection = True
-                warm_up = body["max_completion_tokens"] <= 64
-                finish = "stop"
+                if "</think>" in body.get("stop", []):  # the thinking request: none, the stop
+                    self._event({}, "stop", 1, matched="</think>")
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    return
+                budget = body.get("max_completion_tokens", MAX_TOKENS)
+                warm_up = body["messages"][0]["content"] == WARMUP_MESSAGES[0].content
+                most = 2 if warm_up else min(budget, MAX_TOKENS)
+                finish = "length" if not warm_up and most == budget else "stop"
                 try:
-                    for sent in range(1, (2 if warm_up else MAX_TOKENS) + 1):
+                    for sent in range(1, most + 1):
                         if body["rid"] in server.aborted:
                             finish = "abort"
                             break
@@ -105,9 +118,12 @@ class SlowServer:
                 except OSError:
                     pass  # the client hung up
 
-            def _event(self, delta: dict[str, str], finish: str | None, tokens: int) -> None:
+            def _event(
+                self, delta: dict[str, str], finish: str | None, tokens: int, matched: str = ""
+            ) -> None:
+                choice = {"index": 0, "delta": delta, "finish_reason": finish}
                 chunk = {
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                    "choices": [choice | ({"matched_stop": matched} if matched else {})],
                     "usage": {"prompt_tokens": 5, "completion_tokens": tokens},
                 }
                 self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")

@@ -207,7 +207,7 @@ CHAT_TEMPLATE: tuple[Setting, ...] = (
         "enable_thinking",
         True,
         f"{RECIPE}; thinking off cost 17 (math) to 31 (reasoning) points in a second Spark "
-        "recipe, and was not faster",
+        "recipe, and was not faster; a chat whose thinking is off (F3) asks for `False`",
     ),
 )
 """Keyword arguments of the model's chat template (`ling-chat serve`: its defaults)."""
@@ -215,10 +215,11 @@ CHAT_TEMPLATE: tuple[Setting, ...] = (
 REASONING_PARSER = Setting(
     "reasoning_parser",
     "ling3",
-    "SGLang 0.5.23's Ling3 rules: the reply is thinking from its start up to `</think>` "
-    "(forced reasoning, as SGLang's chat server parses Ling3 with thinking on)",
+    "`ling-chat serve`: SGLang 0.5.23's Ling3 rules give its clients the thinking apart; "
+    "ling-chat's own chat splits the raw text at `</think>` itself, in-process and from a "
+    "server (Ling3's parser hands a thinking cut short out again as the answer)",
 )
-"""The parser that splits thinking from the answer (in-process, and `ling-chat serve`)."""
+"""The parser that splits thinking from the answer for `ling-chat serve`'s clients."""
 
 
 def engine_environment() -> dict[str, str]:

@@ -1,5 +1,5 @@
 """One chat reply on the engine thread: the prompt, then SGLang's stream with reasoning split
-from the answer, the thinking held to its budget (app/backend/engine/thinking.py)."""
+from the answer, the thinking held to its budget (app.backend.engine.phases.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from app.backend.engine.config import REASONING_PARSER, chat_template_kwargs
-from app.backend.engine.thinking import END_THINK, Phase, ReplyPlan, next_phase
+from app.backend.engine.config import chat_template_kwargs
+from app.backend.engine.phases import Phase, ReplyPlan, next_phase
 from app.backend.protocol import ReplyDone, ReplyError, ReplyEvent, TextChunk
 from app.backend.sglang_meta import finish_type, usage_from_meta_info
+from app.backend.thinking import END_THINK, ThinkingSplit, continued_text
 from app.backend.wire import chat_messages
 from app.core.chat import ChatMessage, PartialReply, Sampling, Thinking, fit_to_context
 from app.core.reply_usage import ReplyUsage
@@ -26,14 +27,6 @@ def chat_prompt(tokenizer: Any, messages: Sequence[ChatMessage], **template: Any
             **{**chat_template_kwargs(), **template},
         )
     )
-
-
-def continued_text(partial: PartialReply) -> str:
-    """What the model wrote of `partial`, as raw text after the generation prompt: its
-    thinking, and `</think>` and its answer once the answer began."""
-    if partial.thinking_open or not partial.reasoning:
-        return partial.reasoning or partial.answer
-    return f"{partial.reasoning}{END_THINK}{partial.answer}"
 
 
 def reply_plan(
@@ -97,9 +90,6 @@ async def produce_reply(
         emit: takes each event, the last one a `ReplyDone` or a `ReplyError`.
         failure: the one-line message for an exception the request raised.
     """
-    from sglang.srt.parser.reasoning_parser import ReasoningParser
-
-    parser = ReasoningParser(REASONING_PARSER.value, stream_reasoning=True, force_reasoning=True)
     phase: Phase | None = plan.first_phase()
     usage: ReplyUsage | None = None
     done_tokens = 0
@@ -116,6 +106,7 @@ async def produce_reply(
                 input_ids=phase.input_ids, sampling_params=params, stream=True, rid=run.request
             )
             text, meta, answered = "", {}, False
+            split = ThinkingSplit() if phase.thinking else None
             output_ids: list[int] = []
             async for chunk in stream:
                 now = time.perf_counter()
@@ -124,17 +115,13 @@ async def produce_reply(
                 delta, text = chunk.get("text", "")[len(text) :], chunk.get("text", "")
                 output_ids = chunk.get("output_ids") or output_ids
                 finish = meta.get("finish_reason")
-                parts: list[tuple[str | None, str | None]] = []
-                if phase.thinking:
-                    parts = [parser.parse_stream_chunk(delta)] if delta else []
-                    if finish is not None:
-                        parts.append(parser.parse_stream_end())
-                elif delta:
-                    parts = [(None, delta)]
+                parts = [split.feed(delta) if split else ("", delta)]
+                if finish is not None and split:
+                    parts.append(split.end())
                 for reasoning, answer in parts:
                     answered = answered or bool(answer)
                     if reasoning or answer:
-                        emit(TextChunk(answer or "", reasoning or "", tokens, now))
+                        emit(TextChunk(answer, reasoning, tokens, now))
                 if finish is not None:
                     break
             else:
@@ -144,10 +131,11 @@ async def produce_reply(
             usage = part if usage is None else usage.then(part)
             done_tokens = usage.completion_tokens
             reason = finish_type(meta) or "stop"
-            ids = list(output_ids)
+            ids, phase_done = list(output_ids), phase
             phase = None if run.stopped else next_phase(plan, phase, meta, ids, answered)
             if phase is None:
-                emit(ReplyDone(reason, usage, time.perf_counter()))
+                cut_by = phase_done.limit if reason == "length" else ""
+                emit(ReplyDone(reason, usage, time.perf_counter(), cut_by))
                 return
     except Exception as exc:
         emit(ReplyError(failure(exc), now_()))

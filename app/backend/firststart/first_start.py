@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from app.backend.engine.config import EngineConfig
 from app.backend.firststart.prepare import CACHE_STAGE, PrepareSpec, heal_kernel_caches, prepare
 from app.backend.protocol import BackendInfo, ChatBackend, LoadStage, ReplyEvent
-from app.core.chat import ChatMessage, Sampling
+from app.core.chat import DEFAULT_THINKING, ChatMessage, PartialReply, Sampling, Thinking
 from app.core.proof_report import ProofReport
 
 
@@ -55,9 +55,14 @@ class PreparedBackend:
         return await self._inner.proof()
 
     def stream_reply(
-        self, messages: Sequence[ChatMessage], sampling: Sampling
+        self,
+        messages: Sequence[ChatMessage],
+        sampling: Sampling,
+        *,
+        thinking: Thinking = DEFAULT_THINKING,
+        partial: PartialReply | None = None,
     ) -> AsyncIterator[ReplyEvent]:
-        return self._inner.stream_reply(messages, sampling)
+        return self._inner.stream_reply(messages, sampling, thinking=thinking, partial=partial)
 
     async def stop_reply(self) -> None:
         await self._inner.stop_reply()

@@ -38,20 +38,30 @@ import time
 import unicodedata
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import httpx
 
 from app.backend.draft import count, draft_in_use
 from app.backend.proof import PROOF_KEY, build_report
-from app.backend.protocol import BackendInfo, LoadStage, ReplyError, ReplyEvent, TextChunk
+from app.backend.protocol import (
+    BackendInfo,
+    LoadStage,
+    ReplyDone,
+    ReplyError,
+    ReplyEvent,
+    TextChunk,
+)
 from app.backend.remote.http import (
     HEALTH_LIMIT,
     TOKENIZE_LIMIT,
     ServerHttp,
     is_loopback,
 )
+from app.backend.remote.phases import RemotePlan, Request
 from app.backend.remote.stream import RemoteReply, read_reply
+from app.backend.thinking import END_THINK, ThinkingSplit
 from app.backend.warmup import PLAN, warm_up
 from app.backend.wire import (
     TooDeep,
@@ -61,7 +71,14 @@ from app.backend.wire import (
     prompt_size,
     tokenize_request,
 )
-from app.core.chat import ChatMessage, Sampling, fit_to_context
+from app.core.chat import (
+    DEFAULT_THINKING,
+    ChatMessage,
+    PartialReply,
+    Sampling,
+    Thinking,
+    fit_to_context,
+)
 from app.core.errors import (
     BackendError,
     BadServerAnswer,
@@ -71,6 +88,7 @@ from app.core.errors import (
     ServerError,
 )
 from app.core.proof_report import ProofReport
+from app.core.reply_usage import ReplyUsage
 from app.core.server_wait import DEFAULT_SERVER_WAIT_S
 from app.levers.checks.accept_length import DEFAULT_MIN as DEFAULT_MIN_ACCEPT_LENGTH
 from app.levers.profiles import DEFAULT_PROFILE, PROFILES
@@ -147,6 +165,10 @@ class RemoteBackend:
         self._context_length: int | None = None
         """The context size the server last reported (`/v1/tokenize`)."""
         self._reply: RemoteReply | None = None
+        self._stopped = False
+        """The reply in flight was stopped: no request of it follows."""
+        self._matched_stop: str | int | None = None
+        """The stop the last request ended on."""
 
     @property
     def server_wait(self) -> float:
@@ -227,23 +249,70 @@ class RemoteBackend:
         return self._report
 
     async def stream_reply(
-        self, messages: Sequence[ChatMessage], sampling: Sampling
+        self,
+        messages: Sequence[ChatMessage],
+        sampling: Sampling,
+        *,
+        thinking: Thinking = DEFAULT_THINKING,
+        partial: PartialReply | None = None,
     ) -> AsyncIterator[ReplyEvent]:
-        """Stream one reply; the last event is a `ReplyDone` or a `ReplyError`."""
+        """Stream one reply, the thinking held to its budget (phases.py); the last event
+        is a `ReplyDone` or a `ReplyError`."""
         try:
             room = await self._room(messages)
-        except BadServerAnswer as exc:
+            if room is not None:
+                fit_to_context(sampling, *room)  # raises ContextFull when no room is left
+        except (BadServerAnswer, ContextFull) as exc:
             yield ReplyError(str(exc), time.perf_counter())
             return
-        if room is not None:
-            try:
-                sampling = fit_to_context(sampling, *room)
-            except ContextFull as exc:
-                yield ReplyError(str(exc), time.perf_counter())
-                return
+        left = None if room is None else room[1] - room[0]
+        plan = RemotePlan(messages, sampling, thinking, partial, left)
+        request: Request | None = plan.first()
+        usage: ReplyUsage | None = None
+        self._stopped = False
+        while request is not None:
+            split = ThinkingSplit() if request.thinking else None
+            thought, done, base = "", None, usage.completion_tokens if usage else 0
+            async for event in self._one_request(plan, request):
+                if isinstance(event, ReplyError):
+                    yield event
+                    return
+                if isinstance(event, ReplyDone):
+                    done, tokens = event, event.usage.completion_tokens
+                    reasoning, answer = split.end() if split else ("", "")
+                else:
+                    tokens = event.completion_tokens
+                    if event.reasoning:  # a server that splits the thinking itself
+                        split = None
+                    reasoning, answer = split.feed(event.answer) if split else ("", event.answer)
+                    reasoning = event.reasoning + reasoning
+                thought += reasoning
+                if reasoning or answer:
+                    yield TextChunk(answer, reasoning, base + tokens, event.at)
+            assert done is not None  # _one_request ends on a Done or an Error
+            usage = done.usage if usage is None else usage.then(done.usage)
+            last, request = request, None
+            if split and not split.closed and not self._stopped:
+                tokens = done.usage.completion_tokens
+                request = plan.next(last, done.finish_reason, self._matched_stop, thought, tokens)
+            if request is None:
+                cut_by = last.limit if done.finish_reason == "length" else ""
+                yield replace(done, usage=usage, cut_by=cut_by)
+
+    async def _one_request(self, plan: RemotePlan, request: Request) -> AsyncIterator[ReplyEvent]:
+        """Stream one chat request; the last event is a `ReplyDone` or a `ReplyError`."""
         reply = RemoteReply(rid=f"ling-chat-{uuid.uuid4().hex}")
         model = str(self._server_info.get("served_model_name") or "default")
-        body = chat_request(messages, sampling, model=model, rid=reply.rid)
+        body = chat_request(
+            plan.messages,
+            plan.sampling,
+            model=model,
+            rid=reply.rid,
+            max_tokens=request.max_tokens,
+            enable_thinking=plan.enable_thinking,
+            prefix=request.prefix,
+            stop=END_THINK if request.thinking else None,
+        )
         reply.task = asyncio.create_task(read_reply(self._http, reply, body))
         reply.task.add_done_callback(lambda _: reply.events.put_nowait(None))
         self._reply = reply
@@ -255,6 +324,7 @@ class RemoteBackend:
                     return
                 yield event
                 if not isinstance(event, TextChunk):
+                    self._matched_stop = reply.stream.matched_stop
                     return
         finally:
             if self._reply is reply:
@@ -264,6 +334,7 @@ class RemoteBackend:
 
     async def stop_reply(self) -> None:
         """Abort the reply in flight; its stream ends with `ReplyDone("abort")`."""
+        self._stopped = True  # no request after this one
         reply = self._reply
         if reply is None or reply.task is None or reply.task.done():
             return

@@ -18,7 +18,7 @@ from app.backend.remote.remote import RemoteBackend
 from app.backend.resident import process
 from app.backend.resident.lock import AttachLock
 from app.backend.resident.state import ResidentState, read_state
-from app.core.chat import ChatMessage, Sampling
+from app.core.chat import DEFAULT_THINKING, ChatMessage, PartialReply, Sampling, Thinking
 from app.core.errors import BackendError, EngineCrashed
 from app.core.proof_report import ProofReport
 
@@ -108,11 +108,18 @@ class ResidentBackend:
         return await self._remote.proof()
 
     async def stream_reply(
-        self, messages: Sequence[ChatMessage], sampling: Sampling
+        self,
+        messages: Sequence[ChatMessage],
+        sampling: Sampling,
+        *,
+        thinking: Thinking = DEFAULT_THINKING,
+        partial: PartialReply | None = None,
     ) -> AsyncIterator[ReplyEvent]:
         if self._remote is None:
             raise BackendError("stream_reply() needs start() first")
-        async for event in self._remote.stream_reply(messages, sampling):
+        async for event in self._remote.stream_reply(
+            messages, sampling, thinking=thinking, partial=partial
+        ):
             yield event
 
     async def stop_reply(self) -> None:

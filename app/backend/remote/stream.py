@@ -45,6 +45,8 @@ class RemoteReply:
     """The reply's events, then None once the reading task ended."""
     stopping: bool = False
     task: asyncio.Task[None] | None = None
+    stream: ChatStream = field(default_factory=ChatStream)
+    """The reply's parsed stream (its finish, the stop it matched)."""
 
 
 @dataclass(slots=True)
@@ -84,7 +86,7 @@ _NOT_A_REPLY = "not an SGLang reply, read no further"
 
 async def read_reply(http: ServerHttp, reply: RemoteReply, body: Mapping[str, Any]) -> None:
     """Read the reply into `reply.events`; the last event put is a Done or an Error."""
-    stream = ChatStream()
+    stream = reply.stream
     try:
         failure = await _read_stream(http, reply, stream, body)
     except asyncio.CancelledError:

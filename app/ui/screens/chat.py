@@ -13,7 +13,7 @@ from textual.widgets import Footer, Header, Static, TextArea
 
 from app.core.chat import Role
 from app.core.errors import StorageError
-from app.storage import Conversation, MessageStatus
+from app.storage import Conversation, MessageStatus, StoredMessage
 from app.telemetry import ReplyStats
 from app.telemetry.health import check_collapse
 from app.telemetry.session import summarize_session
@@ -21,7 +21,7 @@ from app.textsafe import visible
 from app.ui.bindings import CHAT_ACTIONS, action_by_id, keys_for
 from app.ui.chat_context import ChatContext
 from app.ui.format import title_from
-from app.ui.reply import ReplyRequest, ReplyRun, request_messages
+from app.ui.reply import ReplyRun, reply_request
 from app.ui.reply_controller import ReplyController
 from app.ui.screens.dialogs import (
     ChatSettings,
@@ -161,6 +161,7 @@ class ChatScreen(ReportActionsScreen):
                 system_prompt=self._draft.system_prompt,
                 model=self._ctx.backend.info.model,
                 sampling=self._draft.sampling,
+                thinking=self._draft.thinking,
             )
             try:
                 replacing = edit.message_ids if edit is not None else ()
@@ -180,19 +181,18 @@ class ChatScreen(ReportActionsScreen):
             await transcript.mount(UserMessage(message.content, message.id))
             await self._generate(conversation)
 
-    async def _generate(self, conversation: Conversation) -> None:
+    async def _generate(
+        self, conversation: Conversation, continuing: StoredMessage | None = None
+    ) -> None:
+        """Stream the next reply, or go on with `continuing` (the last reply) in place."""
         ctx = self._ctx
-        history = ctx.store.messages(conversation.id)
-        request = ReplyRequest(
-            conversation.id,
-            request_messages(conversation.system_prompt, history),
-            conversation.sampling,
-        )
+        request = reply_request(conversation, ctx.store.messages(conversation.id), continuing)
         writer = ctx.store.start_reply(
-            conversation.id, engine_run_id=ctx.engine_run_id, clock=ctx.clock
+            conversation.id, engine_run_id=ctx.engine_run_id, clock=ctx.clock, continuing=continuing
         )
-        view = await self.query_one(Transcript).add_reply()
-        self._replies.start(ReplyRun(request, writer, ctx.clock), view)
+        transcript = self.query_one(Transcript)
+        view = await transcript.add_reply() if continuing is None else transcript.reply(continuing)
+        self._replies.start(ReplyRun(request, writer, ctx.clock, continuing), view)
         self._refresh_sidebar()
 
     def reply_progressed(self, run: ReplyRun) -> None:
@@ -214,6 +214,8 @@ class ChatScreen(ReportActionsScreen):
             self.query_one(Banner).show_verdict(verdict)
         if status is MessageStatus.ERROR:
             self.notify(run.error or "unknown error", title="The reply failed", severity="error")
+        if run.refused:
+            self.notify(run.refused, title="The reply was not continued", severity="warning")
         self._refresh_sidebar()
 
     def replies_unsaved(self, runs: list[ReplyRun]) -> None:  # kept in a file meanwhile
@@ -264,6 +266,20 @@ class ChatScreen(ReportActionsScreen):
                 self.notify("There is no reply to regenerate.")
                 return
             await self._generate(conversation)
+
+    async def action_continue_reply(self) -> None:
+        """Continue the last reply, cut off or stopped, in place: one reply, its text and
+        figures extended."""
+        conversation = self.conversation
+        if self._busy():
+            return
+        self._cancel_edit()
+        with self._storage_errors_reported():
+            messages = self._ctx.store.messages(conversation.id) if conversation else []
+            if conversation is None or not messages or not messages[-1].continuable:
+                self.notify("There is no cut-off or stopped reply to continue.")
+                return
+            await self._generate(conversation, messages[-1])
 
     def action_edit_last(self) -> None:
         """Put the last message in the prompt to edit; its exchange stays until it is sent."""
@@ -351,7 +367,7 @@ class ChatScreen(ReportActionsScreen):
         """Edit the chat's system prompt and sampling."""
         conversation = self.conversation
         current = (
-            ChatSettings(conversation.system_prompt, conversation.sampling)
+            ChatSettings(conversation.system_prompt, conversation.sampling, conversation.thinking)
             if conversation is not None
             else self._draft
         )
@@ -370,6 +386,7 @@ class ChatScreen(ReportActionsScreen):
                 self.conversation.id,
                 system_prompt=settings.system_prompt,
                 sampling=settings.sampling,
+                thinking=settings.thinking,
             )
             self.conversation = store.get_conversation(self.conversation.id)
             self.notify("Chat settings saved.")

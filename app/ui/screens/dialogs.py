@@ -18,9 +18,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static, TextArea
+from textual.widgets import Button, Checkbox, Input, Label, Static, TextArea
 
-from app.core.chat import Sampling
+from app.core.chat import DEFAULT_THINKING, MAX_THINKING_BUDGET, Sampling, Thinking
 from app.textsafe import visible
 from app.ui.bindings import ALL_ACTIONS, action_by_id, keys_for
 
@@ -82,12 +82,14 @@ class RenameDialog(Dialog[str]):
 
 @dataclass(frozen=True, slots=True)
 class ChatSettings:
-    """A conversation's system prompt and sampling."""
+    """A conversation's system prompt, sampling and thinking."""
 
     system_prompt: str
     sampling: Sampling
+    thinking: Thinking = DEFAULT_THINKING
 
 
+THINKING_BUDGET = "Thinking budget"
 _FIELDS = (
     ("temperature", "Temperature (0–2)", float, 0.0, 2.0),
     ("top_p", "Top-p (0–1]", float, 1e-9, 1.0),
@@ -114,6 +116,11 @@ class SettingsDialog(Dialog[ChatSettings]):
                 for name, label, *_ in _FIELDS:
                     yield Label(label)
                     yield Input(str(getattr(self._current.sampling, name)), id=name)
+                thinking = self._current.thinking
+                yield Label("Thinking")
+                yield Checkbox("on", thinking.enabled, id="thinking")
+                yield Label(THINKING_BUDGET)
+                yield Input(str(thinking.budget or ""), placeholder="no cap", id="thinking-budget")
             yield Label("", id="settings-error", classes="error")
             with Horizontal(classes="dialog-buttons"):
                 yield Label("Ctrl+S saves · Esc cancels", classes="dialog-hint")
@@ -147,10 +154,16 @@ class SettingsDialog(Dialog[ChatSettings]):
             top_k=int(values["top_k"]),
             max_new_tokens=int(values["max_new_tokens"]),
         )
+        raw = self.query_one("#thinking-budget", Input).value.strip()
+        budget = int(raw) if raw.isdigit() and raw.isascii() else None
+        if raw and (budget is None or not 1 <= budget <= MAX_THINKING_BUDGET):
+            self._error(f"{THINKING_BUDGET}: {raw!r} is not 1 to {MAX_THINKING_BUDGET} tokens")
+            return
+        thinking = Thinking(self.query_one("#thinking", Checkbox).value, budget)
         prompt = self.query_one("#system-prompt", TextArea).text
         if prompt == visible(self._current.system_prompt):  # untouched: keep its exact bytes
             prompt = self._current.system_prompt
-        self.dismiss(ChatSettings(prompt, sampling))
+        self.dismiss(ChatSettings(prompt, sampling, thinking))
 
     def _error(self, message: str) -> None:
         error = self.query_one("#settings-error", Label)

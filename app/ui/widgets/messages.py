@@ -71,7 +71,7 @@ class ReplyView(Vertical, can_focus=True):
         return cls(
             answer=message.content,
             reasoning=message.reasoning,
-            footer=stats_line(message.status, message.stats, message.error),
+            footer=stats_line(message.status, message.stats, message.error or message.cut_reason),
             message_id=message.id,
         )
 
@@ -114,6 +114,13 @@ class ReplyView(Vertical, can_focus=True):
         self._streaming = False
         self.thinking.title = _thinking_title(self.reasoning)
         self.set_footer(footer)
+
+    def resume(self) -> None:
+        """Stream again into this finished reply (it is being continued)."""
+        self._streaming = True
+        if self.reasoning and not self.answer:
+            self.thinking.title = THINKING
+        self.set_footer("…")
 
     def _stream(self, part: str) -> MarkdownStream:
         """The stream into the `part` Markdown, created on its first text."""

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
+from app.storage import StoredMessage
 from app.ui.widgets.messages import ReplyView
 
 
@@ -27,6 +28,13 @@ class Transcript(VerticalScroll):
             self.anchor(False)
             self.scroll_to_widget(found, top=True, animate=False)
             found.add_class("found")
+
+    def reply(self, message: StoredMessage) -> ReplyView:
+        """The shown reply of a stored message, streaming again (it is being continued)."""
+        view = next(v for v in self.query(ReplyView) if v.message_id == message.id)
+        view.resume()
+        self.anchor()
+        return view
 
     async def add_reply(self) -> ReplyView:
         """A new, streaming reply at the end."""

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-END_THINK = "</think>"
+from app.core.chat import budget_words, context_words
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +36,9 @@ class Phase:
     max_new_tokens: int
     thinking: bool
     """The request starts inside the thinking."""
+    limit: str
+    """What its `max_new_tokens` is, in words: the reply's `ReplyDone.cut_by` if it ends
+    the reply by length."""
     stop_token_ids: tuple[int, ...] = ()
     by_budget: bool = False
     """Its `max_new_tokens` is the thinking budget (not the room left in the context)."""
@@ -59,17 +62,21 @@ class ReplyPlan:
     def first_phase(self) -> Phase:
         """The reply's first request: the thinking, or the answer when it does not think."""
         if not self.thinks:
-            return Phase("first", self.input_ids, min(self.answer_budget, self.room), False)
+            return answer_phase("first", self.input_ids, self.answer_budget, self.room)
         budget = self.thinking_budget
-        by_budget = budget is not None and budget < self.room
-        return Phase(
-            "first",
-            self.input_ids,
-            budget if by_budget and budget is not None else self.room,
-            True,
-            tuple(self.end_think) if len(self.end_think) == 1 else (),
-            by_budget,
-        )
+        if budget is not None and budget < self.room:
+            limit, tokens = f"the thinking budget of {budget:,} tokens", budget
+        else:
+            limit, tokens = context_words(self.room), self.room
+        stop = tuple(self.end_think) if len(self.end_think) == 1 else ()
+        return Phase("first", self.input_ids, tokens, True, limit, stop, tokens != self.room)
+
+
+def answer_phase(name: str, input_ids: list[int], budget: int, room: int) -> Phase:
+    """A request of the answer alone: its budget, or the room left if that is less."""
+    if budget <= room:
+        return Phase(name, input_ids, budget, False, budget_words(budget))
+    return Phase(name, input_ids, room, False, context_words(room))
 
 
 def next_phase(
@@ -98,7 +105,6 @@ def next_phase(
     thought = output_ids[:-1] if closed and output_ids[-1:] == plan.end_think else output_ids
     input_ids = done.input_ids + thought + plan.end_think
     room = plan.room - len(thought) - len(plan.end_think)
-    budget = min(plan.answer_budget, room)
-    if budget < 1:
+    if room < 1:
         return None
-    return Phase("answer", input_ids, budget, False)
+    return answer_phase("answer", input_ids, plan.answer_budget, room)
