@@ -1,10 +1,13 @@
-"""Reading a JSON or JSONL export (schema version 1, `export.py`) back into a history.
+"""Reading a JSON or JSONL export (schema version 2, or 1 from before message trees,
+`export.py`) back into a history.
 
-Everything goes in one transaction: a file that fails anywhere adds nothing. Ids are new.
+Everything goes in one transaction: a file that fails anywhere adds nothing. Ids are new;
+parent links and the path on screen are kept (a version 1 chat is one path).
 The JSON is read in pieces (`import_file`), within limits (`import_json`): text size, duplicate
 keys, nesting.
 A conversation already present (same creation time and title, e.g. imported before) is
-skipped, and an engine run already present is reused, so importing twice adds nothing.
+skipped whole, every branch, and an engine run already present is reused, so importing
+twice adds nothing.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ _ERRORS = (
 MAX_NAME_CHARS = 1000
 """The longest title or engine-run name an import takes (a chat list shows about 40)."""
 _NAMES = frozenset({"title", *_RUN_KEYS[:-1]})
+_VERSIONS = (1, SCHEMA_VERSION)
+"""The export versions an import reads: 1 (before message trees) and the current one."""
 _MAX_DRAFT_POSITIONS = 64
 """The most accept-histogram entries an import takes (a verify round checks 4 or 9 tokens)."""
 _STATS_COUNTS = ("prompt_tokens", "completion_tokens", "verify_rounds", "cached_tokens")
@@ -88,9 +93,11 @@ def import_export(store: ChatStore, path: Path, progress: Progress | None = None
         run_ids: dict[int, int] = {}
         added = total = 0
         for document in reader.documents():
-            if document.fields.get("schema_version") != SCHEMA_VERSION:
+            version = document.fields.get("schema_version")
+            if version not in _VERSIONS or type(version) is not int:
                 raise ImportFailed(
-                    f"{document.where}: not a ling-chat export of schema version {SCHEMA_VERSION}"
+                    f"{document.where}: not a ling-chat export of schema version 1 or "
+                    f"{SCHEMA_VERSION}"
                 )
             try:
                 for run in _engine_runs(document.where, document.fields):
@@ -99,7 +106,7 @@ def import_export(store: ChatStore, path: Path, progress: Progress | None = None
                             run_ids[run["id"]] = _run_id(db, run)
                 for record in document.conversations:
                     with _within(f"conversations[{total}]"):
-                        added += _conversation(db, record, run_ids)
+                        added += _conversation(db, record, run_ids, tree=version > 1)
                     total += 1
                     if progress is not None:
                         progress(reader.done_bytes, reader.size)
@@ -262,8 +269,11 @@ def _run_id(db: Database, run: Mapping[str, Any]) -> int:
     )
 
 
-def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any, int]) -> bool:
-    """Insert one conversation with its messages; False when it is there already."""
+def _conversation(
+    db: Database, record: Mapping[str, Any], run_ids: Mapping[Any, int], *, tree: bool
+) -> bool:
+    """Insert one conversation with its messages; False when it is there already. `tree`:
+    the messages carry their parent links and path (version 2), else they are one path."""
     key = [_date(record, "created_at"), _text(record, "title")]
     if db.conn.execute(PRESENT, key).fetchone() is not None:
         return False
@@ -283,18 +293,44 @@ def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any,
     messages = record["messages"]
     if not isinstance(messages, list):
         raise _Malformed(f"messages: {_kind(messages)}, not a list")
+    new_ids: dict[int, int] = {}
+    """The exported id of each message inserted so far, and its id here."""
+    previous = None
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             raise _Malformed(f"messages[{index}]: {_kind(message)}, not an object")
         with _within(f"messages[{index}]"):
-            _message(db, conversation_id, message, run_ids)
+            place = _place(message, new_ids) if tree else (previous, True)
+            previous = _message(db, conversation_id, message, run_ids, place)
+            if tree:
+                new_ids[message["id"]] = previous
     return True
 
 
+def _place(message: Mapping[str, Any], new_ids: Mapping[int, int]) -> tuple[int | None, bool]:
+    """A version 2 message's parent here and whether it is chosen; its `id` must be new
+    and its `parent_id` null or the id of an earlier message of its conversation."""
+    message_id, parent = message["id"], message["parent_id"]
+    if type(message_id) is not int or message_id in new_ids:
+        raise _Malformed(f"id: {message_id!r} is not a whole number unique in its conversation")
+    if parent is not None and (type(parent) is not int or parent not in new_ids):
+        raise _Malformed(
+            f"parent_id: {parent!r} is not null or the id of an earlier message of the "
+            "conversation"
+        )
+    return (None if parent is None else new_ids[parent]), _flag(message, "chosen")
+
+
 def _message(
-    db: Database, conversation_id: int, message: Mapping[str, Any], run_ids: Mapping[Any, int]
-) -> None:
-    """Insert one message with its measurements."""
+    db: Database,
+    conversation_id: int,
+    message: Mapping[str, Any],
+    run_ids: Mapping[Any, int],
+    place: tuple[int | None, bool],
+) -> int:
+    """Insert one message with its measurements, at `place` (its parent here, whether it is
+    chosen); returns its id."""
+    parent_id, chosen = place
     message_id = rows.insert(
         db,
         "messages",
@@ -307,9 +343,12 @@ def _message(
             "error": _text(message, "error", optional=True),
             "created_at": _date(message, "created_at"),
             "updated_at": _date(message, "updated_at", optional=True) or message["created_at"],
+            "parent_id": parent_id,
+            "chosen": int(chosen),
         },
     )
     if message.get("stats") is not None:
         stats = _stats(message)
         run_id = run_ids.get(message.get("engine_run_id"))
         rows.insert(db, "measurements", rows.measurement(message_id, run_id, stats))
+    return message_id

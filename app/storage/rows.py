@@ -198,6 +198,8 @@ def _message(row: Mapping[str, Any]) -> StoredMessage:
         error=None if row["error"] is None else _text(row["error"]),
         engine_run_id=row["engine_run_id"],
         updated_at=_text(row["updated_at"]),
+        parent_id=row["parent_id"],
+        chosen=bool(row["chosen"]),
     )
 
 

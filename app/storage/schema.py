@@ -149,3 +149,37 @@ def m003_conversation_key_index(db: Database) -> None:
     """An index on what makes an imported conversation one already there (its creation time
     and title): the import's duplicate check reads it instead of every conversation."""
     db.table("conversations").create_index(["created_at", "title"])
+
+
+@MIGRATIONS()
+def m005_message_tree(db: Database) -> None:
+    """Messages as a tree: each has a parent (`parent_id`, null for a first message) and is
+    or is not its parent's chosen child (`chosen`); the path on screen follows the chosen
+    children from the chosen first message. A linear chat becomes one path: each message's
+    parent is the one before it, every message chosen. The search index's update trigger
+    then reindexes only a change of text, not of these columns."""
+    db.execute('DROP TRIGGER IF EXISTS "messages_au"')
+    db.execute(
+        """
+        CREATE TRIGGER "messages_au" AFTER UPDATE OF "content", "reasoning" ON "messages" BEGIN
+          INSERT INTO "messages_fts" ("messages_fts", rowid, "content", "reasoning")
+            VALUES('delete', old.rowid, old."content", old."reasoning");
+          INSERT INTO "messages_fts" (rowid, "content", "reasoning")
+            VALUES (new.rowid, new."content", new."reasoning");
+        END
+        """
+    )
+    db.execute(
+        "ALTER TABLE messages ADD COLUMN parent_id INTEGER"
+        " REFERENCES messages(id) ON DELETE CASCADE"
+    )
+    db.execute("ALTER TABLE messages ADD COLUMN chosen INTEGER NOT NULL DEFAULT 1")
+    db.execute(
+        """
+        UPDATE messages SET parent_id = (
+            SELECT max(earlier.id) FROM messages AS earlier
+            WHERE earlier.conversation_id = messages.conversation_id AND earlier.id < messages.id
+        )
+        """
+    )
+    db.table("messages").create_index(["parent_id"])

@@ -44,6 +44,8 @@ EXPECTED_COLUMNS = {
         "error": str,
         "created_at": str,
         "updated_at": str,
+        "parent_id": int,
+        "chosen": int,
     },
     "measurements": {
         "id": int,
@@ -83,10 +85,16 @@ def test_opening_a_missing_file_creates_folders_and_the_full_schema(db_path: Pat
         indexes = {tuple(index.columns) for index in db.table("conversations").indexes}
     assert cascades == {
         ("messages", "conversation_id", "CASCADE"),
+        ("messages", "parent_id", "CASCADE"),
         ("measurements", "message_id", "CASCADE"),
         ("measurements", "engine_run_id", "SET NULL"),
     }
-    assert applied == ["m001_initial", "m002_counter_names", "m003_conversation_key_index"]
+    assert applied == [
+        "m001_initial",
+        "m002_counter_names",
+        "m003_conversation_key_index",
+        "m005_message_tree",
+    ]
     assert pending == []
     assert ("created_at", "title") in indexes  # the import's duplicate check
 
