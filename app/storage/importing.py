@@ -315,8 +315,7 @@ def _place(message: Mapping[str, Any], new_ids: Mapping[int, int]) -> tuple[int 
         raise _Malformed(f"id: {message_id!r} is not a whole number unique in its conversation")
     if parent is not None and (type(parent) is not int or parent not in new_ids):
         raise _Malformed(
-            f"parent_id: {parent!r} is not null or the id of an earlier message of the "
-            "conversation"
+            f"parent_id: {parent!r} is not null or the id of an earlier message of the conversation"
         )
     return (None if parent is None else new_ids[parent]), _flag(message, "chosen")
 
