@@ -53,7 +53,7 @@ CHAT_ACTIONS: Final = (
         "regenerate",
         "ctrl+r",
         "regenerate",
-        "Regenerate reply (the old one kept)",
+        "Regenerate reply (old one kept)",
         footer="Regenerate",
     ),
     Action("edit_message", "f4", "edit_message", "Edit message (starts a branch)"),
@@ -78,7 +78,7 @@ CHAT_ACTIONS: Final = (
 ALL_ACTIONS: Final = APP_ACTIONS + CHAT_ACTIONS
 
 
-_KEY_NAMES: Final = {"escape": "Esc", "enter": "Enter", "delete": "Del", "tab": "Tab"}
+_KEY_NAMES: Final = {"escape": "Esc", "enter": "Enter", "delete": "Del", "tab": "Tab", "up": "Up"}
 
 
 def pretty_keys(keys: str) -> str:
