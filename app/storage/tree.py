@@ -73,6 +73,26 @@ def last_on_path(db: Database, conversation_id: int) -> int | None:
     return shown[-1].id if shown else None
 
 
+MessageKey = tuple[int | None, str, str, str]
+"""What makes an imported message one already there: parent, role, creation time, text."""
+
+
+def same_as(row: dict[str, Any]) -> MessageKey:
+    """The key of a `messages` row that an import matches on."""
+    return (row["parent_id"], row["role"], row["created_at"], row["content"])
+
+
+def known(db: Database, conversation_id: int) -> dict[MessageKey, int]:
+    """Each message of a conversation by its `same_as` key."""
+    sql = "SELECT parent_id, role, created_at, content, id FROM messages WHERE conversation_id = ?"
+    return {
+        (parent_id, role, created_at, content): message_id
+        for parent_id, role, created_at, content, message_id in db.conn.execute(
+            sql, [conversation_id]
+        )
+    }
+
+
 def _choose_among_siblings(
     db: Database, conversation_id: int, parent_id: int | None, message_id: int
 ) -> None:

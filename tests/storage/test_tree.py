@@ -237,3 +237,39 @@ def test_search_finds_every_branch_and_choosing_a_hit_shows_its_branch(
         (sheep,) = [h for h in store.search("about sheep")]
         store.choose(sheep.message_id)  # the path below it follows its chosen children
         assert texts(store, chat) == ["sheep", "about sheep"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+def test_importing_a_later_export_of_a_chat_adds_only_its_new_branch(
+    tmp_path: Path, fmt: str
+) -> None:
+    source = tmp_path / "source.db"
+    with ChatStore.open(source) as store:
+        chat = store.create_conversation("Colours")
+        question = store.add_user_message(chat.id, "a colour?")
+        reply(store, chat.id, "red")
+    before = exported(source, fmt, tmp_path, "before")
+    with ChatStore.open(source) as store:
+        reply(store, chat.id, "blue", parent_id=question.id)
+    after = exported(source, fmt, tmp_path, "after")
+    with ChatStore.open(tmp_path / "target.db") as target:
+        assert import_export(target, before).conversations == 1
+        done = import_export(target, after)
+        assert (done.conversations, done.extended, done.skipped) == (0, 1, 0)
+        (copied,) = target.list_conversations()
+        assert [m.content for m in target.all_messages(copied.id)] == ["a colour?", "red", "blue"]
+        assert texts(target, copied.id) == ["a colour?", "red"]  # the path stays as it was
+        again = import_export(target, after)
+        assert (again.conversations, again.extended, again.skipped) == (0, 0, 1)
+        assert len(target.all_messages(copied.id)) == 3
+
+
+def test_chats_imported_from_an_old_export_match_their_new_export(
+    store: ChatStore, tmp_path: Path
+) -> None:
+    assert import_export(store, FIXTURES / "export_v1.json").conversations == 2
+    path = tmp_path / "new.jsonl"
+    path.write_text("".join(FORMATS["jsonl"](collect(store))))
+    done = import_export(store, path)
+    assert (done.conversations, done.extended, done.skipped) == (0, 0, 2)
+    assert sum(len(store.all_messages(c.id)) for c in store.list_conversations()) == 8
