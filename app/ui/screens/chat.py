@@ -337,7 +337,7 @@ class ChatScreen(BranchActionsScreen):
         if conversation is None or self._busy():
             return
         with self._storage_errors_reported():
-            count = len(self._ctx.store.messages(conversation.id))
+            count = len(self._ctx.store.all_messages(conversation.id))
             question = (
                 f"Delete “{conversation.title}” and its {count} messages? This cannot be undone."
             )
