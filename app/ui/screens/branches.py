@@ -99,7 +99,7 @@ class PathView:
         above = shown[: shown.index(target) + 1] if target in shown else shown
         branching = [m for m in reversed(above) if len(alternatives(every, m.id)) > 1]
         if not branching:
-            return "No alternatives here: Ctrl+R regenerates a reply, F4 edits a message."
+            return "No alternatives here yet: regenerate a reply or edit a message to make one."
         siblings = [m.id for m in alternatives(every, branching[0].id)]
         at = siblings.index(branching[0].id) + step
         if not 0 <= at < len(siblings):
