@@ -42,6 +42,16 @@ def alternatives(messages: Sequence[StoredMessage], message_id: int) -> list[Sto
     return _children(messages).get(parent, [])
 
 
+def places(messages: Sequence[StoredMessage]) -> dict[int, tuple[int, int]]:
+    """Each message's place among its alternatives: (position from 1, oldest first; how
+    many), by id."""
+    return {
+        kid.id: (position, len(kids))
+        for kids in _children(messages).values()
+        for position, kid in enumerate(kids, start=1)
+    }
+
+
 def add(db: Database, row: dict[str, Any]) -> int:
     """Insert a message (`row`: a `messages` row with its `parent_id`) as its parent's chosen
     child; returns its id."""

@@ -17,7 +17,7 @@ from textual.widget import Widget
 
 from app.core.chat import Role
 from app.storage import ChatStore, Conversation, StoredMessage
-from app.storage.tree import alternatives, path
+from app.storage.tree import alternatives, path, places
 from app.ui.screens.report_actions import ReportActionsScreen
 from app.ui.widgets.messages import ReplyView, UserMessage, message_widget
 from app.ui.widgets.transcript import Transcript
@@ -97,7 +97,8 @@ class PathView:
         shown = path(every)
         target = self.target(conversation_id)
         above = shown[: shown.index(target) + 1] if target in shown else shown
-        branching = [m for m in reversed(above) if len(alternatives(every, m.id)) > 1]
+        where = places(every)
+        branching = [m for m in reversed(above) if where[m.id][1] > 1]
         if not branching:
             return "No alternatives here yet: regenerate a reply or edit a message to make one."
         siblings = [m.id for m in alternatives(every, branching[0].id)]
@@ -168,11 +169,8 @@ def _messages(transcript: Widget) -> list[UserMessage | ReplyView]:
 
 def _titled(widgets: Sequence[Widget], every: list[StoredMessage]) -> None:
     """Title each message widget with its speaker and, among alternatives, its place."""
+    where = places(every)
     for widget in widgets:
-        message_id = getattr(widget, "message_id", None)
-        if message_id is None:
-            continue
+        position, count = where.get(getattr(widget, "message_id", None) or 0, (1, 1))
         speaker = "You" if isinstance(widget, UserMessage) else "Ling"
-        siblings = [m.id for m in alternatives(every, message_id)]
-        place = f" · {siblings.index(message_id) + 1}/{len(siblings)}" if len(siblings) > 1 else ""
-        widget.border_title = speaker + place
+        widget.border_title = speaker + (f" · {position}/{count}" if count > 1 else "")
