@@ -176,3 +176,20 @@ async def test_a_search_hit_in_another_branch_opens_on_that_branch(
         await wait_until(pilot, lambda: shown(screen) == ["a whale"])
         assert screen.query(".found")
         await wait_until(pilot, lambda: drawn(pilot, "You · 2/2"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_long_reply_shows_its_place_at_its_end_too(
+    make_app: MakeApp, clock: FakeClock, size: tuple[int, int]
+) -> None:
+    long = "\n\n".join(f"Paragraph {n} of a long answer." for n in range(40))
+    backend = ScriptedBackendDouble(clock=clock)
+    backend.enqueue(answer_reply("short"), answer_reply(long))
+    async with make_app(backend).run_test(size=size) as pilot:
+        await chat_screen(pilot)
+        await send(pilot, "tell me")
+        await reply_done(pilot)
+        await pilot.press("ctrl+r")
+        await reply_done(pilot)
+        await wait_until(pilot, lambda: drawn(pilot, "‹ 2/2 ›"))
+        assert drawn(pilot, "Paragraph 39") and not drawn(pilot, "Ling · 2/2")

@@ -33,6 +33,8 @@ class PathView:
         self._store = store
         self.selected: int | None = None
         """The message picked with Alt+Up/Down; None: the last one."""
+        self._places: dict[int, tuple[int, int]] = {}
+        """Each message's place among its alternatives, as last read (`tree.places`)."""
 
     async def show(
         self,
@@ -53,7 +55,8 @@ class PathView:
         widgets = [w for m in shown if (w := message_widget(m))]
         if not widgets:
             return False
-        _titled(widgets, every)
+        self._places = places(every)
+        self.relabel(widgets)
         at = [w for w in widgets if getattr(w, "message_id", None) == found]
         await transcript.show(widgets, at[0] if at else None)
         if found is None:
@@ -61,8 +64,21 @@ class PathView:
         return True
 
     def retitle(self, transcript: Transcript, conversation_id: int) -> None:
-        """Title the transcript's messages with their places again (a reply was added)."""
-        _titled(_messages(transcript), self._store.all_messages(conversation_id))
+        """Title the transcript's messages with their places read again (a reply was added)."""
+        self._places = places(self._store.all_messages(conversation_id))
+        self.relabel(_messages(transcript))
+
+    def relabel(self, widgets: Sequence[Widget]) -> None:
+        """Title each message widget with its speaker and, among alternatives, its place,
+        at its top (`Ling · 2/3`) and its bottom (`‹ 2/3 ›`: in view while a long reply
+        ends on screen)."""
+        for widget in widgets:
+            message_id = getattr(widget, "message_id", None) or 0
+            position, count = self._places.get(message_id, (1, 1))
+            place = f"{position}/{count}" if count > 1 else ""
+            speaker = "You" if isinstance(widget, UserMessage) else "Ling"
+            widget.border_title = f"{speaker} · {place}" if place else speaker
+            widget.border_subtitle = f"‹ {place} ›" if place else ""
 
     def target(self, conversation_id: int) -> StoredMessage | None:
         """The message the keys act on: the selected one while it is on the path on screen,
@@ -165,12 +181,3 @@ def _messages(transcript: Widget) -> list[UserMessage | ReplyView]:
         for w in transcript.children
         if isinstance(w, UserMessage | ReplyView) and w.message_id is not None
     ]
-
-
-def _titled(widgets: Sequence[Widget], every: list[StoredMessage]) -> None:
-    """Title each message widget with its speaker and, among alternatives, its place."""
-    where = places(every)
-    for widget in widgets:
-        position, count = where.get(getattr(widget, "message_id", None) or 0, (1, 1))
-        speaker = "You" if isinstance(widget, UserMessage) else "Ling"
-        widget.border_title = speaker + (f" · {position}/{count}" if count > 1 else "")

@@ -300,6 +300,7 @@ class ChatScreen(BranchActionsScreen):
         edit, self._edit = self._edit, None
         if edit is not None:
             edit.cancel(self.query_one("#prompt", TextArea), self.query_one(Transcript))
+            self._path.relabel(edit.widgets(self.query_one(Transcript)))
         return edit is not None
 
     # Chat management
