@@ -2,10 +2,11 @@
 transcript, `BranchActionsScreen` moves through it.
 
 Each message with alternatives (regenerated replies, edited messages) shows its place among
-them in its title, e.g. `Ling · 2/3`. One message is the one the keys act on: the last one,
-unless Alt+Up and Alt+Down selected another (marked). Alt+Left and Alt+Right switch the
-alternative of the selected message, or, when it has none, of the nearest one above it that
-has: the branch it is in; the path below then follows that alternative's own choices.
+them in its title, e.g. `Ling · 2/3`, and at its bottom (`‹ 2/3 ›`). One message is the one
+the keys act on: the last one, unless Alt+Up and Alt+Down selected another (marked).
+Alt+Left and Alt+Right switch the alternative of the selected message, or, when it has none,
+of the nearest one above it that has: the branch it is in; the path below then follows that
+alternative's own choices.
 """
 
 from __future__ import annotations
