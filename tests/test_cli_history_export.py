@@ -447,6 +447,32 @@ def test_import_reads_an_export_back_into_another_history(
     assert capsys.readouterr().err.startswith("ling-chat: error: cannot read ")
 
 
+def test_import_of_a_later_export_adds_the_branch_a_chat_lacked_and_history_shows_its_path(
+    filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    assert cli("export", "-o", str(before)) == 0
+    with ChatStore.open(filled) as store:
+        (question, _) = store.messages(1)
+        writer = store.start_reply(1, parent_id=question.id)
+        writer.append(answer="Nine minutes, or taste one.")
+        writer.finish(MessageStatus.COMPLETE)
+    assert cli("export", "-o", str(after)) == 0
+    other = str(tmp_path / "other")
+    assert cli("import", "--data-dir", other, str(before)) == 0
+    assert cli("import", "--data-dir", other, str(after)) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"Imported 0 conversations from {after} (1 already there, given the messages it "
+        "lacked; 2 already there, skipped)"
+    )
+    assert cli("history", "show", "1") == 0
+    shown = capsys.readouterr().out
+    assert "Nine minutes, or taste one." in shown and "About 9 minutes." not in shown
+    assert cli("history", "--data-dir", other, "show", "1") == 0
+    shown = capsys.readouterr().out
+    assert "About 9 minutes." in shown and "Nine minutes" not in shown  # its path as it was
+
+
 def test_import_draws_no_bar_when_stderr_is_no_terminal(
     filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

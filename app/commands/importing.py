@@ -34,8 +34,10 @@ def run(args: argparse.Namespace) -> int:
             if bar is not None:
                 bar.close()
     added = f"{done.conversations} conversation{'s' * (done.conversations != 1)}"
-    skipped = f" ({done.skipped} already there, skipped)" if done.skipped else ""
-    print(f"Imported {added} from {args.file}{skipped}")
+    notes = [f"{done.skipped} already there, skipped"] if done.skipped else []
+    if done.extended:
+        notes.insert(0, f"{done.extended} already there, given the messages it lacked")
+    print(f"Imported {added} from {args.file}" + (f" ({'; '.join(notes)})" if notes else ""))
     return 0
 
 

@@ -9,6 +9,7 @@ from html import escape
 from app.core.chat import Role, thinking_words
 from app.render.figures import speed_line
 from app.storage.models import Conversation, MessageStatus, StoredMessage, Thread
+from app.storage.tree import path
 
 SPEAKERS = {Role.USER: "You", Role.ASSISTANT: "Ling", Role.SYSTEM: "System"}
 """How each role is labelled for people."""
@@ -50,7 +51,8 @@ def settings_line(conversation: Conversation) -> str:
 
 
 def markdown(threads: Sequence[Thread]) -> Iterator[str]:
-    """The conversations as one Markdown document; reasoning folds into `<details>`."""
+    """The conversations as one Markdown document, each the path on screen (`tree`);
+    reasoning folds into `<details>`."""
     if not threads:
         yield "# ling-chat history\n\n_No conversations._\n"
     for index, thread in enumerate(threads):
@@ -70,7 +72,7 @@ def _markdown_thread(thread: Thread) -> Iterator[str]:
     if conversation.system_prompt:
         quoted = "\n".join(f"> {line}" for line in conversation.system_prompt.splitlines())
         yield f"> **System prompt**\n>\n{quoted}\n\n"
-    for message in thread.messages:
+    for message in path(thread.messages):
         yield f"## {SPEAKERS[message.role]} · {local_time(message.created_at)}\n\n"
         if message.reasoning:
             yield f"<details><summary>Reasoning</summary>\n\n{message.reasoning}\n\n</details>\n\n"
@@ -97,7 +99,8 @@ summary{cursor:pointer;color:#888}
 
 
 def html_page(threads: Sequence[Thread]) -> Iterator[str]:
-    """The conversations as one self-contained HTML page (inline CSS, all text escaped)."""
+    """The conversations as one self-contained HTML page (inline CSS, all text escaped), each
+    the path on screen (`tree`)."""
     title = escape(threads[0].conversation.title) if len(threads) == 1 else "ling-chat history"
     yield (
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -126,7 +129,7 @@ def _html_thread(thread: Thread) -> Iterator[str]:
             '<div class="msg system"><div class="who">System prompt</div>'
             f'<div class="text">{escape(conversation.system_prompt)}</div></div>\n'
         )
-    for message in thread.messages:
+    for message in path(thread.messages):
         yield (
             f'<div class="msg {message.role.value}"><div class="who">'
             f"{SPEAKERS[message.role]} · {local_time(message.created_at)}</div>\n"

@@ -1,13 +1,16 @@
 """Exporting conversations as JSON, JSONL or CSV text (the caller writes the file).
 
-JSON (schema version 1) is one document:
-    {"schema_version": 1, "exported_at": ISO, "engine_runs": [run, ...],
+JSON (schema version 2) is one document:
+    {"schema_version": 2, "exported_at": ISO, "engine_runs": [run, ...],
      "conversations": [conversation, ...]}
 JSONL holds one self-contained conversation per line (an empty history is an empty file):
-    {"schema_version": 1, "engine_runs": [the runs it uses], "conversation": conversation}
-A conversation has every `Conversation` field plus "messages"; a message every
-`StoredMessage` field, with "stats" as `ReplyStats.to_dict()` or null; a run every
-`EngineRun` field.
+    {"schema_version": 2, "engine_runs": [the runs it uses], "conversation": conversation}
+A conversation has every `Conversation` field plus "messages": every message of every
+branch, oldest first, each with every `StoredMessage` field ("parent_id": the "id" of an
+earlier message of the conversation or null, "chosen": whether it is on the path on screen
+among its parent's children, `tree`), "stats" as `ReplyStats.to_dict()` or null; a run every
+`EngineRun` field. Version 1 (before message trees) had no "parent_id" and "chosen": its
+messages were one path, oldest first.
 CSV holds one row per measured reply (`CSV_COLUMNS`): its numbers and the engine that made
 them, for a spreadsheet; no text cell starts a formula.
 
@@ -29,8 +32,9 @@ from app.storage.models import EngineRun, StoredMessage, Thread
 from app.storage.store import ChatStore
 from app.textsafe import escaped
 
-SCHEMA_VERSION = 1
-"""Bumped whenever a JSON/JSONL field changes meaning or goes away."""
+SCHEMA_VERSION = 2
+"""Bumped whenever a JSON/JSONL field changes meaning or goes away (2: "messages" holds every
+branch, linked by "parent_id")."""
 _RUN_COLUMNS = ("model", "profile", "kind", "sglang_version")
 _STATS_COLUMNS = (
     "prompt_tokens",
@@ -74,7 +78,7 @@ def collect(store: ChatStore, ids: Sequence[int] | None = None) -> Export:
         conversations = sorted(store.list_conversations(include_archived=True), key=lambda c: c.id)
     else:
         conversations = [store.get_conversation(i) for i in dict.fromkeys(ids)]
-    threads = [Thread(c, store.messages(c.id)) for c in conversations]
+    threads = [Thread(c, store.all_messages(c.id)) for c in conversations]
     run_ids = sorted({run_id for thread in threads for run_id in _run_ids(thread)})
     runs = {run_id: store.get_engine_run(run_id) for run_id in run_ids}
     return Export(threads, runs, utc_now())
@@ -103,7 +107,8 @@ def as_jsonl(export: Export) -> Iterator[str]:
 
 
 def as_csv(export: Export) -> Iterator[str]:
-    """One CSV row per measured reply; a reply whose engine run is unknown leaves those blank."""
+    """One CSV row per measured reply of every branch; a reply whose engine run is unknown
+    leaves those blank."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")  # RFC 4180; a CR in a cell gets quoted
     writer.writerow(CSV_COLUMNS)

@@ -1,10 +1,13 @@
-"""Reading a JSON or JSONL export (schema version 1, `export.py`) back into a history.
+"""Reading a JSON or JSONL export (schema version 2, or 1 from before message trees,
+`export.py`) back into a history.
 
-Everything goes in one transaction: a file that fails anywhere adds nothing. Ids are new.
+Everything goes in one transaction: a file that fails anywhere adds nothing. Ids are new;
+parent links and the path on screen are kept (a version 1 chat is one path).
 The JSON is read in pieces (`import_file`), within limits (`import_json`): text size, duplicate
 keys, nesting.
-A conversation already present (same creation time and title, e.g. imported before) is
-skipped, and an engine run already present is reused, so importing twice adds nothing.
+A conversation already present (same creation time and title, e.g. imported before) gets
+only the messages it lacks (`tree.same_as`: a branch added since), and an engine run
+already present is reused, so importing twice adds nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from app.core.chat import Role, Sampling, Thinking
 from app.core.errors import ImportFailed
 from app.core.reply_usage import histogram_in, optional_count_in
 from app.storage import rows
+from app.storage import tree as branches
 from app.storage.export import SCHEMA_VERSION
 from app.storage.import_file import ExportReader
 from app.storage.models import MessageStatus
@@ -33,7 +37,7 @@ from app.storage.store import ChatStore
 from app.telemetry import ReplyStats
 from app.telemetry.metrics import LEGACY_VERIFY_ROUNDS
 
-PRESENT = "SELECT 1 FROM conversations WHERE created_at = ? AND title = ?"
+PRESENT = "SELECT id FROM conversations WHERE created_at = ? AND title = ?"
 """A conversation already in the history: the same creation time and title (indexed)."""
 _RUN_KEYS = ("kind", "model", "sglang_version", "profile", "proof_summary", "started_at")
 _ERRORS = (
@@ -49,6 +53,8 @@ _ERRORS = (
 MAX_NAME_CHARS = 1000
 """The longest title or engine-run name an import takes (a chat list shows about 40)."""
 _NAMES = frozenset({"title", *_RUN_KEYS[:-1]})
+_VERSIONS = (1, SCHEMA_VERSION)
+"""The export versions an import reads: 1 (before message trees) and the current one."""
 _MAX_DRAFT_POSITIONS = 64
 """The most accept-histogram entries an import takes (a verify round checks 4 or 9 tokens)."""
 _STATS_COUNTS = ("prompt_tokens", "completion_tokens", "verify_rounds", "cached_tokens")
@@ -65,7 +71,9 @@ class Imported:
 
     conversations: int
     skipped: int
-    """Conversations already in the history."""
+    """Conversations already in the history, every message of them too."""
+    extended: int = 0
+    """Conversations already in the history that gained messages (branches they lacked)."""
 
 
 Progress = Callable[[int, int], None]
@@ -86,11 +94,13 @@ def import_export(store: ChatStore, path: Path, progress: Progress | None = None
     """
     with ExportReader(path) as reader, store.transaction() as db:
         run_ids: dict[int, int] = {}
-        added = total = 0
+        added = extended = total = 0
         for document in reader.documents():
-            if document.fields.get("schema_version") != SCHEMA_VERSION:
+            version = document.fields.get("schema_version")
+            if version not in _VERSIONS or type(version) is not int:
                 raise ImportFailed(
-                    f"{document.where}: not a ling-chat export of schema version {SCHEMA_VERSION}"
+                    f"{document.where}: not a ling-chat export of schema version 1 or "
+                    f"{SCHEMA_VERSION}"
                 )
             try:
                 for run in _engine_runs(document.where, document.fields):
@@ -99,7 +109,9 @@ def import_export(store: ChatStore, path: Path, progress: Progress | None = None
                             run_ids[run["id"]] = _run_id(db, run)
                 for record in document.conversations:
                     with _within(f"conversations[{total}]"):
-                        added += _conversation(db, record, run_ids)
+                        present, messages = _conversation(db, record, run_ids, tree=version > 1)
+                    added += not present
+                    extended += present and messages > 0
                     total += 1
                     if progress is not None:
                         progress(reader.done_bytes, reader.size)
@@ -107,7 +119,7 @@ def import_export(store: ChatStore, path: Path, progress: Progress | None = None
                 raise ImportFailed(f"{document.where}: {exc}") from exc
         if not total:
             raise ImportFailed(f"no conversations in {path}")
-    return Imported(added, total - added)
+    return Imported(added, total - added - extended, extended)
 
 
 class _Malformed(Exception):
@@ -268,12 +280,44 @@ def _run_id(db: Database, run: Mapping[str, Any]) -> int:
     )
 
 
-def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any, int]) -> bool:
-    """Insert one conversation with its messages; False when it is there already."""
+def _conversation(
+    db: Database, record: Mapping[str, Any], run_ids: Mapping[Any, int], *, tree: bool
+) -> tuple[bool, int]:
+    """Insert one conversation with its messages, or the messages it lacks when it is there
+    already; (whether it was there, how many messages were added). `tree`: the messages
+    carry their parent links and path (version 2), else they are one path."""
     key = [_date(record, "created_at"), _text(record, "title")]
-    if db.conn.execute(PRESENT, key).fetchone() is not None:
-        return False
-    conversation_id = rows.insert(
+    found = db.conn.execute(PRESENT, key).fetchone()
+    if found is not None:
+        conversation_id, known = found[0], branches.known(db, found[0])
+    else:
+        conversation_id, known = _insert_conversation(db, record), {}
+    messages = record["messages"]
+    if not isinstance(messages, list):
+        raise _Malformed(f"messages: {_kind(messages)}, not a list")
+    new_ids: dict[int, int] = {}
+    """The exported id of each message read so far, and its id here."""
+    added: set[int] = set()
+    previous = None
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise _Malformed(f"messages[{index}]: {_kind(message)}, not an object")
+        with _within(f"messages[{index}]"):
+            parent_id, chosen = _place(message, new_ids) if tree else (previous, True)
+            row = _message_row(conversation_id, message, parent_id, chosen)
+            previous = known.get(branches.same_as(row))
+            if previous is None:
+                if found is not None and parent_id not in added:
+                    row["chosen"] = 0  # beside messages there already: the path stays as it is
+                previous = _insert_message(db, row, message, run_ids)
+                added.add(previous)
+            if tree:
+                new_ids[message["id"]] = previous
+    return found is not None, len(added)
+
+
+def _insert_conversation(db: Database, record: Mapping[str, Any]) -> int:
+    return rows.insert(
         db,
         "conversations",
         {
@@ -287,37 +331,47 @@ def _conversation(db: Database, record: Mapping[str, Any], run_ids: Mapping[Any,
             "archived": int(_flag(record, "archived")),
         },
     )
-    messages = record["messages"]
-    if not isinstance(messages, list):
-        raise _Malformed(f"messages: {_kind(messages)}, not a list")
-    for index, message in enumerate(messages):
-        if not isinstance(message, dict):
-            raise _Malformed(f"messages[{index}]: {_kind(message)}, not an object")
-        with _within(f"messages[{index}]"):
-            _message(db, conversation_id, message, run_ids)
-    return True
 
 
-def _message(
-    db: Database, conversation_id: int, message: Mapping[str, Any], run_ids: Mapping[Any, int]
-) -> None:
-    """Insert one message with its measurements."""
-    message_id = rows.insert(
-        db,
-        "messages",
-        {
-            "conversation_id": conversation_id,
-            "role": _choice(message, "role", Role),
-            "content": _text(message, "content"),
-            "reasoning": _text(message, "reasoning"),
-            "status": _choice(message, "status", MessageStatus),
-            "error": _text(message, "error", optional=True),
-            "cut_reason": _text(message, "cut_reason", optional=True),
-            "created_at": _date(message, "created_at"),
-            "updated_at": _date(message, "updated_at", optional=True) or message["created_at"],
-        },
-    )
+def _place(message: Mapping[str, Any], new_ids: Mapping[int, int]) -> tuple[int | None, bool]:
+    """A version 2 message's parent here and whether it is chosen; its `id` must be new
+    and its `parent_id` null or the id of an earlier message of its conversation."""
+    message_id, parent = message["id"], message["parent_id"]
+    if type(message_id) is not int or message_id in new_ids:
+        raise _Malformed(f"id: {message_id!r} is not a whole number unique in its conversation")
+    if parent is not None and (type(parent) is not int or parent not in new_ids):
+        raise _Malformed(
+            f"parent_id: {parent!r} is not null or the id of an earlier message of the conversation"
+        )
+    return (None if parent is None else new_ids[parent]), _flag(message, "chosen")
+
+
+def _message_row(
+    conversation_id: int, message: Mapping[str, Any], parent_id: int | None, chosen: bool
+) -> dict[str, Any]:
+    """A message's `messages` row, each field checked."""
+    return {
+        "conversation_id": conversation_id,
+        "role": _choice(message, "role", Role),
+        "content": _text(message, "content"),
+        "reasoning": _text(message, "reasoning"),
+        "status": _choice(message, "status", MessageStatus),
+        "error": _text(message, "error", optional=True),
+        "cut_reason": _text(message, "cut_reason", optional=True),
+        "created_at": _date(message, "created_at"),
+        "updated_at": _date(message, "updated_at", optional=True) or message["created_at"],
+        "parent_id": parent_id,
+        "chosen": int(chosen),
+    }
+
+
+def _insert_message(
+    db: Database, row: dict[str, Any], message: Mapping[str, Any], run_ids: Mapping[Any, int]
+) -> int:
+    """Insert one message's row and its measurements; returns its id."""
+    message_id = rows.insert(db, "messages", row)
     if message.get("stats") is not None:
         stats = _stats(message)
         run_id = run_ids.get(message.get("engine_run_id"))
         rows.insert(db, "measurements", rows.measurement(message_id, run_id, stats))
+    return message_id

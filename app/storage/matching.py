@@ -1,14 +1,58 @@
-"""How a history search matches: the SQL filter for its terms, and the snippet it shows."""
+"""How a history search matches: the SQL filter for its terms, the query over every message
+of every branch, and the snippet it shows."""
 
 from __future__ import annotations
 
 import re
 from typing import Final
 
+from sqlite_utils import Database
+
+from app.storage.models import SearchHit
+from app.storage.rows import stored_role
+
 SNIPPET_BEFORE: Final = 30
 """Characters a snippet keeps before the first match."""
 SNIPPET_AFTER: Final = 60
 """Characters a snippet keeps after the end of the first match."""
+
+
+def search(db: Database, text: str, limit: int | None) -> list[SearchHit]:
+    """Messages containing every whitespace-separated term of `text`, newest first, at most
+    `limit` (None: all).
+
+    Terms are matched literally and case-insensitively as substrings (no query syntax), in
+    the answer or the reasoning.
+    """
+    terms = text.split()
+    if not terms:
+        return []
+    where, params = match_filter(terms)
+    sql = (
+        "SELECT m.id, m.conversation_id, m.role, c.title, m.content, m.reasoning"
+        " FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id"
+        f" WHERE {where} ORDER BY m.id DESC LIMIT ?"
+    )
+    return [
+        SearchHit(
+            conversation_id=row["conversation_id"],
+            message_id=row["id"],
+            title=row["title"],
+            snippet=snippet(row["content"], row["reasoning"], terms),
+            role=stored_role(row["role"]),
+        )
+        for row in db.query(sql, [*params, -1 if limit is None else limit])
+    ]
+
+
+def count_matches(db: Database, text: str) -> int:
+    """How many messages `search` would find without a limit."""
+    terms = text.split()
+    if not terms:
+        return 0
+    where, params = match_filter(terms)
+    (row,) = db.query(f"SELECT count(*) AS n FROM messages AS m WHERE {where}", params)
+    return int(row["n"])
 
 
 def match_filter(terms: list[str]) -> tuple[str, list[str]]:

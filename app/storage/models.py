@@ -62,6 +62,10 @@ class StoredMessage:
     """The engine run that measured this reply, when its stats were recorded with one."""
     updated_at: str = ""
     """When the row was last written (the last flush of a partial reply)."""
+    parent_id: int | None = None
+    """The message this one answers or follows; None for a first message."""
+    chosen: bool = True
+    """Whether it is the alternative shown among its parent's children (`app.storage.tree`)."""
     cut_reason: str | None = None
     """For status CUT: the limit that cut it off, in words."""
 
@@ -123,7 +127,7 @@ class MeasuredReply:
 
 @dataclass(frozen=True, slots=True)
 class Thread:
-    """A conversation with its messages, oldest first."""
+    """A conversation with its messages, every branch, oldest first."""
 
     conversation: Conversation
     messages: list[StoredMessage]

@@ -229,6 +229,8 @@ def _message(row: Mapping[str, Any]) -> StoredMessage:
         engine_run_id=row["engine_run_id"],
         updated_at=_text(row["updated_at"]),
         cut_reason=None if row.get("cut_reason") is None else _text(row["cut_reason"]),
+        parent_id=row["parent_id"],
+        chosen=bool(row["chosen"]),
     )
 
 

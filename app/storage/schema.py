@@ -158,3 +158,37 @@ def m004_chat_thinking(db: Database) -> None:
     off (status `cut`: the limit it reached, e.g. "the reply budget of 4,096 tokens")."""
     db.table("conversations").add_column("thinking", str)
     db.table("messages").add_column("cut_reason", str)
+
+
+@MIGRATIONS()
+def m005_message_tree(db: Database) -> None:
+    """Messages as a tree: each has a parent (`parent_id`, null for a first message) and is
+    or is not its parent's chosen child (`chosen`); the path on screen follows the chosen
+    children from the chosen first message. A linear chat becomes one path: each message's
+    parent is the one before it, every message chosen. The search index's update trigger
+    then reindexes only a change of text, not of these columns."""
+    db.execute('DROP TRIGGER IF EXISTS "messages_au"')
+    db.execute(
+        """
+        CREATE TRIGGER "messages_au" AFTER UPDATE OF "content", "reasoning" ON "messages" BEGIN
+          INSERT INTO "messages_fts" ("messages_fts", rowid, "content", "reasoning")
+            VALUES('delete', old.rowid, old."content", old."reasoning");
+          INSERT INTO "messages_fts" (rowid, "content", "reasoning")
+            VALUES (new.rowid, new."content", new."reasoning");
+        END
+        """
+    )
+    db.execute(
+        "ALTER TABLE messages ADD COLUMN parent_id INTEGER"
+        " REFERENCES messages(id) ON DELETE CASCADE"
+    )
+    db.execute("ALTER TABLE messages ADD COLUMN chosen INTEGER NOT NULL DEFAULT 1")
+    db.execute(
+        """
+        UPDATE messages SET parent_id = (
+            SELECT max(earlier.id) FROM messages AS earlier
+            WHERE earlier.conversation_id = messages.conversation_id AND earlier.id < messages.id
+        )
+        """
+    )
+    db.table("messages").create_index(["parent_id"])

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from sqlite_utils import Database
 
@@ -17,9 +17,9 @@ from app.core.chat import DEFAULT_THINKING, MAX_TEXT_CHARS, Role, Sampling, Thin
 from app.core.errors import StorageError
 from app.core.proof_report import ProofReport
 from app.files import new_file
-from app.storage import rows
+from app.storage import rows, tree
 from app.storage.database import Connection, utc_now, writable
-from app.storage.matching import match_filter, snippet
+from app.storage.matching import count_matches, search
 from app.storage.models import (
     Conversation,
     EngineRun,
@@ -253,7 +253,11 @@ class ChatStore:
                 raise self._connection.describe(exc, path) from exc
 
     def messages(self, conversation_id: int) -> list[StoredMessage]:
-        """A conversation's messages, oldest first, with their measurements."""
+        """The messages on screen (the chosen path, `tree`), with their measurements."""
+        return tree.path(self.all_messages(conversation_id))
+
+    def all_messages(self, conversation_id: int) -> list[StoredMessage]:
+        """A conversation's messages of every branch, oldest first, with their measurements."""
         self.get_conversation(conversation_id)
         with self._connection.errors():
             return rows.select_messages(
@@ -272,12 +276,11 @@ class ChatStore:
         ]
 
     def add_user_message(
-        self, conversation_id: int, content: str, *, replacing: Sequence[int] = ()
+        self, conversation_id: int, content: str, *, alternative_to: int | None = None
     ) -> StoredMessage:
-        """Store (and commit) the user's message; call it before generation starts.
-
-        `replacing`: messages of the conversation deleted in the same transaction (an edited
-        exchange): if the new message cannot be stored, they stay.
+        """Store (and commit) the user's message after the last one on screen, or, given
+        `alternative_to`, beside that message (an edit: a new branch, the old one kept); it
+        goes on the path on screen. Call it before generation starts.
 
         Raises:
             StorageError: the message is longer than `MAX_TEXT_CHARS` (nothing is stored).
@@ -301,68 +304,37 @@ class ChatStore:
         with self._connection.write() as db:
             if not rows.touch(db, conversation_id, now):
                 raise StorageError(f"no conversation {conversation_id}")
-            for old_id in replacing:
-                sql = "DELETE FROM messages WHERE id = ? AND conversation_id = ?"
-                db.execute(sql, [old_id, conversation_id])
-            message_id = rows.insert(db, "messages", row)
+            row["parent_id"] = (
+                tree.last_on_path(db, conversation_id)
+                if alternative_to is None
+                else self._parent_of(db, conversation_id, alternative_to)
+            )
+            message_id = tree.add(db, row)
             (message,) = rows.select_messages(db, "m.id = ?", [message_id])
         return message
 
-    def delete_message(self, message_id: int) -> None:
-        """Delete one message (to regenerate a reply or edit and resend a question)."""
+    def choose(self, message_id: int) -> None:
+        """Show a message's branch: it and its ancestors become the path on screen (`tree`)."""
         with self._connection.write() as db:
-            found = list(
-                db.query("SELECT conversation_id FROM messages WHERE id = ?", [message_id])
-            )
-            if not found:
+            if not tree.choose(db, message_id):
                 raise StorageError(f"no message {message_id}")
-            db.execute("DELETE FROM messages WHERE id = ?", [message_id])
-            rows.touch(db, found[0]["conversation_id"], utc_now())
 
     def search(self, text: str, *, limit: int | None = 50) -> list[SearchHit]:
-        """Messages containing every whitespace-separated term of `text`, newest first.
-
-        Terms are matched literally and case-insensitively as substrings (no query
-        syntax), in the answer or the reasoning.
-        """
-        terms = text.split()
-        if not terms:
-            return []
-        where, params = match_filter(terms)
-        sql = (
-            "SELECT m.id, m.conversation_id, m.role, c.title, m.content, m.reasoning"
-            " FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id"
-            f" WHERE {where} ORDER BY m.id DESC LIMIT ?"
-        )
+        """Messages of every branch containing every whitespace-separated term of `text`,
+        newest first (`matching.search`)."""
         with self._connection.errors():
-            found = list(self._connection.db.query(sql, [*params, -1 if limit is None else limit]))
-        return [
-            SearchHit(
-                conversation_id=row["conversation_id"],
-                message_id=row["id"],
-                title=row["title"],
-                snippet=snippet(row["content"], row["reasoning"], terms),
-                role=rows.stored_role(row["role"]),
-            )
-            for row in found
-        ]
+            return search(self._connection.db, text, limit)
 
     def count_matches(self, text: str) -> int:
         """How many messages `search(text)` would find without a limit."""
-        terms = text.split()
-        if not terms:
-            return 0
-        where, params = match_filter(terms)
         with self._connection.errors():
-            (row,) = self._connection.db.query(
-                f"SELECT count(*) AS n FROM messages AS m WHERE {where}", params
-            )
-        return int(row["n"])
+            return count_matches(self._connection.db, text)
 
     def start_reply(
         self,
         conversation_id: int,
         *,
+        parent_id: int | None = None,
         engine_run_id: int | None = None,
         flush_interval_s: float = 0.5,
         clock: Callable[[], float] = time.monotonic,
@@ -373,19 +345,33 @@ class ChatStore:
 
         Args:
             conversation_id: where the reply goes (must exist).
+            parent_id: the message it answers (a new alternative beside any earlier reply to
+                it); default: the last message on screen.
             engine_run_id: the `record_engine_run` id its measurements belong to.
             flush_interval_s: the most text-arrival time a crash may lose.
             clock: seconds, for the flush interval (tests pass a fake).
         """
         self.get_conversation(conversation_id)
+        if parent_id is None:
+            with self._connection.errors():
+                parent_id = tree.last_on_path(self._connection.db, conversation_id)
         return ReplyWriter(
             self._connection,
             conversation_id,
+            parent_id=parent_id,
             engine_run_id=engine_run_id,
             flush_interval_s=flush_interval_s,
             clock=clock,
             continuing=continuing,
         )
+
+    @staticmethod
+    def _parent_of(db: Database, conversation_id: int, message_id: int) -> int | None:
+        sql = "SELECT parent_id FROM messages WHERE id = ? AND conversation_id = ?"
+        found = db.conn.execute(sql, [message_id, conversation_id]).fetchone()
+        if found is None:
+            raise StorageError(f"no message {message_id} in conversation {conversation_id}")
+        return cast(int | None, found[0])
 
     def _update_conversation(self, conversation_id: int, **changes: Any) -> None:
         with self._connection.write() as db:

@@ -8,7 +8,7 @@ from sqlite_utils import Database
 
 from app.core.chat import Role
 from app.core.errors import StorageError
-from app.storage import rows
+from app.storage import rows, tree
 from app.storage.database import Connection, utc_now
 from app.storage.models import MessageStatus, StoredMessage
 from app.telemetry import ReplyStats
@@ -17,8 +17,9 @@ from app.telemetry import ReplyStats
 class ReplyWriter:
     """Stores one assistant reply while it streams; get one from `ChatStore.start_reply`.
 
-    The row is created, with status `partial`, by the first `append` that carries text
-    (if that commit fails, the text stays buffered and the next commit creates it); later
+    The row is created as the chosen child of `parent_id` (`tree`), with status `partial`,
+    by the first `append` that carries text (if that commit fails, the text stays buffered
+    and the next commit creates it); later
     text is committed once `flush_interval_s` has passed since the last commit, so a
     killed process leaves a `partial` reply holding everything flushed before the kill.
 
@@ -31,6 +32,7 @@ class ReplyWriter:
         connection: Connection,
         conversation_id: int,
         *,
+        parent_id: int | None,
         engine_run_id: int | None,
         flush_interval_s: float,
         clock: Callable[[], float],
@@ -40,6 +42,7 @@ class ReplyWriter:
         """None until the row exists (the first text was committed)."""
         self._connection = connection
         self._conversation_id = conversation_id
+        self._parent_id = parent_id
         self._engine_run_id = engine_run_id
         self._flush_interval_s = flush_interval_s
         self._clock = clock
@@ -165,8 +168,9 @@ class ReplyWriter:
             "cut_reason": cut_reason,
             "created_at": now,
             "updated_at": now,
+            "parent_id": self._parent_id,
         }
-        return rows.insert(db, "messages", row)
+        return tree.add(db, row)
 
     def _text(self) -> tuple[str, str]:
         """The answer and reasoning so far (joined once, so appends stay cheap)."""

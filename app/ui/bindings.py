@@ -49,11 +49,21 @@ CHAT_ACTIONS: Final = (
     Action("send", "ctrl+s", "send", "Send", footer="Send", priority=False),
     Action("stop_reply", "escape", "stop_reply", "Stop reply", footer="Stop", priority=False),
     Action("new_chat", "ctrl+n", "new_chat", "New chat", footer="New chat"),
-    Action("regenerate", "ctrl+r", "regenerate", "Regenerate last reply", footer="Regenerate"),
+    Action(
+        "regenerate",
+        "ctrl+r",
+        "regenerate",
+        "Regenerate reply (old one kept)",
+        footer="Regenerate",
+    ),
     Action(
         "continue_reply", "ctrl+g", "continue_reply", "Continue last reply (cut off or stopped)"
     ),
-    Action("edit_last", "f4", "edit_last", "Edit & resend last message (kept until sent)"),
+    Action("edit_message", "f4", "edit_message", "Edit message (starts a branch)"),
+    Action("previous_alternative", "alt+left", "previous_alternative", "Previous alternative"),
+    Action("next_alternative", "alt+right", "next_alternative", "Next alternative"),
+    Action("select_previous", "alt+up", "select_previous", "Select the message above"),
+    Action("select_next", "alt+down", "select_next", "Select the message below"),
     Action("copy_reply", "f5", "copy_reply", "Copy last reply"),
     Action("copy_code", "f6", "copy_code", "Copy a code block (again: the one before)"),
     Action("search", "ctrl+f", "search", "Search chats"),
@@ -71,7 +81,7 @@ CHAT_ACTIONS: Final = (
 ALL_ACTIONS: Final = APP_ACTIONS + CHAT_ACTIONS
 
 
-_KEY_NAMES: Final = {"escape": "Esc", "enter": "Enter", "delete": "Del", "tab": "Tab"}
+_KEY_NAMES: Final = {"escape": "Esc", "enter": "Enter", "delete": "Del", "tab": "Tab", "up": "Up"}
 
 
 def pretty_keys(keys: str) -> str:

@@ -59,7 +59,7 @@ def render(export: Export, fmt: str) -> str:
 def test_json_holds_every_field_and_reads_back(filled: ChatStore) -> None:
     document = json.loads(render(collect(filled), "json"))
 
-    assert document["schema_version"] == SCHEMA_VERSION == 1
+    assert document["schema_version"] == SCHEMA_VERSION == 2
     assert set(document) == {"schema_version", "exported_at", "engine_runs", "conversations"}
     assert [c["title"] for c in document["conversations"]] == [
         "Tags <i>&</i> more",

@@ -199,7 +199,7 @@ def test_a_file_that_would_never_end_or_fill_memory_is_one_line(tmp_path: Path, 
     ("text", "message"),
     [
         ('{"schema_version": 1, "conversations": []}\nnot json\n', r"export.jsonl:2: not JSON"),
-        ('{"schema_version": 2, "conversations": []}', r"not a ling-chat export of schema"),
+        ('{"schema_version": 3, "conversations": []}', r"not a ling-chat export of schema"),
         ('{"schema_version": 1}', r"export.jsonl: no conversations"),
         ('{"schema_version": 1, "x": ' + "1" * 5000 + "}", r"export.jsonl.*digits"),
     ],

@@ -47,6 +47,8 @@ EXPECTED_COLUMNS = {
         "created_at": str,
         "updated_at": str,
         "cut_reason": str,
+        "parent_id": int,
+        "chosen": int,
     },
     "measurements": {
         "id": int,
@@ -86,6 +88,7 @@ def test_opening_a_missing_file_creates_folders_and_the_full_schema(db_path: Pat
         indexes = {tuple(index.columns) for index in db.table("conversations").indexes}
     assert cascades == {
         ("messages", "conversation_id", "CASCADE"),
+        ("messages", "parent_id", "CASCADE"),
         ("measurements", "message_id", "CASCADE"),
         ("measurements", "engine_run_id", "SET NULL"),
     }
@@ -94,6 +97,7 @@ def test_opening_a_missing_file_creates_folders_and_the_full_schema(db_path: Pat
         "m002_counter_names",
         "m003_conversation_key_index",
         "m004_chat_thinking",
+        "m005_message_tree",
     ]
     assert pending == []
     assert ("created_at", "title") in indexes  # the import's duplicate check

@@ -112,3 +112,18 @@ def test_a_snippet_is_cut_between_words(store: ChatStore) -> None:
         "…brownish fox jumped over the «lazy» dog the quick brownish fox jumped over the "
         "«lazy» dog the…"
     )
+
+
+def test_every_branch_is_searched_short_terms_too(store: ChatStore) -> None:
+    """A regenerated reply and an edited question stay findable off the path on screen."""
+    chat = store.create_conversation("Branches")
+    question = store.add_user_message(chat.id, "pick a colour")
+    for answer in ("ox red", "ox blue"):
+        writer = store.start_reply(chat.id, parent_id=question.id)
+        writer.append(answer)
+        writer.finish(MessageStatus.COMPLETE)
+    store.add_user_message(chat.id, "pick a shape", alternative_to=question.id)
+    assert [m.content for m in store.messages(chat.id)] == ["pick a shape"]
+    assert [hit.snippet for hit in store.search("ox")] == ["«ox» blue", "«ox» red"]
+    assert [hit.snippet for hit in store.search("colour")] == ["pick a «colour»"]
+    assert store.count_matches("pick") == 2

@@ -110,7 +110,7 @@ def test_unknown_ids_raise_one_line_storage_errors(store: ChatStore) -> None:
         with pytest.raises(StorageError, match=r"^no conversation 404$"):
             call()
     with pytest.raises(StorageError, match=r"^no message 404$"):
-        store.delete_message(404)
+        store.choose(404)
     with pytest.raises(StorageError, match=r"^no engine run 404$"):
         store.get_engine_run(404)
     assert store.list_conversations() == []  # nothing was half-written
@@ -153,24 +153,6 @@ def test_deleting_a_conversation_cascades_to_messages_measurements_and_search(
     assert committed("SELECT * FROM measurements") == []
     assert store.search("needle") == []
     assert [c.id for c in store.list_conversations()] == [kept.id]
-
-
-def test_deleting_a_message_drops_its_measurements_and_bumps_the_conversation(
-    store: ChatStore, committed: Committed
-) -> None:
-    conversation = store.create_conversation()
-    question = store.add_user_message(conversation.id, "Q")
-    writer = store.start_reply(conversation.id)
-    writer.append("A")
-    reply = writer.finish(MessageStatus.COMPLETE, STATS)
-    assert reply is not None
-    before = store.get_conversation(conversation.id).updated_at
-
-    store.delete_message(reply.id)
-
-    assert store.messages(conversation.id) == [question]
-    assert committed("SELECT * FROM measurements") == []
-    assert store.get_conversation(conversation.id).updated_at > before
 
 
 def test_message_counts_per_conversation(store: ChatStore) -> None:

@@ -221,7 +221,7 @@ async def test_a_bug_in_a_reply_is_logged_with_its_traceback_and_not_stored_as_a
     ]
 
 
-async def test_regenerate_replaces_the_last_reply(
+async def test_regenerate_shows_a_new_reply_and_keeps_the_old_one(
     chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
 ) -> None:
     backend.enqueue(answer_reply("first"), answer_reply("second"))
@@ -232,7 +232,13 @@ async def test_regenerate_replaces_the_last_reply(
         await pilot.press("ctrl+r")
         await reply_done(pilot)
         assert [view.answer for view in screen.query(ReplyView)] == ["second"]
+        assert screen.query_one(ReplyView).border_title == "Ling · 2/2"
     assert [m.content for m in only_chat(store)] == ["q", "second"]
+    assert [m.content for m in store.all_messages(store.list_conversations()[0].id)] == [
+        "q",
+        "first",
+        "second",
+    ]
     assert backend.requests[0][0] == backend.requests[1][0]
 
 

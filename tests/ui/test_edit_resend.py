@@ -1,5 +1,6 @@
-"""Edit and resend (F4): the edited exchange stays, in the history file and on screen, until
-the edit is sent; Esc, another chat or quitting leave it as it was."""
+"""Editing the last message (F4): the edited exchange stays on screen until the edit is
+sent, and in the history file for good (a branch of its own); Esc, another chat or quitting
+leave everything as it was."""
 
 from __future__ import annotations
 
@@ -110,7 +111,7 @@ async def test_the_edit_hint_is_the_prompts_title_until_sent_and_no_notice_cover
     async with app.run_test(size=(80, 24), message_hook=notices) as pilot:
         screen = await cats_then_f4(pilot)
         title = str(prompt_of(screen).border_title)
-        assert title == "editing · Ctrl+S: send in its place · Esc: keep the exchange"
+        assert title == "editing · Ctrl+S: send as a new branch · Esc: cancel"
         prompt_of(screen).load_text("dogs")
         await pilot.press("ctrl+s")
         await reply_done(pilot)
@@ -134,7 +135,7 @@ async def test_f4_then_quit_loses_nothing(
     assert await shown_after_a_restart(db_path, clock) == SHOWN_BEFORE
 
 
-async def test_f4_edit_send_replaces_the_exchange_only_when_sent(
+async def test_f4_edit_send_shows_a_new_branch_and_keeps_the_old_one(
     make_app: MakeApp, clock: FakeClock, db_path: Path
 ) -> None:
     backend = cats_backend(clock, "about dogs")
@@ -149,6 +150,10 @@ async def test_f4_edit_send_replaces_the_exchange_only_when_sent(
         assert not screen.query(f".{EDITING}")
     assert stored(db_path) == [*BEFORE[:2], ("user", "dogs"), ("assistant", "about dogs")]
     assert [m.content for m in backend.requests[2][0]] == ["sheep", "about sheep", "dogs"]
+    with ChatStore.open(db_path) as store:
+        (chat,) = store.list_conversations()
+        every = [m.content for m in store.all_messages(chat.id)]
+    assert every == [*SHOWN_BEFORE, "dogs", "about dogs"]
 
 
 async def test_a_send_that_cannot_be_stored_keeps_the_edited_exchange(

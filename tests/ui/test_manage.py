@@ -206,7 +206,13 @@ async def test_command_palette_lists_every_chat_action(chat_app: LingChatApp) ->
     async with chat_app.run_test(size=SIZE) as pilot:
         screen = await chat_screen(pilot)
         titles = {command.title for command in chat_app.get_system_commands(screen)}
-        assert {"Send", "Stop reply", "Regenerate last reply", "Delete chat", "Quit"} <= titles
+        assert {
+            "Send",
+            "Stop reply",
+            "Regenerate reply (old one kept)",
+            "Delete chat",
+            "Quit",
+        } <= titles
         await pilot.press("ctrl+p")
         await wait_until(pilot, lambda: isinstance(chat_app.screen, CommandPalette))
         await pilot.press(*"proof", "enter")

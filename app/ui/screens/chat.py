@@ -11,7 +11,6 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header, Static, TextArea
 
-from app.core.chat import Role
 from app.core.errors import StorageError
 from app.storage import Conversation, MessageStatus, StoredMessage
 from app.telemetry import ReplyStats
@@ -23,6 +22,7 @@ from app.ui.chat_context import ChatContext
 from app.ui.format import title_from
 from app.ui.reply import ReplyRun, reply_request
 from app.ui.reply_controller import ReplyController
+from app.ui.screens.branches import BranchActionsScreen, PathView
 from app.ui.screens.dialogs import (
     ChatSettings,
     ConfirmDialog,
@@ -30,17 +30,16 @@ from app.ui.screens.dialogs import (
     SettingsDialog,
 )
 from app.ui.screens.exchange_edit import ExchangeEdit
-from app.ui.screens.report_actions import ReportActionsScreen
 from app.ui.widgets.banner import Banner
 from app.ui.widgets.composer import Composer
-from app.ui.widgets.messages import UserMessage, message_widget
+from app.ui.widgets.messages import UserMessage
 from app.ui.widgets.sidebar import Sidebar
 from app.ui.widgets.speed_panel import SpeedPanel
 from app.ui.widgets.speed_strip import SpeedStrip
 from app.ui.widgets.transcript import Transcript
 
 
-class ChatScreen(ReportActionsScreen):
+class ChatScreen(BranchActionsScreen):
     """One conversation at a time, with its reply streaming into the transcript."""
 
     # Help comes first (the app's priority binding takes its place) so that the footer
@@ -60,7 +59,8 @@ class ChatScreen(ReportActionsScreen):
         """Measurements of this session's completed replies, oldest first."""
         self._replies = ReplyController(context.backend, self, refresh_s=1 / context.refresh_hz)
         self._edit: ExchangeEdit | None = None
-        """The edit and resend in progress (F4)."""
+        """The edit in progress (F4)."""
+        self._path = PathView(context.store)
 
     def validate_sub_title(self, sub_title: object) -> str | None:
         """The header shows a chat's title with its control characters made visible."""
@@ -105,14 +105,17 @@ class ChatScreen(ReportActionsScreen):
     # Conversations
 
     async def _open(self, conversation_id: int, message_id: int | None = None) -> None:
+        """Show a conversation; a search hit (`message_id`) with its branch."""
         self._cancel_edit()
         store = self._ctx.store
         self.conversation = store.get_conversation(conversation_id)
         self.sub_title = self.conversation.title
-        widgets = [w for m in store.messages(conversation_id) if (w := message_widget(m))]
-        found = [w for w in widgets if getattr(w, "message_id", None) == message_id]
+        if message_id is not None:
+            store.choose(message_id)
+        self._path.selected = None
         transcript = self.query_one(Transcript)
-        await transcript.show(widgets or [_note("No messages yet.")], found[0] if found else None)
+        if not await self._path.show(transcript, conversation_id, found=message_id):
+            await transcript.show([_note("No messages yet.")])
         self._refresh_sidebar()
 
     async def _new_draft(self) -> None:
@@ -164,8 +167,8 @@ class ChatScreen(ReportActionsScreen):
                 thinking=self._draft.thinking,
             )
             try:
-                replacing = edit.message_ids if edit is not None else ()
-                message = store.add_user_message(conversation.id, text, replacing=replacing)
+                edited = edit.message_ids[0] if edit is not None else None
+                message = store.add_user_message(conversation.id, text, alternative_to=edited)
             except StorageError:
                 if self.conversation is None:  # leave no empty chat behind, if it can go
                     with suppress(StorageError):
@@ -173,22 +176,32 @@ class ChatScreen(ReportActionsScreen):
                 raise
             self.conversation = conversation
             self.sub_title = conversation.title
-            if edit is not None:
-                self._edit = None
-                await transcript.remove_children(edit.widgets(transcript))
-            await transcript.query(".note").remove()
             prompt.clear()
-            await transcript.mount(UserMessage(message.content, message.id))
-            await self._generate(conversation)
+            self._path.selected = None
+            if edit is not None:  # the edited branch stays, off screen
+                self._edit = None
+                await self._path.show(transcript, conversation.id)
+            else:
+                await transcript.query(".note").remove()
+                await transcript.mount(UserMessage(message.content, message.id))
+            await self._generate(conversation, message.id)
 
     async def _generate(
-        self, conversation: Conversation, continuing: StoredMessage | None = None
+        self, conversation: Conversation, parent_id: int, continuing: StoredMessage | None = None
     ) -> None:
-        """Stream the next reply, or go on with `continuing` (the last reply) in place."""
+        """Stream a new reply to message `parent_id` (the model sees the path on screen up to
+        it), or go on in place with `continuing`, the cut-off or stopped reply to it."""
         ctx = self._ctx
-        request = reply_request(conversation, ctx.store.messages(conversation.id), continuing)
+        history = ctx.store.messages(conversation.id)
+        last = continuing.id if continuing is not None else parent_id
+        seen = history[: [message.id for message in history].index(last) + 1]
+        request = reply_request(conversation, seen, continuing)
         writer = ctx.store.start_reply(
-            conversation.id, engine_run_id=ctx.engine_run_id, clock=ctx.clock, continuing=continuing
+            conversation.id,
+            parent_id=parent_id,
+            engine_run_id=ctx.engine_run_id,
+            clock=ctx.clock,
+            continuing=continuing,
         )
         transcript = self.query_one(Transcript)
         view = await transcript.add_reply() if continuing is None else transcript.reply(continuing)
@@ -216,6 +229,9 @@ class ChatScreen(ReportActionsScreen):
             self.notify(run.error or "unknown error", title="The reply failed", severity="error")
         if run.refused:
             self.notify(run.refused, title="The reply was not continued", severity="warning")
+        if self.conversation is not None:
+            with self._storage_errors_reported():
+                self._path.retitle(self.query_one(Transcript), self.conversation.id)
         self._refresh_sidebar()
 
     def replies_unsaved(self, runs: list[ReplyRun]) -> None:  # kept in a file meanwhile
@@ -253,19 +269,22 @@ class ChatScreen(ReportActionsScreen):
     # Editing the conversation
 
     async def action_regenerate(self) -> None:
-        """Replace the last reply with a new one."""
+        """A new reply in place of the selected one (or to the selected message); the old
+        one is kept as an alternative."""
         conversation = self.conversation
         if conversation is None or self._busy():
             return
         self._cancel_edit()
         with self._storage_errors_reported():
-            messages = self._ctx.store.messages(conversation.id)
-            if messages and messages[-1].role is Role.ASSISTANT:
-                await self._delete_messages([messages.pop().id])
-            if not messages or messages[-1].role is not Role.USER:
+            taken = self._path.exchange(conversation.id)
+            if not taken:
                 self.notify("There is no reply to regenerate.")
                 return
-            await self._generate(conversation)
+            target = taken[0]
+            self._ctx.store.check_writable()  # a locked history fails before the screen changes
+            self._path.selected = None
+            await self._path.show(self.query_one(Transcript), conversation.id, until=target.id)
+            await self._generate(conversation, target.id)
 
     async def action_continue_reply(self) -> None:
         """Continue the last reply, cut off or stopped, in place: one reply, its text and
@@ -276,23 +295,26 @@ class ChatScreen(ReportActionsScreen):
         self._cancel_edit()
         with self._storage_errors_reported():
             messages = self._ctx.store.messages(conversation.id) if conversation else []
-            if conversation is None or not messages or not messages[-1].continuable:
+            last = messages[-1] if messages else None
+            if conversation is None or last is None or not last.continuable:
                 self.notify("There is no cut-off or stopped reply to continue.")
                 return
-            await self._generate(conversation, messages[-1])
+            assert last.parent_id is not None  # a reply answers a message
+            await self._generate(conversation, last.parent_id, last)
 
-    def action_edit_last(self) -> None:
-        """Put the last message in the prompt to edit; its exchange stays until it is sent."""
+    def action_edit_message(self) -> None:
+        """Put the selected message (the last by default) in the prompt to edit; sent, it
+        starts a new branch, and the old one is kept."""
         conversation = self.conversation
         if conversation is None or self._busy() or self._edit is not None:
             return
         prompt = self.query_one("#prompt", TextArea)
         with self._storage_errors_reported():
-            messages = self._ctx.store.messages(conversation.id)
-            hint = f"editing · {self._keys('send')}: send in its place · " + (
-                f"{self._keys('stop_reply')}: keep the exchange"
+            taken = self._path.exchange(conversation.id)
+            hint = f"editing · {self._keys('send')}: send as a new branch · " + (
+                f"{self._keys('stop_reply')}: cancel"
             )
-            self._edit = ExchangeEdit.begin(messages, prompt, self.query_one(Transcript), hint)
+            self._edit = ExchangeEdit.begin(taken, prompt, self.query_one(Transcript), hint)
             if self._edit is None:
                 self.notify("There is no message to edit.")
 
@@ -301,14 +323,8 @@ class ChatScreen(ReportActionsScreen):
         edit, self._edit = self._edit, None
         if edit is not None:
             edit.cancel(self.query_one("#prompt", TextArea), self.query_one(Transcript))
+            self._path.relabel(edit.widgets(self.query_one(Transcript)))
         return edit is not None
-
-    async def _delete_messages(self, message_ids: list[int]) -> None:
-        for message_id in message_ids:
-            self._ctx.store.delete_message(message_id)
-        for widget in list(self.query_one(Transcript).children):
-            if getattr(widget, "message_id", None) in message_ids:
-                await widget.remove()
 
     # Chat management
 
@@ -345,7 +361,7 @@ class ChatScreen(ReportActionsScreen):
         if conversation is None or self._busy():
             return
         with self._storage_errors_reported():
-            count = len(self._ctx.store.messages(conversation.id))
+            count = len(self._ctx.store.all_messages(conversation.id))
             question = (
                 f"Delete “{conversation.title}” and its {count} messages? This cannot be undone."
             )

@@ -186,12 +186,14 @@ class HelpScreen(Dialog[None]):
             palette = keys_for(action_by_id("command_palette"), self._keymap)
             yield Label(f"Keys and commands ({palette} searches them)", classes="heading")
             yield Static(key_table(self._keymap), id="keys")
-            edit, stop = (
-                keys_for(action_by_id(i), self._keymap) for i in ("edit_last", "stop_reply")
+            edit, stop, up, left = (
+                keys_for(action_by_id(i), self._keymap)
+                for i in ("edit_message", "stop_reply", "select_previous", "previous_alternative")
             )
             yield Static(
-                f"{edit} marks your last exchange and puts its message in the prompt; the "
-                f"exchange is replaced only when the edit is sent ({stop} keeps it as it was).\n"
+                f"{edit} puts the selected message ({up} and below: the last) in the prompt; "
+                f"sent, it starts a branch and the old one is kept ({stop} cancels). A reply "
+                f"or message with alternatives shows its place, e.g. 2/3 ({left} and next).\n"
                 "In the prompt Enter starts a new line. Click a code block to copy it.\n"
                 "Remap a key by its binding id in config.toml, e.g.\n"
                 '  [keymap]\n  stop_reply = "ctrl+x"\n'

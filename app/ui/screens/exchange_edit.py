@@ -1,9 +1,9 @@
-"""`ExchangeEdit`: an edit and resend in progress (F4).
+"""`ExchangeEdit`: an edit in progress (F4).
 
-The exchange taken back into the prompt is not deleted: it stays in the history and on
-screen, marked, until the edited message is sent; then the store replaces it with the new
-message in one transaction. Cancelling (Esc, another chat, quitting) leaves it as it was.
-Meanwhile the prompt's title says how to send or keep it (sending clears the prompt and it).
+The message taken back into the prompt, and what follows it on screen, stay marked until
+the edit is sent; then the edited message is stored beside it, a new branch, and the old
+branch is kept (`app.storage.tree`). Cancelling (Esc, another chat, quitting) leaves all as
+it was. Meanwhile the prompt's title says how to send or cancel (sending clears it).
 """
 
 from __future__ import annotations
@@ -15,21 +15,20 @@ from typing import Final
 from textual.widget import Widget
 from textual.widgets import TextArea
 
-from app.core.chat import Role
 from app.storage import StoredMessage
 from app.textsafe import visible
 
 EDITING: Final = "editing"
 """The CSS class of the messages of the exchange being edited."""
-EDIT_NOTE: Final = "being edited: kept until the edit is sent"
+EDIT_NOTE: Final = "being edited: kept as a branch of its own"
 
 
 @dataclass(frozen=True, slots=True)
 class ExchangeEdit:
-    """The last user message being edited, and the prompt's text from before."""
+    """The user message being edited, and the prompt's text from before."""
 
     message_ids: tuple[int, ...]
-    """The user message and every message after it, oldest first."""
+    """The user message and every message after it on screen, oldest first."""
     text: str
     """The user message's stored text."""
     draft: str
@@ -37,14 +36,12 @@ class ExchangeEdit:
 
     @classmethod
     def begin(
-        cls, messages: Sequence[StoredMessage], prompt: TextArea, transcript: Widget, hint: str
+        cls, taken: Sequence[StoredMessage], prompt: TextArea, transcript: Widget, hint: str
     ) -> ExchangeEdit | None:
-        """Mark the last exchange and put its message in the prompt, `hint` in its title; None
-        when there is none."""
-        users = [index for index, message in enumerate(messages) if message.role is Role.USER]
-        if not users:
+        """Mark `taken` (a user message and what follows it) and put the message in the
+        prompt, `hint` in its title; None when `taken` is empty."""
+        if not taken:
             return None
-        taken = messages[users[-1] :]
         edit = cls(tuple(message.id for message in taken), taken[0].content, prompt.text)
         edit._mark(transcript, editing=True)
         prompt.load_text(visible(edit.text))
