@@ -58,6 +58,8 @@ class StoredMessage:
     """The engine run that measured this reply, when its stats were recorded with one."""
     updated_at: str = ""
     """When the row was last written (the last flush of a partial reply)."""
+    attachments: tuple[str, ...] = ()
+    """The names of the files whose text a user message carries, in order."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,9 +7,9 @@ from sqlite_utils.db import ForeignKey
 
 MIGRATIONS = Migrations("ling-chat")
 """Applied in order by `Connection`; each runs in one transaction with its bookkeeping."""
-READ_WITHOUT = frozenset({"m003_conversation_key_index"})
-"""Migrations a history can be read without (an index: the same rows, found slower), so a
-read-only history that lacks them still opens for reading."""
+READ_WITHOUT = frozenset({"m003_conversation_key_index", "m006_message_attachments"})
+"""Migrations a history can be read without (an index: the same rows, found slower; a column
+that older rows leave empty), so a read-only history that lacks them still opens for reading."""
 
 
 def unknown_migrations(db: Database) -> list[str]:
@@ -149,3 +149,10 @@ def m003_conversation_key_index(db: Database) -> None:
     """An index on what makes an imported conversation one already there (its creation time
     and title): the import's duplicate check reads it instead of every conversation."""
     db.table("conversations").create_index(["created_at", "title"])
+
+
+@MIGRATIONS()
+def m006_message_attachments(db: Database) -> None:
+    """The names of the files whose text a user message carries (`attachments`, a JSON list;
+    NULL: none). Older messages attached nothing."""
+    db.table("messages").add_column("attachments", str)

@@ -267,12 +267,18 @@ class ChatStore:
         ]
 
     def add_user_message(
-        self, conversation_id: int, content: str, *, replacing: Sequence[int] = ()
+        self,
+        conversation_id: int,
+        content: str,
+        *,
+        replacing: Sequence[int] = (),
+        attachments: Sequence[str] = (),
     ) -> StoredMessage:
         """Store (and commit) the user's message; call it before generation starts.
 
         `replacing`: messages of the conversation deleted in the same transaction (an edited
-        exchange): if the new message cannot be stored, they stay.
+        exchange): if the new message cannot be stored, they stay. `attachments`: the names
+        of the files whose text `content` carries.
 
         Raises:
             StorageError: the message is longer than `MAX_TEXT_CHARS` (nothing is stored).
@@ -292,6 +298,7 @@ class ChatStore:
             "error": None,
             "created_at": now,
             "updated_at": now,
+            "attachments": rows.attachments_json(attachments),
         }
         with self._connection.write() as db:
             if not rows.touch(db, conversation_id, now):

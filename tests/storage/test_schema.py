@@ -44,6 +44,7 @@ EXPECTED_COLUMNS = {
         "error": str,
         "created_at": str,
         "updated_at": str,
+        "attachments": str,
     },
     "measurements": {
         "id": int,
@@ -86,7 +87,12 @@ def test_opening_a_missing_file_creates_folders_and_the_full_schema(db_path: Pat
         ("measurements", "message_id", "CASCADE"),
         ("measurements", "engine_run_id", "SET NULL"),
     }
-    assert applied == ["m001_initial", "m002_counter_names", "m003_conversation_key_index"]
+    assert applied == [
+        "m001_initial",
+        "m002_counter_names",
+        "m003_conversation_key_index",
+        "m006_message_attachments",
+    ]
     assert pending == []
     assert ("created_at", "title") in indexes  # the import's duplicate check
 

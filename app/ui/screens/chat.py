@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header, Static, TextArea
 
+from app.core.attachment import with_attachments
 from app.core.chat import Role
 from app.core.errors import StorageError
 from app.storage import Conversation, MessageStatus
@@ -23,6 +24,7 @@ from app.ui.chat_context import ChatContext
 from app.ui.format import title_from
 from app.ui.reply import ReplyRequest, ReplyRun, request_messages
 from app.ui.reply_controller import ReplyController
+from app.ui.screens.composer_actions import ComposerActionsScreen
 from app.ui.screens.dialogs import (
     ChatSettings,
     ConfirmDialog,
@@ -30,7 +32,6 @@ from app.ui.screens.dialogs import (
     SettingsDialog,
 )
 from app.ui.screens.exchange_edit import ExchangeEdit
-from app.ui.screens.report_actions import ReportActionsScreen
 from app.ui.widgets.banner import Banner
 from app.ui.widgets.composer import Composer
 from app.ui.widgets.messages import UserMessage, message_widget
@@ -40,7 +41,7 @@ from app.ui.widgets.speed_strip import SpeedStrip
 from app.ui.widgets.transcript import Transcript
 
 
-class ChatScreen(ReportActionsScreen):
+class ChatScreen(ComposerActionsScreen):
     """One conversation at a time, with its reply streaming into the transcript."""
 
     # Help comes first (the app's priority binding takes its place) so that the footer
@@ -74,6 +75,7 @@ class ChatScreen(ReportActionsScreen):
                 yield Banner(self._ctx.proof, self._keys("show_proof"), id="banner")
                 yield Transcript(id="transcript")
                 yield SpeedStrip(self._keys("toggle_speed"), id="speed-strip")
+                yield Static(id="attached", markup=False)
                 yield Composer(id="prompt", placeholder="Ask Ling anything…")
             yield SpeedPanel(id="speed")
         yield Footer()
@@ -150,21 +152,25 @@ class ChatScreen(ReportActionsScreen):
     async def action_send(self) -> None:
         """Send the prompt's text and stream the reply."""
         prompt = self.query_one("#prompt", Composer)
-        text = prompt.message.strip()
-        if not text or self._busy():
+        typed, attached = prompt.message.strip(), self.attached
+        if not (typed or attached) or self._busy():
             return
+        text = with_attachments(typed, attached)
         store, edit = self._ctx.store, self._edit
         transcript = self.query_one(Transcript)
         with self._storage_errors_reported():
             conversation = self.conversation or store.create_conversation(
-                title_from(text),
+                title_from(typed or attached[0].name),
                 system_prompt=self._draft.system_prompt,
                 model=self._ctx.backend.info.model,
                 sampling=self._draft.sampling,
             )
             try:
                 replacing = edit.message_ids if edit is not None else ()
-                message = store.add_user_message(conversation.id, text, replacing=replacing)
+                names = [attachment.name for attachment in attached]
+                message = store.add_user_message(
+                    conversation.id, text, replacing=replacing, attachments=names
+                )
             except StorageError:
                 if self.conversation is None:  # leave no empty chat behind, if it can go
                     with suppress(StorageError):
@@ -177,6 +183,8 @@ class ChatScreen(ReportActionsScreen):
                 await transcript.remove_children(edit.widgets(transcript))
             await transcript.query(".note").remove()
             prompt.clear()
+            self.attached = ()
+            self._show_attached()
             await transcript.mount(UserMessage(message.content, message.id))
             await self._generate(conversation)
 
