@@ -24,7 +24,6 @@ from app.ui.chat_context import ChatContext
 from app.ui.format import title_from
 from app.ui.reply import ReplyRequest, ReplyRun, request_messages
 from app.ui.reply_controller import ReplyController
-from app.ui.screens.composer_actions import ComposerActionsScreen
 from app.ui.screens.dialogs import (
     ChatSettings,
     ConfirmDialog,
@@ -32,6 +31,7 @@ from app.ui.screens.dialogs import (
     SettingsDialog,
 )
 from app.ui.screens.exchange_edit import ExchangeEdit
+from app.ui.screens.preset_actions import PresetActionsScreen
 from app.ui.widgets.banner import Banner
 from app.ui.widgets.composer import Composer
 from app.ui.widgets.messages import UserMessage, message_widget
@@ -41,7 +41,7 @@ from app.ui.widgets.speed_strip import SpeedStrip
 from app.ui.widgets.transcript import Transcript
 
 
-class ChatScreen(ComposerActionsScreen):
+class ChatScreen(PresetActionsScreen):
     """One conversation at a time, with its reply streaming into the transcript."""
 
     # Help comes first (the app's priority binding takes its place) so that the footer
@@ -120,7 +120,7 @@ class ChatScreen(ComposerActionsScreen):
     async def _new_draft(self) -> None:
         self._cancel_edit()
         self.conversation = None
-        self._draft = ChatSettings("", self._ctx.default_sampling)
+        self._draft = self.new_chat_settings()
         self.sub_title = "New chat"
         note = _note("New chat. Type below; it is saved when you send.")
         await self.query_one(Transcript).show([note])
@@ -223,6 +223,8 @@ class ChatScreen(ComposerActionsScreen):
         if status is MessageStatus.ERROR:
             self.notify(run.error or "unknown error", title="The reply failed", severity="error")
         self._refresh_sidebar()
+        if self._ctx.reply_finished is not None:
+            self._ctx.reply_finished()
 
     def replies_unsaved(self, runs: list[ReplyRun]) -> None:  # kept in a file meanwhile
         if self._ctx.recovery and (notice := self._ctx.recovery.update(runs)):
@@ -363,7 +365,7 @@ class ChatScreen(ComposerActionsScreen):
             if conversation is not None
             else self._draft
         )
-        self.app.push_screen(SettingsDialog(current), self._settings_saved)
+        self.app.push_screen(SettingsDialog(current, self.save_preset), self._settings_saved)
 
     def _settings_saved(self, settings: ChatSettings | None) -> None:
         if settings is None:
