@@ -117,6 +117,8 @@ class LingChatApp(App[None], inherit_bindings=False):
         self._presets = PresetFile(prefs_dir) if prefs_dir else None
         self._theme_file = ThemeFile(prefs_dir) if prefs_dir else None
         self._reply_notice = reply_notice
+        self._theme_saved: str | None = None
+        """The theme's name as the theme file holds it."""
 
     def notify(
         self,
@@ -307,6 +309,7 @@ class LingChatApp(App[None], inherit_bindings=False):
         except ConfigError as error:
             self.notify(str(error), severity="error")
             name = None
+        self._theme_saved = name
         if name is not None and name in self.available_themes:
             self.theme = name
         elif name is not None:
@@ -315,11 +318,14 @@ class LingChatApp(App[None], inherit_bindings=False):
         self.theme_changed_signal.subscribe(self, self._theme_chosen)
 
     def _theme_chosen(self, theme: Theme) -> None:
-        if self._theme_file is not None:
-            try:
-                self._theme_file.save(theme.name)
-            except (ConfigError, ExportError) as error:
-                self.notify(f"The theme is not remembered: {error}", severity="error")
+        if self._theme_file is None or theme.name == self._theme_saved:
+            return
+        try:
+            self._theme_file.save(theme.name)
+        except (ConfigError, ExportError) as error:
+            self.notify(f"The theme is not remembered: {error}", severity="error")
+            return
+        self._theme_saved = theme.name
 
     def reply_finished(self) -> None:
         """A reply ended: ring the bell or send an OSC 9 notice, as configured, when the

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Button, Input, TextArea
+from textual.widgets import Button, Input, Label, TextArea
 
 from app.ui import LingChatApp
 from app.ui.screens.chat import ChatScreen
@@ -151,3 +151,20 @@ async def test_ctrl_e_without_an_editor_set_is_one_line_and_the_draft_stays(
         await wait_until(pilot, lambda: notices.messages)
         assert notices.messages == ["No editor: set $VISUAL or $EDITOR (e.g. EDITOR=nano)."]
         assert prompt.text == "my draft"
+
+
+async def test_an_export_path_naming_no_format_is_refused_in_the_dialog(
+    make_app: MakeApp, tmp_path: Path
+) -> None:
+    app = make_app(answered("one", "two"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await two_exchanges(pilot)
+        await export_to(pilot, tmp_path / "chat.pdf")
+        dialog = pilot.app.screen
+        assert isinstance(dialog, ExportDialog)  # still open, saying why
+        error = dialog.query_one("#export-error", Label)
+        assert error.display
+        assert (
+            str(error.content) == "chat.pdf: name a file ending in .md, .json, .jsonl, .html, .csv"
+        )
+    assert not (tmp_path / "chat.pdf").exists()

@@ -135,7 +135,7 @@ async def test_tab_through_chat_settings_never_lands_on_a_hidden_field(
         box = app.screen.query_one(".dialog-box", VerticalScroll)
         assert on_screen(pilot, box)
         seen = []
-        for _ in range(8):  # the prompt, four fields, Save, Cancel, and round again
+        for _ in range(9):  # the prompt, four fields, Save as preset, Save, Cancel, round again
             await pilot.pause()
             await pilot.wait_for_scheduled_animations()
             focused = app.screen.focused
@@ -148,6 +148,7 @@ async def test_tab_through_chat_settings_never_lands_on_a_hidden_field(
             "top_p",
             "top_k",
             "max_new_tokens",
+            "save-preset",
             "save",
             "cancel",
             "system-prompt",
