@@ -108,7 +108,7 @@ class ComposerActionsScreen(ReportActionsScreen):
         if action not in ("recall_earlier", "recall_later"):
             return True
         prompt = self.query("#prompt").first(Composer) if self.query("#prompt") else None
-        if prompt is None or not prompt.has_focus:
+        if prompt is None or self.focused is not prompt:
             return False
         if self._recalled is None or prompt.text != self._shown_recall():
             self._recalled, self._recall_index = None, -1  # typing ended the recall
