@@ -12,7 +12,7 @@ import json
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from platformdirs import user_config_path, user_data_path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -93,6 +93,10 @@ class Settings(BaseSettings):
     keep_engine: str = "0"
     """How long the engine stays loaded after the chat quits and nothing uses it (`30m`,
     `2h`); `0` stops it with the chat. While kept, it holds its GPU memory."""
+    reply_notice: Literal["off", "bell", "osc9"] = "off"
+    """How a reply that ends while the terminal is not focused is announced: `bell` rings the
+    terminal's bell, `osc9` sends a desktop notification (OSC 9: iTerm2, WezTerm, kitty,
+    Windows Terminal, foot, ...), `off` nothing."""
     keymap: dict[str, str] = Field(default_factory=dict)
     """Binding id -> keys, e.g. {"stop_reply" = "ctrl+x"}; ids are listed in the help screen."""
 

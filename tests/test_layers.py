@@ -20,6 +20,7 @@ LAYERS = (
     ("app.commands",),
     ("app.launch",),
     ("app.ui", "app.bench"),
+    ("app.prefs",),
     ("app.render", "app.settings"),
     ("app.storage", "app.backend.firststart", "app.backend.remote"),
     ("app.backend.resident",),

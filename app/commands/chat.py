@@ -23,6 +23,7 @@ from app.commands.common import add_data_arguments, add_model_arguments, setting
 from app.core.errors import ConfigError
 from app.core.exit_status import ExitStatus
 from app.plumbing.abrupt_end import on_abrupt_end
+from app.prefs import config_dir
 
 if TYPE_CHECKING:
     from app.backend.protocol import ChatBackend
@@ -128,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
             load_tip=KEEP_TIP
             if backend.info.kind == "engine" and not settings.keep_engine_s
             else None,
+            prefs_dir=config_dir(),
+            reply_notice=settings.reply_notice,
         )
         guard_pastes()
         asyncio.run(_run_app(app, stop))

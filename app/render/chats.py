@@ -40,6 +40,11 @@ def status_note(message: StoredMessage) -> str:
     return ""
 
 
+def attached_line(message: StoredMessage) -> str:
+    """The files a message carries (`Attached: notes.md, log.txt`), or empty."""
+    return f"Attached: {', '.join(message.attachments)}" if message.attachments else ""
+
+
 def settings_line(conversation: Conversation) -> str:
     """Model, sampling and thinking on one line."""
     s = conversation.sampling
@@ -76,6 +81,8 @@ def _markdown_thread(thread: Thread) -> Iterator[str]:
         yield f"## {SPEAKERS[message.role]} · {local_time(message.created_at)}\n\n"
         if message.reasoning:
             yield f"<details><summary>Reasoning</summary>\n\n{message.reasoning}\n\n</details>\n\n"
+        if attached := attached_line(message):
+            yield f"_{attached}_\n\n"
         if message.content:
             yield f"{message.content}\n\n"
         if line := speed_line(message.stats):
@@ -139,6 +146,8 @@ def _html_thread(thread: Thread) -> Iterator[str]:
                 "<details><summary>Reasoning</summary>"
                 f'<div class="text">{escape(message.reasoning)}</div></details>\n'
             )
+        if attached := attached_line(message):
+            yield f'<p class="note">{escape(attached)}</p>\n'
         if message.content:
             yield f'<div class="text">{escape(message.content)}</div>\n'
         if line := speed_line(message.stats):

@@ -168,6 +168,16 @@ def _text(record: Mapping[str, Any], key: str, *, optional: bool = False) -> str
     return value
 
 
+def _attachments(message: Mapping[str, Any]) -> list[str]:
+    """A message's attached files' names (missing: none; an older export has none)."""
+    names = message.get("attachments") or []
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise _Malformed(f"attachments: {_kind(names)}, not a list of file names")
+    if any(len(name) > MAX_NAME_CHARS for name in names):
+        raise _Malformed(f"attachments: a file name over the limit of {MAX_NAME_CHARS:,}")
+    return names
+
+
 def _date(record: Mapping[str, Any], key: str, *, optional: bool = False) -> str | None:
     """`record[key]`, which must be an ISO-8601 date and time (or null, when `optional`)."""
     value = _text(record, key, optional=optional)
@@ -362,6 +372,7 @@ def _message_row(
         "updated_at": _date(message, "updated_at", optional=True) or message["created_at"],
         "parent_id": parent_id,
         "chosen": int(chosen),
+        "attachments": rows.attachments_json(_attachments(message)),
     }
 
 

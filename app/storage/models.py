@@ -68,6 +68,8 @@ class StoredMessage:
     """Whether it is the alternative shown among its parent's children (`app.storage.tree`)."""
     cut_reason: str | None = None
     """For status CUT: the limit that cut it off, in words."""
+    attachments: tuple[str, ...] = ()
+    """The names of the files whose text a user message carries, in order."""
 
     @property
     def continuable(self) -> bool:

@@ -231,7 +231,21 @@ def _message(row: Mapping[str, Any]) -> StoredMessage:
         cut_reason=None if row.get("cut_reason") is None else _text(row["cut_reason"]),
         parent_id=row["parent_id"],
         chosen=bool(row["chosen"]),
+        attachments=attachment_names(row.get("attachments")),
     )
+
+
+def attachments_json(names: Sequence[str]) -> str | None:
+    """Attached files' names as the JSON stored in `messages.attachments` (None: none)."""
+    return json.dumps(list(names), ensure_ascii=False) if names else None
+
+
+def attachment_names(text: Any) -> tuple[str, ...]:
+    """A stored `attachments` column: its names; NULL, or what is no JSON list of texts, none."""
+    names = _json(text, [])
+    if not isinstance(names, list):
+        return ()
+    return tuple(name for name in names if isinstance(name, str))
 
 
 def stored_role(value: Any) -> Role:

@@ -7,7 +7,9 @@ from sqlite_utils.db import ForeignKey
 
 MIGRATIONS = Migrations("ling-chat")
 """Applied in order by `Connection`; each runs in one transaction with its bookkeeping."""
-READ_WITHOUT = frozenset({"m003_conversation_key_index", "m004_chat_thinking"})
+READ_WITHOUT = frozenset(
+    {"m003_conversation_key_index", "m004_chat_thinking", "m006_message_attachments"}
+)
 """Migrations a history can be read without (an index: the same rows, found slower; columns
 whose absence reads as their default), so a read-only history that lacks them still opens
 for reading."""
@@ -192,3 +194,10 @@ def m005_message_tree(db: Database) -> None:
         """
     )
     db.table("messages").create_index(["parent_id"])
+
+
+@MIGRATIONS()
+def m006_message_attachments(db: Database) -> None:
+    """The names of the files whose text a user message carries (`attachments`, a JSON list;
+    NULL: none). Older messages attached nothing."""
+    db.table("messages").add_column("attachments", str)

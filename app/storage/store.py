@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -276,11 +276,17 @@ class ChatStore:
         ]
 
     def add_user_message(
-        self, conversation_id: int, content: str, *, alternative_to: int | None = None
+        self,
+        conversation_id: int,
+        content: str,
+        *,
+        alternative_to: int | None = None,
+        attachments: Sequence[str] = (),
     ) -> StoredMessage:
         """Store (and commit) the user's message after the last one on screen, or, given
         `alternative_to`, beside that message (an edit: a new branch, the old one kept); it
-        goes on the path on screen. Call it before generation starts.
+        goes on the path on screen. Call it before generation starts. `attachments`: the
+        names of the files whose text `content` carries.
 
         Raises:
             StorageError: the message is longer than `MAX_TEXT_CHARS` (nothing is stored).
@@ -300,6 +306,7 @@ class ChatStore:
             "error": None,
             "created_at": now,
             "updated_at": now,
+            "attachments": rows.attachments_json(attachments),
         }
         with self._connection.write() as db:
             if not rows.touch(db, conversation_id, now):

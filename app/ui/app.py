@@ -16,14 +16,24 @@ from textual.app import App, SystemCommand
 from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
+from textual.theme import Theme
 from textual.worker import WorkerFailed
 
 from app.backend.protocol import ChatBackend
 from app.core.chat import Sampling
-from app.core.errors import BackendError, ExportError, LingChatError, ProofFailed, StorageError
+from app.core.errors import (
+    BackendError,
+    ConfigError,
+    ExportError,
+    LingChatError,
+    ProofFailed,
+    StorageError,
+)
 from app.core.exit_status import ExitStatus, signal_status
 from app.core.proof_report import ProofReport
 from app.plumbing.crash import crash_line
+from app.prefs.presets import PresetFile
+from app.prefs.theme import ThemeFile
 from app.storage import ChatStore
 from app.textsafe import visible
 from app.ui.bindings import APP_ACTIONS, CHAT_ACTIONS, action_by_id, keys_for
@@ -60,6 +70,8 @@ class LingChatApp(App[None], inherit_bindings=False):
         refresh_hz: float = 15.0,
         log_dir: Path | None = None,
         load_tip: str | None = None,
+        prefs_dir: Path | None = None,
+        reply_notice: str = "off",
     ) -> None:
         """Build the app; nothing starts before it runs.
 
@@ -76,6 +88,9 @@ class LingChatApp(App[None], inherit_bindings=False):
             refresh_hz: how often streamed text and live numbers are drawn.
             log_dir: where an unexpected error's traceback is written.
             load_tip: shown once chatting starts, after a start-up of `LONG_LOAD_S` or more.
+            prefs_dir: where the presets and the chosen theme are kept (None: nowhere).
+            reply_notice: `off`, `bell` or `osc9`: how a reply that ends while the terminal
+                is not focused is announced.
         """
         super().__init__()
         self.backend = backend
@@ -99,6 +114,11 @@ class LingChatApp(App[None], inherit_bindings=False):
         self._quit_message: Text | None = None
         self._recovery = RecoveryFile(store.path)
         self._signalled = False
+        self._presets = PresetFile(prefs_dir) if prefs_dir else None
+        self._theme_file = ThemeFile(prefs_dir) if prefs_dir else None
+        self._reply_notice = reply_notice
+        self._theme_saved: str | None = None
+        """The theme's name as the theme file holds it."""
 
     def notify(
         self,
@@ -141,6 +161,7 @@ class LingChatApp(App[None], inherit_bindings=False):
             help_keys = keys_for(action_by_id("help"), self._user_keymap)
             listed = ", ".join(unknown)
             self.notify(f"Unknown binding ids in keymap: {listed} ({help_keys} lists them).")
+        self._restore_theme()
         if self.backend.info.kind == "replay":
             self.title = f"ling-chat · {replay_label(self.backend.info.replay_speed)}"
         await self.push_screen(self._startup)
@@ -211,6 +232,8 @@ class LingChatApp(App[None], inherit_bindings=False):
             keymap=self._user_keymap,
             refresh_hz=self._refresh_hz,
             recovery=self._recovery,
+            presets=self._presets,
+            reply_finished=self.reply_finished,
         )
         await self.switch_screen(ChatScreen(context))
         if self._load_tip and loaded_s >= LONG_LOAD_S:
@@ -277,6 +300,43 @@ class LingChatApp(App[None], inherit_bindings=False):
         """The terminal hung up (its window closed): as SIGHUP, also when none came."""
         self.stop_for_signal(signal.SIGHUP)
 
+    def _restore_theme(self) -> None:
+        """Use the theme chosen last time, and remember each one chosen from now on."""
+        if self._theme_file is None:
+            return
+        try:
+            name = self._theme_file.load()
+        except ConfigError as error:
+            self.notify(str(error), severity="error")
+            name = None
+        self._theme_saved = name
+        if name is not None and name in self.available_themes:
+            self.theme = name
+        elif name is not None:
+            path = self._theme_file.path
+            self.notify(f"{path}: no theme is called {name!r}; the default is used.")
+        self.theme_changed_signal.subscribe(self, self._theme_chosen)
+
+    def _theme_chosen(self, theme: Theme) -> None:
+        if self._theme_file is None or theme.name == self._theme_saved:
+            return
+        try:
+            self._theme_file.save(theme.name)
+        except (ConfigError, ExportError) as error:
+            self.notify(f"The theme is not remembered: {error}", severity="error")
+            return
+        self._theme_saved = theme.name
+
+    def reply_finished(self) -> None:
+        """A reply ended: ring the bell or send an OSC 9 notice, as configured, when the
+        terminal is not focused."""
+        if self.app_focus or self._reply_notice == "off" or self._driver is None:
+            return
+        if self._reply_notice == "bell":
+            self.bell()
+        elif not self.is_headless:
+            self._driver.write("\x1b]9;ling-chat: the reply finished\x07")
+
     def action_help(self) -> None:
         """Show every key and its binding id."""
         if not isinstance(self.screen, HelpScreen):
@@ -293,5 +353,11 @@ class LingChatApp(App[None], inherit_bindings=False):
                 action.description,
                 f"{keys_for(action, self._user_keymap)} · binding id {action.id}",
                 partial(self.run_action, action.action, target),
+            )
+        if isinstance(screen, ChatScreen):
+            yield SystemCommand(
+                "New chat from preset…",
+                "Start a new chat with a saved preset's settings",
+                screen.new_chat_from_preset,
             )
         yield SystemCommand("Theme", "Change the colour theme", self.action_change_theme)

@@ -75,6 +75,11 @@ CHAT_ACTIONS: Final = (
     Action("toggle_speed", "f9", "toggle_speed", "Show/hide speed panel"),
     Action("show_proof", "f12", "show_proof", "Proof report"),
     Action("speed_by_context", "f7", "speed_by_context", "Speed by context length"),
+    Action("attach_file", "ctrl+o", "attach_file", "Attach a file's text to the prompt"),
+    Action("open_editor", "ctrl+e", "open_editor", "Edit the prompt in $VISUAL / $EDITOR"),
+    Action("recall_earlier", "up", "recall_earlier", "Recall an earlier prompt (empty prompt)"),
+    Action("recall_later", "down", "recall_later", "Recall a later prompt (while recalling)"),
+    Action("export_chat", "ctrl+l", "export_chat", "Export this chat (Markdown, HTML, JSON)"),
 )
 """Actions of the chat screen."""
 

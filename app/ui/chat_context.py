@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from app.backend.protocol import ChatBackend
 from app.core.chat import Sampling
 from app.core.proof_report import ProofReport
+from app.prefs.presets import PresetFile
 from app.storage import ChatStore
 from app.ui.recovery import RecoveryFile
 
@@ -27,3 +28,7 @@ class ChatContext:
     """How often streamed text and live numbers are drawn."""
     recovery: RecoveryFile | None = None
     """Where replies the history cannot take are kept meanwhile (None: nowhere)."""
+    presets: PresetFile | None = None
+    """The presets file (None: no presets)."""
+    reply_finished: Callable[[], None] | None = None
+    """Called whenever a reply ends (the app's notice while it is not focused)."""

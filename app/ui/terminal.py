@@ -104,10 +104,21 @@ class TerminalDriver(LinuxDriver):
         self._file = self.output  # type: ignore[assignment]  # Textual's writer writes here
         self._hung_up = threading.Event()
         self._closed = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     def start_application_mode(self) -> None:
         super().start_application_mode()
-        threading.Thread(target=self._watch, name="terminal-watch", daemon=True).start()
+        if self._watcher is None:  # once: a resume after `suspend_application_mode` keeps it
+            self._watcher = threading.Thread(target=self._watch, name="terminal-watch")
+            self._watcher.daemon = True
+            self._watcher.start()
+
+    def suspend_application_mode(self) -> None:
+        """Hand the terminal over (`App.suspend`, for `$EDITOR`): as Textual's, but only its
+        writer thread stops; the output and the hang-up watch stay for the resume (`close`
+        would end them)."""
+        self.stop_application_mode()
+        super().close()
 
     def check_hang_up(self) -> bool:
         """Whether the terminal hung up (`hang_up` is called if so); any thread."""

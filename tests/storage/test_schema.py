@@ -49,6 +49,7 @@ EXPECTED_COLUMNS = {
         "cut_reason": str,
         "parent_id": int,
         "chosen": int,
+        "attachments": str,
     },
     "measurements": {
         "id": int,
@@ -98,6 +99,7 @@ def test_opening_a_missing_file_creates_folders_and_the_full_schema(db_path: Pat
         "m003_conversation_key_index",
         "m004_chat_thinking",
         "m005_message_tree",
+        "m006_message_attachments",
     ]
     assert pending == []
     assert ("created_at", "title") in indexes  # the import's duplicate check

@@ -135,7 +135,7 @@ async def test_tab_through_chat_settings_never_lands_on_a_hidden_field(
         box = app.screen.query_one(".dialog-box", VerticalScroll)
         assert on_screen(pilot, box)
         seen = []
-        for _ in range(10):  # the prompt, six fields, Save, Cancel, and round again
+        for _ in range(11):  # the prompt, six fields, Save as preset, Save, Cancel, round again
             await pilot.pause()
             await pilot.wait_for_scheduled_animations()
             focused = app.screen.focused
@@ -150,6 +150,7 @@ async def test_tab_through_chat_settings_never_lands_on_a_hidden_field(
             "max_new_tokens",
             "thinking",
             "thinking-budget",
+            "save-preset",
             "save",
             "cancel",
             "system-prompt",

@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header, Static, TextArea
 
+from app.core.attachment import with_attachments
 from app.core.errors import StorageError
 from app.storage import Conversation, MessageStatus, StoredMessage
 from app.telemetry import ReplyStats
@@ -30,6 +31,7 @@ from app.ui.screens.dialogs import (
     SettingsDialog,
 )
 from app.ui.screens.exchange_edit import ExchangeEdit
+from app.ui.screens.preset_actions import PresetActionsScreen
 from app.ui.widgets.banner import Banner
 from app.ui.widgets.composer import Composer
 from app.ui.widgets.messages import UserMessage
@@ -39,7 +41,7 @@ from app.ui.widgets.speed_strip import SpeedStrip
 from app.ui.widgets.transcript import Transcript
 
 
-class ChatScreen(BranchActionsScreen):
+class ChatScreen(BranchActionsScreen, PresetActionsScreen):
     """One conversation at a time, with its reply streaming into the transcript."""
 
     # Help comes first (the app's priority binding takes its place) so that the footer
@@ -74,6 +76,7 @@ class ChatScreen(BranchActionsScreen):
                 yield Banner(self._ctx.proof, self._keys("show_proof"), id="banner")
                 yield Transcript(id="transcript")
                 yield SpeedStrip(self._keys("toggle_speed"), id="speed-strip")
+                yield Static(id="attached", markup=False)
                 yield Composer(id="prompt", placeholder="Ask Ling anything…")
             yield SpeedPanel(id="speed")
         yield Footer()
@@ -121,7 +124,7 @@ class ChatScreen(BranchActionsScreen):
     async def _new_draft(self) -> None:
         self._cancel_edit()
         self.conversation = None
-        self._draft = ChatSettings("", self._ctx.default_sampling)
+        self._draft = self.new_chat_settings()
         self.sub_title = "New chat"
         note = _note("New chat. Type below; it is saved when you send.")
         await self.query_one(Transcript).show([note])
@@ -153,14 +156,15 @@ class ChatScreen(BranchActionsScreen):
     async def action_send(self) -> None:
         """Send the prompt's text and stream the reply."""
         prompt = self.query_one("#prompt", Composer)
-        text = prompt.message.strip()
-        if not text or self._busy():
+        typed, attached = prompt.message.strip(), self.attached
+        if not (typed or attached) or self._busy():
             return
+        text = with_attachments(typed, attached)
         store, edit = self._ctx.store, self._edit
         transcript = self.query_one(Transcript)
         with self._storage_errors_reported():
             conversation = self.conversation or store.create_conversation(
-                title_from(text),
+                title_from(typed or attached[0].name),
                 system_prompt=self._draft.system_prompt,
                 model=self._ctx.backend.info.model,
                 sampling=self._draft.sampling,
@@ -168,7 +172,10 @@ class ChatScreen(BranchActionsScreen):
             )
             try:
                 edited = edit.message_ids[0] if edit is not None else None
-                message = store.add_user_message(conversation.id, text, alternative_to=edited)
+                names = [attachment.name for attachment in attached]
+                message = store.add_user_message(
+                    conversation.id, text, alternative_to=edited, attachments=names
+                )
             except StorageError:
                 if self.conversation is None:  # leave no empty chat behind, if it can go
                     with suppress(StorageError):
@@ -177,6 +184,8 @@ class ChatScreen(BranchActionsScreen):
             self.conversation = conversation
             self.sub_title = conversation.title
             prompt.clear()
+            self.attached = ()
+            self._show_attached()
             self._path.selected = None
             if edit is not None:  # the edited branch stays, off screen
                 self._edit = None
@@ -233,6 +242,8 @@ class ChatScreen(BranchActionsScreen):
             with self._storage_errors_reported():
                 self._path.retitle(self.query_one(Transcript), self.conversation.id)
         self._refresh_sidebar()
+        if self._ctx.reply_finished is not None:
+            self._ctx.reply_finished()
 
     def replies_unsaved(self, runs: list[ReplyRun]) -> None:  # kept in a file meanwhile
         if self._ctx.recovery and (notice := self._ctx.recovery.update(runs)):
@@ -387,7 +398,7 @@ class ChatScreen(BranchActionsScreen):
             if conversation is not None
             else self._draft
         )
-        self.app.push_screen(SettingsDialog(current), self._settings_saved)
+        self.app.push_screen(SettingsDialog(current, self.save_preset), self._settings_saved)
 
     def _settings_saved(self, settings: ChatSettings | None) -> None:
         if settings is None:

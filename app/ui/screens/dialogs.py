@@ -7,7 +7,7 @@ box (the focused field is scrolled into view, the box itself takes the scroll ke
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -103,9 +103,15 @@ class SettingsDialog(Dialog[ChatSettings]):
 
     BINDINGS = [Binding("ctrl+s", "save", "Save", show=False)]
 
-    def __init__(self, current: ChatSettings) -> None:
+    def __init__(
+        self,
+        current: ChatSettings,
+        on_save_preset: Callable[[ChatSettings], None] | None = None,
+    ) -> None:
+        """`on_save_preset`: given the checked fields when "Save as preset…" is pressed."""
         super().__init__(classes="dialog")
         self._current = current
+        self._on_save_preset = on_save_preset
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog-box settings", can_focus=False):
@@ -124,6 +130,8 @@ class SettingsDialog(Dialog[ChatSettings]):
             yield Label("", id="settings-error", classes="error")
             with Horizontal(classes="dialog-buttons"):
                 yield Label("Ctrl+S saves · Esc cancels", classes="dialog-hint")
+                if self._on_save_preset is not None:
+                    yield Button("Save as preset…", id="save-preset")
                 yield Button("Save", variant="primary", id="save")
                 yield Button("Cancel", id="cancel")
 
@@ -134,6 +142,16 @@ class SettingsDialog(Dialog[ChatSettings]):
     @on(Button.Pressed, "#save")
     def action_save(self) -> None:
         """Check the fields and close with the new settings."""
+        if (settings := self._checked()) is not None:
+            self.dismiss(settings)
+
+    @on(Button.Pressed, "#save-preset")
+    def _save_preset(self) -> None:
+        if self._on_save_preset is not None and (settings := self._checked()) is not None:
+            self._on_save_preset(settings)
+
+    def _checked(self) -> ChatSettings | None:
+        """The settings the fields hold, or None after showing the first bad one."""
         values: dict[str, float] = {}
         for name, label, kind, low, high in _FIELDS:
             raw = self.query_one(f"#{name}", Input).value.strip()
@@ -143,10 +161,10 @@ class SettingsDialog(Dialog[ChatSettings]):
                 value = math.nan
             if isinstance(value, float) and not math.isfinite(value):  # float() reads "nan"
                 self._error(f"{label}: {raw!r} is not a number")
-                return
+                return None
             if value < low or (high is not None and value > high):
                 self._error(f"{label}: {raw} is out of range")
-                return
+                return None
             values[name] = value
         sampling = Sampling(
             temperature=values["temperature"],
@@ -158,12 +176,12 @@ class SettingsDialog(Dialog[ChatSettings]):
         budget = int(raw) if raw.isdigit() and raw.isascii() else None
         if raw and (budget is None or not 1 <= budget <= MAX_THINKING_BUDGET):
             self._error(f"{THINKING_BUDGET}: {raw!r} is not 1 to {MAX_THINKING_BUDGET} tokens")
-            return
+            return None
         thinking = Thinking(self.query_one("#thinking", Checkbox).value, budget)
         prompt = self.query_one("#system-prompt", TextArea).text
         if prompt == visible(self._current.system_prompt):  # untouched: keep its exact bytes
             prompt = self._current.system_prompt
-        self.dismiss(ChatSettings(prompt, sampling, thinking))
+        return ChatSettings(prompt, sampling, thinking)
 
     def _error(self, message: str) -> None:
         error = self.query_one("#settings-error", Label)

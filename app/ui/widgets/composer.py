@@ -35,6 +35,15 @@ class Composer(TextArea):
             text = text.replace(shown, self._pasted[shown])
         return text
 
+    def load_exact(self, text: str) -> None:
+        """Put `text` in the prompt, shown as a paste is (control characters made visible),
+        sent as it is."""
+        self._pasted.clear()
+        shown = visible(text)
+        if shown != text:
+            self._pasted[shown] = text
+        self.load_text(shown)
+
     def clear(self) -> EditResult:
         """Empty the prompt and forget its pastes and title (an edit's hint: it was sent)."""
         self._pasted.clear()
