@@ -83,10 +83,9 @@ class ChatScreen(ReportActionsScreen):
         return keys_for(action_by_id(action_id), self._ctx.keymap)
 
     async def on_mount(self) -> None:
-        prompt = self.query_one("#prompt", TextArea)
-        prompt.border_subtitle = (
-            f"Enter: new line · {self._keys('send')}: send · {self._keys('stop_reply')}: stop"
-        )
+        prompt = self.query_one("#prompt", Composer)
+        keys = f"{self._keys('send')}: send · {self._keys('stop_reply')}: stop"
+        prompt.show_hints(f"Enter: new line · {keys}", keys)
         self.query_one(Banner).warn(None)
         speed = self.query_one(SpeedPanel)
         speed.show_proof(self._ctx.proof)
