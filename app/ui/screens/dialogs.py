@@ -179,7 +179,8 @@ class HelpScreen(Dialog[None]):
             yield Static(
                 f"{edit} marks your last exchange and puts its message in the prompt; the "
                 f"exchange is replaced only when the edit is sent ({stop} keeps it as it was).\n"
-                "In the prompt Enter starts a new line. Click a code block to copy it.\n"
+                "In the prompt Enter starts a new line, Tab indents and Shift+Tab moves on.\n"
+                "Click a code block to copy it.\n"
                 "Remap a key by its binding id in config.toml, e.g.\n"
                 '  [keymap]\n  stop_reply = "ctrl+x"\n'
                 "↑ ↓ PgUp PgDn scroll · Esc closes this help.",
