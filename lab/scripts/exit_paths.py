@@ -11,6 +11,7 @@ child process that must go with the app.
     python lab/scripts/exit_paths.py                       # 20 runs of every path
     python lab/scripts/exit_paths.py --runs 3 --paths SIGTERM tmux-kill-window
     python lab/scripts/exit_paths.py --json lab/results/DATE-exit-paths.json
+    python lab/scripts/exit_paths.py --from a.jsonl b.jsonl  # the table of runs printed before
 
 Each run's data folder and TMPDIR are fresh; the time is from the exit's cause (the signal,
 the closed terminal; for stdin from /dev/null, the start) to the process being gone.
@@ -151,7 +152,7 @@ def pty_run(path: str, source: str, server: SlowServer, work: Path) -> Run:
             gone = None if gone is None else time.monotonic() - started
             children = []
         else:
-            wait_for(lambda: b"Ask Ling" in app.screen, 120, "the chat")
+            _wait_for_the_chat(lambda: b"Ask Ling" in app.screen, lambda: app.child.poll() is None)
             time.sleep(0.3)
             sent = len(app.screen)
             _send(
@@ -166,6 +167,17 @@ def pty_run(path: str, source: str, server: SlowServer, work: Path) -> Run:
     reply = "n/a" if source == "replay" or path == "stdin-devnull" else _stored_reply(data)
     left = sorted(p.name for p in tmp.iterdir())
     return Run(path, source, gone, status, reply, left, _alive(children))
+
+
+def _wait_for_the_chat(shown: Callable[[], bool], alive: Callable[[], bool]) -> None:
+    """Wait until the chat shows; an app that ended first fails at once (see its log)."""
+
+    def ready() -> bool:
+        if not alive():
+            raise AssertionError("the app ended before its chat showed")
+        return shown()
+
+    wait_for(ready, 120, "the chat")
 
 
 def _exit_by(path: str, app: PtyApp) -> float | None:
@@ -214,7 +226,7 @@ def tmux_run(path: str, source: str, server: SlowServer, work: Path, size: str) 
         shell = int(_tmux(tmux, "display", "-p", "-t", session, "#{pane_pid}"))
         pid = _app_pid(shell, program[-1])
         chat = lambda: "Ask Ling" in _tmux(tmux, "capture-pane", "-p", "-t", session)  # noqa: E731
-        wait_for(chat, 120, "the chat")
+        _wait_for_the_chat(chat, lambda: _running(pid))
         time.sleep(0.3)
         screen = lambda: _tmux(tmux, "capture-pane", "-p", "-t", session)  # noqa: E731
         _send(lambda keys: _tmux_keys(tmux, session, keys), screen, server, source)
@@ -328,7 +340,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--size", default="100x30", help="the tmux window's size")
     parser.add_argument("--json", type=Path, help="write every run and the table here")
+    parser.add_argument(
+        "--from",
+        dest="saved",
+        nargs="*",
+        type=Path,
+        help="run nothing: the table of the runs these files hold (the JSON lines printed)",
+    )
     args = parser.parse_args(argv)
+    if args.saved:
+        saved = [json.loads(line) for f in args.saved for line in f.read_text().splitlines()]
+        print(table([Run(**run) for run in saved if isinstance(run, dict)]))
+        return 0
     runs: list[Run] = []
     machine = _machine()
     with SlowServer(step_s=0.05) as server, tempfile.TemporaryDirectory() as scratch:
