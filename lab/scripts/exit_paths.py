@@ -11,6 +11,7 @@ child process that must go with the app.
     python lab/scripts/exit_paths.py                       # 20 runs of every path
     python lab/scripts/exit_paths.py --runs 3 --paths SIGTERM tmux-kill-window
     python lab/scripts/exit_paths.py --json lab/results/DATE-exit-paths.json
+    python lab/scripts/exit_paths.py --from a.jsonl b.jsonl  # the table of runs printed before
 
 Each run's data folder and TMPDIR are fresh; the time is from the exit's cause (the signal,
 the closed terminal; for stdin from /dev/null, the start) to the process being gone.
@@ -22,6 +23,7 @@ import argparse
 import contextlib
 import json
 import os
+import platform
 import shlex
 import signal
 import sqlite3
@@ -111,8 +113,15 @@ def _launch(source: str, url: str, work: Path) -> tuple[tuple[str, ...], list[st
     return engine_double_chat(work)
 
 
-def _send(write: Callable[[bytes], None], server: SlowServer, source: str) -> None:
-    """Send a message and wait until its reply streams."""
+STREAMING_MARK = {"replay": "●", "engine-double": "The user says"}
+"""What the screen shows once a reply streams: the live mark of the speed strip or panel (a
+replay's reply lasts 3 s), the engine double's first chunk (four more follow, 0.5 s apart)."""
+
+
+def _send(
+    write: Callable[[bytes], None], screen: Callable[[], str], server: SlowServer, source: str
+) -> None:
+    """Send a message and wait until its reply streams (`screen`: what is on it since)."""
     write(b"count")
     time.sleep(0.3)
     write(b"\x13")  # Ctrl+S
@@ -120,7 +129,7 @@ def _send(write: Callable[[bytes], None], server: SlowServer, source: str) -> No
         first = server.chat_tokens
         wait_for(lambda: server.chat_tokens >= first + 5, 30, "the reply to stream")
     else:
-        time.sleep(1.5)
+        wait_for(lambda: STREAMING_MARK[source] in screen(), 30, "the reply to stream")
 
 
 def pty_run(path: str, source: str, server: SlowServer, work: Path) -> Run:
@@ -143,15 +152,32 @@ def pty_run(path: str, source: str, server: SlowServer, work: Path) -> Run:
             gone = None if gone is None else time.monotonic() - started
             children = []
         else:
-            wait_for(lambda: b"Ask Ling" in app.screen, 120, "the chat")
+            _wait_for_the_chat(lambda: b"Ask Ling" in app.screen, lambda: app.child.poll() is None)
             time.sleep(0.3)
-            _send(lambda keys: os.write(app.leader, keys), server, source)
+            sent = len(app.screen)
+            _send(
+                lambda keys: os.write(app.leader, keys),
+                lambda: app.screen[sent:].decode(errors="replace"),
+                server,
+                source,
+            )
             children = _descendants(app.child.pid)
             gone = _exit_by(path, app)
         status = app.child.poll()
     reply = "n/a" if source == "replay" or path == "stdin-devnull" else _stored_reply(data)
     left = sorted(p.name for p in tmp.iterdir())
     return Run(path, source, gone, status, reply, left, _alive(children))
+
+
+def _wait_for_the_chat(shown: Callable[[], bool], alive: Callable[[], bool]) -> None:
+    """Wait until the chat shows; an app that ended first fails at once (see its log)."""
+
+    def ready() -> bool:
+        if not alive():
+            raise AssertionError("the app ended before its chat showed")
+        return shown()
+
+    wait_for(ready, 120, "the chat")
 
 
 def _exit_by(path: str, app: PtyApp) -> float | None:
@@ -167,7 +193,7 @@ def _exit_by(path: str, app: PtyApp) -> float | None:
 
 
 def tmux_run(path: str, source: str, server: SlowServer, work: Path, size: str) -> Run:
-    """One run in a tmux window, closed by `tmux kill-window`."""
+    """One run in a tmux window, closed by `tmux kill-window` (or `kill-session`)."""
     data, tmp = work / "data", work / "tmp"
     data.mkdir()
     tmp.mkdir()
@@ -200,11 +226,13 @@ def tmux_run(path: str, source: str, server: SlowServer, work: Path, size: str) 
         shell = int(_tmux(tmux, "display", "-p", "-t", session, "#{pane_pid}"))
         pid = _app_pid(shell, program[-1])
         chat = lambda: "Ask Ling" in _tmux(tmux, "capture-pane", "-p", "-t", session)  # noqa: E731
-        wait_for(chat, 120, "the chat")
+        _wait_for_the_chat(chat, lambda: _running(pid))
         time.sleep(0.3)
-        _send(lambda keys: _tmux_keys(tmux, session, keys), server, source)
+        screen = lambda: _tmux(tmux, "capture-pane", "-p", "-t", session)  # noqa: E731
+        _send(lambda keys: _tmux_keys(tmux, session, keys), screen, server, source)
         children = _descendants(pid)
-        subprocess.run([*tmux, "kill-window", "-t", session], check=False)
+        kill = "kill-session" if path == "tmux-kill-session" else "kill-window"
+        subprocess.run([*tmux, kill, "-t", session], check=False)
         gone = _gone_after(lambda: psutil.pid_exists(pid) and _running(pid))
     finally:
         subprocess.run([*tmux, "kill-server"], check=False, stderr=subprocess.DEVNULL)
@@ -253,7 +281,7 @@ PTY_PATHS = (
     "closed-pipe+window-closed",
     "stdin-devnull",
 )
-TMUX_PATHS = ("tmux-kill-window", "tmux-kill-window+closed-pipe")
+TMUX_PATHS = ("tmux-kill-window", "tmux-kill-session", "tmux-kill-window+closed-pipe")
 
 
 def table(runs: list[Run]) -> str:
@@ -281,6 +309,21 @@ def table(runs: list[Run]) -> str:
     return "\n".join(lines)
 
 
+def _machine() -> str:
+    """The machine the runs took: its CPU, cores, memory and load when they started."""
+    models = [
+        line.split(":", 1)[1].strip()
+        for line in Path("/proc/cpuinfo").read_text().splitlines()
+        if line.startswith("model name")
+    ]
+    memory = psutil.virtual_memory().total / 2**30
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (
+        f"machine: {models[0] if models else platform.machine()}, {os.cpu_count()} cores, "
+        f"{memory:.0f} GiB, load average {load} at the start; Python {platform.python_version()}"
+    )
+
+
 def _counts(values: object) -> list[tuple[str, int]]:
     found: dict[str, int] = {}
     for value in values:  # type: ignore[attr-defined]
@@ -297,13 +340,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--size", default="100x30", help="the tmux window's size")
     parser.add_argument("--json", type=Path, help="write every run and the table here")
+    parser.add_argument(
+        "--from",
+        dest="saved",
+        nargs="*",
+        type=Path,
+        help="run nothing: the table of the runs these files hold (the JSON lines printed)",
+    )
     args = parser.parse_args(argv)
+    if args.saved:
+        saved = [json.loads(line) for f in args.saved for line in f.read_text().splitlines()]
+        print(table([Run(**run) for run in saved if isinstance(run, dict)]))
+        return 0
     runs: list[Run] = []
+    machine = _machine()
     with SlowServer(step_s=0.05) as server, tempfile.TemporaryDirectory() as scratch:
         for source in args.source:
             for path in args.paths:
-                if source != "server" and path == "stdin-devnull":
-                    continue  # the same refusal as on a server
                 for index in range(args.runs):
                     work = Path(scratch) / f"{source}-{path}-{index}"
                     work.mkdir()
@@ -313,13 +366,18 @@ def main(argv: list[str] | None = None) -> int:
                         run = pty_run(path, source, server, work)
                     runs.append(run)
                     print(json.dumps(asdict(run)), file=sys.stderr, flush=True)
-    shown = table(runs)
+    shown = f"{machine}\n{table(runs)}"
     print(shown)
     if args.json:
         record = {"table": shown.splitlines(), "runs": [asdict(r) for r in runs]}
         args.json.write_text(json.dumps(record, indent=1) + "\n")
-    failed = [r for r in runs if r.gone_s is None or r.gone_s > GONE_WITHIN_S or r.temp_left]
-    return 1 if failed else 0
+    return 1 if any(map(failed, runs)) else 0
+
+
+def failed(run: Run) -> bool:
+    """Not gone within 2 s, a reply kept otherwise than stopped, or something left behind."""
+    slow = run.gone_s is None or run.gone_s > GONE_WITHIN_S
+    return slow or run.reply not in ("stopped", "n/a") or bool(run.temp_left or run.children_left)
 
 
 if __name__ == "__main__":

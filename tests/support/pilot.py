@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from textual.app import App
 from textual.message import Message
 from textual.notifications import Notify
 from textual.pilot import Pilot
@@ -57,6 +58,12 @@ async def reply_done(pilot: Pilot[Any]) -> ChatScreen:
     await wait_until(pilot, lambda: screen.run is None)
     await pilot.pause()
     return screen
+
+
+def screen_text(app: App[Any]) -> str:
+    """The text of every cell the screen would draw now, without the app's own styling."""
+    update = app.screen._compositor.render_update(full=True)
+    return "\n".join("".join(segment.text for segment in strip) for strip in update.strips)
 
 
 def text_of(widget: Widget) -> str:

@@ -16,18 +16,20 @@ from app.telemetry import ReplyStats
 from app.ui import LingChatApp
 from app.ui.screens.dialogs import ConfirmDialog, RenameDialog
 from tests.support.clock import FakeClock
-from tests.support.pilot import SIZE, Notices, chat_screen, reply_done, send, wait_until
+from tests.support.pilot import (
+    SIZE,
+    Notices,
+    chat_screen,
+    reply_done,
+    screen_text,
+    send,
+    wait_until,
+)
 from tests.support.scripted_backend import ScriptedBackendDouble, answer_reply
 
 HOSTILE = "\x1b]0;PWNED\x07\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[31m\x9b2J\x7f"
 """Title and clipboard (OSC 0, OSC 52), clear screen, colour, a C1 CSI, DEL."""
 SHOWN = "␛]0;PWNED␇␛]52;c;cHduZWQ=␇␛[2J␛[31m␛[2J␡"
-
-
-def screen_text(app: LingChatApp) -> str:
-    """The text of every cell the screen would draw now, without the app's own styling."""
-    update = app.screen._compositor.render_update(full=True)
-    return "\n".join("".join(segment.text for segment in strip) for strip in update.strips)
 
 
 async def drawn_safely(pilot: Pilot[Any], *expected: str) -> None:

@@ -202,6 +202,16 @@ async def test_keymap_remaps_an_action_and_help_lists_it(
         assert ["Esc", "Stop reply", "stop_reply"] in rows
 
 
+async def test_help_says_what_tab_does_in_the_prompt(chat_app: LingChatApp) -> None:
+    """Tab indents in the prompt (`Composer`): the help says so, and how to move on."""
+    async with chat_app.run_test(size=SIZE) as pilot:
+        await chat_screen(pilot)
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: isinstance(chat_app.screen, HelpScreen))
+        hint = str(chat_app.screen.query_one(".dialog-hint", Static).content)
+        assert "Tab indents" in hint and "Shift+Tab moves on" in hint
+
+
 async def test_command_palette_lists_every_chat_action(chat_app: LingChatApp) -> None:
     async with chat_app.run_test(size=SIZE) as pilot:
         screen = await chat_screen(pilot)

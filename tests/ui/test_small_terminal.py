@@ -25,7 +25,14 @@ from app.ui.widgets.messages import ReplyView, UserMessage
 from app.ui.widgets.sidebar import Sidebar
 from app.ui.widgets.speed_panel import SpeedPanel
 from app.ui.widgets.speed_strip import SpeedStrip
-from tests.support.pilot import chat_screen, reply_done, send, text_of, wait_until
+from tests.support.pilot import (
+    chat_screen,
+    reply_done,
+    screen_text,
+    send,
+    text_of,
+    wait_until,
+)
 from tests.support.scripted_backend import (
     ScriptedBackendDouble,
     answer_reply,
@@ -359,3 +366,24 @@ async def test_every_footer_label_is_whole_at_80_columns(
             label = f"{key.key_display} {key.description}".strip()
             assert on_screen(pilot, key), label
             assert key.region.width >= len(label), label
+
+
+async def test_the_prompt_hint_is_whole_beside_the_speed_panel_at_80_columns(
+    make_app: MakeApp, backend: ScriptedBackendDouble
+) -> None:
+    """F9 at 80x24 narrows the prompt: its hint keeps the send and stop keys whole."""
+    app = make_app(backend)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await chat_screen(pilot)
+        prompt = screen.query_one("#prompt", Composer)
+        full = "Enter: new line · Ctrl+S: send · Esc: stop"
+        assert f"{full} ─╯" in screen_text(app)
+        await pilot.press("f9")
+        await pilot.pause()
+        assert screen.query_one(SpeedPanel).display
+        hint = str(prompt.border_subtitle)
+        assert "Ctrl+S: send" in hint and "Esc: stop" in hint
+        assert f"─ {hint} ─╯" in screen_text(app)
+        await pilot.press("f9")
+        await pilot.pause()
+        assert f"{full} ─╯" in screen_text(app)

@@ -11,14 +11,16 @@ alternative's own choices.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Final
 
 from textual.widget import Widget
+from textual.widgets import TextArea
 
 from app.core.chat import Role
 from app.storage import ChatStore, Conversation, StoredMessage
 from app.storage.tree import alternatives, path, places
+from app.ui.screens.exchange_edit import ExchangeEdit
 from app.ui.screens.report_actions import ReportActionsScreen
 from app.ui.widgets.messages import ReplyView, UserMessage, message_widget
 from app.ui.widgets.transcript import Transcript
@@ -139,14 +141,77 @@ class PathView:
 
 
 class BranchActionsScreen(ReportActionsScreen):
-    """The base of the chat screen: moving through alternatives and selecting a message."""
+    """The base of the chat screen: regenerating, continuing and editing into alternatives
+    and branches, moving through them and selecting a message."""
 
     conversation: Conversation | None
     _path: PathView
+    _edit: ExchangeEdit | None
+    """The edit in progress (F4)."""
     _busy: Callable[[], bool]
     """Whether a reply streams (then it says so)."""
-    _cancel_edit: Callable[[], bool]
-    """End the edit in progress unsent."""
+    _keys: Callable[[str], str]
+    """The keys of an action, as remapped."""
+    _generate: Callable[[Conversation, int, StoredMessage | None], Awaitable[None]]
+    """Stream a new reply to a message, or continue a reply in place."""
+
+    async def action_regenerate(self) -> None:
+        """A new reply in place of the selected one (or to the selected message); the old
+        one is kept as an alternative."""
+        conversation = self.conversation
+        if conversation is None or self._busy():
+            return
+        self._cancel_edit()
+        with self._storage_errors_reported():
+            taken = self._path.exchange(conversation.id)
+            if not taken:
+                self.notify("There is no reply to regenerate.")
+                return
+            target = taken[0]
+            self._ctx.store.check_writable()  # a locked history fails before the screen changes
+            self._path.selected = None
+            await self._path.show(self.query_one(Transcript), conversation.id, until=target.id)
+            await self._generate(conversation, target.id, None)
+
+    async def action_continue_reply(self) -> None:
+        """Continue the last reply, cut off or stopped, in place: one reply, its text and
+        figures extended."""
+        conversation = self.conversation
+        if self._busy():
+            return
+        self._cancel_edit()
+        with self._storage_errors_reported():
+            messages = self._ctx.store.messages(conversation.id) if conversation else []
+            last = messages[-1] if messages else None
+            if conversation is None or last is None or not last.continuable:
+                self.notify("There is no cut-off or stopped reply to continue.")
+                return
+            assert last.parent_id is not None  # a reply answers a message
+            await self._generate(conversation, last.parent_id, last)
+
+    def action_edit_message(self) -> None:
+        """Put the selected message (the last by default) in the prompt to edit; sent, it
+        starts a new branch, and the old one is kept."""
+        conversation = self.conversation
+        if conversation is None or self._busy() or self._edit is not None:
+            return
+        prompt = self.query_one("#prompt", TextArea)
+        with self._storage_errors_reported():
+            taken = self._path.exchange(conversation.id)
+            hint = f"editing · {self._keys('send')}: send as a new branch · " + (
+                f"{self._keys('stop_reply')}: cancel"
+            )
+            self._edit = ExchangeEdit.begin(taken, prompt, self.query_one(Transcript), hint)
+            if self._edit is None:
+                self.notify("There is no message to edit.")
+
+    def _cancel_edit(self) -> bool:
+        """End the edit in progress unsent (the exchange stays); False when there was none."""
+        edit, self._edit = self._edit, None
+        if edit is not None:
+            edit.cancel(self.query_one("#prompt", TextArea), self.query_one(Transcript))
+            self._path.relabel(edit.widgets(self.query_one(Transcript)))
+        return edit is not None
 
     async def action_previous_alternative(self) -> None:
         """Show the previous alternative of the selected message, or of its branch."""

@@ -9,7 +9,7 @@ from functools import partial
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Header, Static, TextArea
+from textual.widgets import Footer, Header, Static
 
 from app.core.attachment import with_attachments
 from app.core.errors import StorageError
@@ -86,10 +86,9 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
         return keys_for(action_by_id(action_id), self._ctx.keymap)
 
     async def on_mount(self) -> None:
-        prompt = self.query_one("#prompt", TextArea)
-        prompt.border_subtitle = (
-            f"Enter: new line · {self._keys('send')}: send · {self._keys('stop_reply')}: stop"
-        )
+        prompt = self.query_one("#prompt", Composer)
+        keys = f"{self._keys('send')}: send · {self._keys('stop_reply')}: stop"
+        prompt.show_hints(f"Enter: new line · {keys}", keys)
         self.query_one(Banner).warn(None)
         speed = self.query_one(SpeedPanel)
         speed.show_proof(self._ctx.proof)
@@ -276,66 +275,6 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
 
     async def on_unmount(self) -> None:
         await self._replies.aclose()
-
-    # Editing the conversation
-
-    async def action_regenerate(self) -> None:
-        """A new reply in place of the selected one (or to the selected message); the old
-        one is kept as an alternative."""
-        conversation = self.conversation
-        if conversation is None or self._busy():
-            return
-        self._cancel_edit()
-        with self._storage_errors_reported():
-            taken = self._path.exchange(conversation.id)
-            if not taken:
-                self.notify("There is no reply to regenerate.")
-                return
-            target = taken[0]
-            self._ctx.store.check_writable()  # a locked history fails before the screen changes
-            self._path.selected = None
-            await self._path.show(self.query_one(Transcript), conversation.id, until=target.id)
-            await self._generate(conversation, target.id)
-
-    async def action_continue_reply(self) -> None:
-        """Continue the last reply, cut off or stopped, in place: one reply, its text and
-        figures extended."""
-        conversation = self.conversation
-        if self._busy():
-            return
-        self._cancel_edit()
-        with self._storage_errors_reported():
-            messages = self._ctx.store.messages(conversation.id) if conversation else []
-            last = messages[-1] if messages else None
-            if conversation is None or last is None or not last.continuable:
-                self.notify("There is no cut-off or stopped reply to continue.")
-                return
-            assert last.parent_id is not None  # a reply answers a message
-            await self._generate(conversation, last.parent_id, last)
-
-    def action_edit_message(self) -> None:
-        """Put the selected message (the last by default) in the prompt to edit; sent, it
-        starts a new branch, and the old one is kept."""
-        conversation = self.conversation
-        if conversation is None or self._busy() or self._edit is not None:
-            return
-        prompt = self.query_one("#prompt", TextArea)
-        with self._storage_errors_reported():
-            taken = self._path.exchange(conversation.id)
-            hint = f"editing · {self._keys('send')}: send as a new branch · " + (
-                f"{self._keys('stop_reply')}: cancel"
-            )
-            self._edit = ExchangeEdit.begin(taken, prompt, self.query_one(Transcript), hint)
-            if self._edit is None:
-                self.notify("There is no message to edit.")
-
-    def _cancel_edit(self) -> bool:
-        """End the edit in progress unsent (the exchange stays); False when there was none."""
-        edit, self._edit = self._edit, None
-        if edit is not None:
-            edit.cancel(self.query_one("#prompt", TextArea), self.query_one(Transcript))
-            self._path.relabel(edit.widgets(self.query_one(Transcript)))
-        return edit is not None
 
     # Chat management
 

@@ -212,7 +212,8 @@ class HelpScreen(Dialog[None]):
                 f"{edit} puts the selected message ({up} and below: the last) in the prompt; "
                 f"sent, it starts a branch and the old one is kept ({stop} cancels). A reply "
                 f"or message with alternatives shows its place, e.g. 2/3 ({left} and next).\n"
-                "In the prompt Enter starts a new line. Click a code block to copy it.\n"
+                "In the prompt Enter starts a new line, Tab indents and Shift+Tab moves on.\n"
+                "Click a code block to copy it.\n"
                 "Remap a key by its binding id in config.toml, e.g.\n"
                 '  [keymap]\n  stop_reply = "ctrl+x"\n'
                 "↑ ↓ PgUp PgDn scroll · Esc closes this help.",

@@ -7,9 +7,14 @@ puts the exact pasted characters back wherever that pasted text is still whole. 
 text the user then edited is sent as shown. Line breaks are the TextArea's: CRLF and CR
 become newlines, as for any paste. A pasted ESC comes from the terminal as `ESC_STAND_IN`
 (`app.ui.paste_input`) and goes back to ESC here.
+
+Its hint (the border's subtitle) is the longest of its `hints` that fits the width, so that a
+narrow prompt (the speed panel beside it at 80 columns) keeps its keys whole.
 """
 
 from __future__ import annotations
+
+from typing import Final
 
 from textual import events
 from textual.widgets import TextArea
@@ -17,6 +22,9 @@ from textual.widgets.text_area import EditResult
 
 from app.textsafe import is_safe, visible
 from app.ui.paste_input import ESC, ESC_STAND_IN
+
+HINT_MARGIN: Final = 6
+"""Columns of the bottom border a hint cannot take: the corners and `─ ` either side."""
 
 
 class Composer(TextArea):
@@ -26,6 +34,20 @@ class Composer(TextArea):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self._pasted: dict[str, str] = {}
         """What a paste showed -> the characters it held."""
+        self._hints: tuple[str, ...] = ()
+
+    def show_hints(self, *hints: str) -> None:
+        """Show the longest of `hints` (longest first) that fits, the last when none does."""
+        self._hints = hints
+        self._fit_hint()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_hint()
+
+    def _fit_hint(self) -> None:
+        room = self.outer_size.width - HINT_MARGIN
+        fits = [hint for hint in self._hints if len(hint) <= room]
+        self.border_subtitle = (fits or self._hints[-1:] or [""])[0]
 
     @property
     def message(self) -> str:
