@@ -23,7 +23,6 @@ from app.commands.common import add_data_arguments, add_model_arguments, setting
 from app.core.errors import ConfigError
 from app.core.exit_status import ExitStatus
 from app.plumbing.abrupt_end import on_abrupt_end
-from app.prefs import config_dir
 
 if TYPE_CHECKING:
     from app.backend.protocol import ChatBackend
@@ -91,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
     from app.backend.replay import RecordingBackend
     from app.plumbing.logfile import logging_to
+    from app.prefs import config_dir
     from app.settings import source_of
 
     if not (math.isfinite(args.replay_speed) and args.replay_speed > 0):
