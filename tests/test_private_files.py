@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from app.backend.engine.boot.load_progress import LoadProgress, write_progress
 from app.backend.engine.config import EngineConfig
 from app.backend.engine.engine import EngineBackend
-from app.backend.engine.load_progress import LoadProgress, write_progress
 from app.backend.replay import RecordingBackend
 from app.storage import ChatStore, MessageStatus
 from tests.support.scripted_backend import ScriptedBackendDouble

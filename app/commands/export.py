@@ -19,7 +19,7 @@ from app.core.errors import ConfigError
 from app.files import write_atomic
 from app.render.formats import FORMATS
 from app.storage import ChatStore
-from app.storage.export import collect
+from app.storage.transfer.export import collect
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ from app.backend.download import Progress
 from app.commands.common import add_data_arguments, settings_from
 from app.render.progress import TextBar
 from app.storage import ChatStore
-from app.storage.importing import import_export
+from app.storage.transfer.importing import import_export
 
 REDRAW_EVERY_S = 0.1
 """The progress bar is redrawn at most this often."""

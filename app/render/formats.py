@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from app.render.chats import html_page, markdown
-from app.storage.export import Export, as_csv, as_json, as_jsonl
+from app.storage.transfer.export import Export, as_csv, as_json, as_jsonl
 
 FORMATS: dict[str, Callable[[Export], Iterable[str]]] = {
     "md": lambda export: markdown(export.threads),

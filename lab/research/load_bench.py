@@ -3,7 +3,7 @@
 lab/scripts/gpu_load_bench.py writes them (JSON, `LoadBench.to_dict`); the table, the choice of
 the fastest format that passed, and the Spark projection (lab/scripts/spark_load_projection.py)
 read them. Seconds by stage come from the scheduler's progress records
-(app/backend/engine/load_progress.py): reading, SGLang's weight processing, Humming's
+(app/backend/engine/boot/load_progress.py): reading, SGLang's weight processing, Humming's
 repack, the FP8 head, CUDA graphs, and the setup between them; the warm-up is the app's.
 """
 

@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from app.backend.engine.boot_log import LOAD_STAGE  # noqa: E402
+from app.backend.engine.boot.boot_log import LOAD_STAGE  # noqa: E402
 from app.backend.engine.config import EngineConfig  # noqa: E402
 from app.backend.engine.engine import WARMUP_STAGE, EngineBackend  # noqa: E402
 from app.backend.engine.patches.boundary import PLAN_ENV, PatchPlan  # noqa: E402

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.backend.engine.boot_log import DETAIL_CHARS, BootLog, describe, shorten
+from app.backend.engine.boot.boot_log import DETAIL_CHARS, BootLog, describe, shorten
 
 PREFIX = "2026-11-29 17:40:14,236 2188 sglang.srt.mem_cache.kv_cache_configurator: "
 SCHEDULER = "2026-11-29 17:40:14,236 2188 sglang.srt.managers.scheduler: "

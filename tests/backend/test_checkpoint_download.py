@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.backend.download import fetch_checkpoint
-from app.backend.engine.boot_log import LOAD_STAGE
+from app.backend.engine.boot.boot_log import LOAD_STAGE
 from app.backend.engine.config import EngineConfig
 from app.backend.engine.download_stage import DOWNLOAD_STAGE, refuse_unloadable_download
 from app.backend.engine.engine import EngineBackend

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app.backend.engine.boot_log import describe
-from app.backend.engine.load_progress import (
+from app.backend.engine.boot.boot_log import describe
+from app.backend.engine.boot.load_progress import (
     LoadProgress,
     progress_line,
     progress_stage,

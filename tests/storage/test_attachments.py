@@ -11,9 +11,9 @@ from sqlite_utils import Database
 from app.core.chat import Role
 from app.render.chats import html_page, markdown
 from app.storage import ChatStore
-from app.storage.export import as_json, collect
-from app.storage.importing import import_export
 from app.storage.schema import MIGRATIONS
+from app.storage.transfer.export import as_json, collect
+from app.storage.transfer.importing import import_export
 
 NOW = "2026-12-01T00:00:00+00:00"
 

@@ -14,7 +14,7 @@ from app.core.errors import StorageError
 from app.render.figures import speed_line
 from app.render.formats import FORMATS
 from app.storage import ChatStore, EngineRun, MessageStatus, StoredMessage
-from app.storage.export import CSV_COLUMNS, SCHEMA_VERSION, Export, collect
+from app.storage.transfer.export import CSV_COLUMNS, SCHEMA_VERSION, Export, collect
 from app.telemetry import ReplyStats
 from tests.support.scripted_backend import failing_report, passing_report
 from tests.support.storage import STATS

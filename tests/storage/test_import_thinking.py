@@ -13,8 +13,8 @@ from app.core.errors import ImportFailed
 from app.files import write_atomic
 from app.render.formats import FORMATS
 from app.storage import ChatStore, MessageStatus
-from app.storage.export import collect
-from app.storage.importing import import_export
+from app.storage.transfer.export import collect
+from app.storage.transfer.importing import import_export
 
 CUT = "the reply budget of 512 tokens"
 

@@ -16,10 +16,11 @@ from app.core.chat import MAX_TEXT_CHARS, Sampling
 from app.core.errors import ImportFailed
 from app.files import write_atomic
 from app.render.formats import FORMATS
-from app.storage import ChatStore, MessageStatus, import_file
-from app.storage.export import collect
-from app.storage.import_file import MAX_FILE_BYTES
-from app.storage.importing import PRESENT, import_export
+from app.storage import ChatStore, MessageStatus
+from app.storage.transfer import import_file
+from app.storage.transfer.export import collect
+from app.storage.transfer.import_file import MAX_FILE_BYTES
+from app.storage.transfer.importing import PRESENT, import_export
 from tests.support.storage import STATS
 
 IDS = {"id", "conversation_id", "engine_run_id", "exported_at"}

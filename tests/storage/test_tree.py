@@ -15,9 +15,9 @@ from sqlite_utils import Database
 from app.core.errors import ImportFailed
 from app.render.formats import FORMATS
 from app.storage import ChatStore, MessageStatus
-from app.storage.export import collect
-from app.storage.importing import import_export
 from app.storage.schema import MIGRATIONS
+from app.storage.transfer.export import collect
+from app.storage.transfer.importing import import_export
 from app.storage.tree import alternatives
 from app.ui.reply import request_messages
 

@@ -12,8 +12,8 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets import ProgressBar, Static
 
-from app.backend.engine.boot_log import LOAD_STAGE
-from app.backend.engine.load_progress import LoadProgress, progress_stage
+from app.backend.engine.boot.boot_log import LOAD_STAGE
+from app.backend.engine.boot.load_progress import LoadProgress, progress_stage
 from app.backend.protocol import LoadStage
 from app.ui import LingChatApp
 from tests.support.clock import FakeClock

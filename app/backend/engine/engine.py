@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from app.backend.draft import draft_in_use
-from app.backend.engine.boot_log import LOAD_STAGE, BootLog
+from app.backend.engine.boot.boot_log import LOAD_STAGE, BootLog
+from app.backend.engine.boot.load_progress import LoadProgress, progress_stage, read_progress
 from app.backend.engine.config import EngineConfig, draft_models, server_args
 from app.backend.engine.download_stage import engine_downloads, refuse_unloadable_download
 from app.backend.engine.kernel_cache import invalid_image_hint
-from app.backend.engine.load_progress import LoadProgress, progress_stage, read_progress
 from app.backend.engine.patches.boundary import PLAN_ENV, REFUSAL, PatchPlan
 from app.backend.engine.reply import ReplyRun, chat_prompt, produce_reply, reply_plan
 from app.backend.engine.setup import (

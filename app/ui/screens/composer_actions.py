@@ -28,7 +28,7 @@ from app.core.errors import ExportError, TargetExists
 from app.files import write_atomic
 from app.render.formats import FORMATS
 from app.storage import Conversation
-from app.storage.export import collect
+from app.storage.transfer.export import collect
 from app.ui.screens.dialogs import ConfirmDialog
 from app.ui.screens.file_dialogs import AttachDialog, ExportDialog, export_format
 from app.ui.screens.report_actions import ReportActionsScreen

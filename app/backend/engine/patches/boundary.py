@@ -35,7 +35,7 @@ class PatchPlan:
     min_head_speedup: float = 1.2
     """The FP8 head must beat the BF16 head by this factor in the load-time timing."""
     progress_file: str | None = None
-    """Where the load's progress goes (app/backend/engine/load_progress.py; None: nowhere)."""
+    """Where the load's progress goes (app/backend/engine/boot/load_progress.py; None: nowhere)."""
     draft_own_shards: bool = True
     """The NEXTN draft reads only its own shards (draft_shards.py); off: SGLang's second
     reading of the whole checkpoint, for the load benchmark's side-by-side rows."""

@@ -5,7 +5,7 @@ multi-threaded one, the single-threaded one, fastsafetensors, InstantTensor) is 
 the loader's namespace to count the bytes of the tensors it yields. Reading ends when an
 iterator is exhausted; SGLang's weight processing runs until the loader returns, Humming's
 repack inside it; the FP8 head and every CUDA-graph capture are timed where they run.
-Each change is written to the progress file (app/backend/engine/load_progress.py).
+Each change is written to the progress file (app/backend/engine/boot/load_progress.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from app.backend.engine.load_progress import WRITES_PER_S, LoadProgress, write_progress
+from app.backend.engine.boot.load_progress import WRITES_PER_S, LoadProgress, write_progress
 from app.core.errors import ExportError
 
 ITERATORS = (

@@ -30,10 +30,10 @@ from app.core.errors import ImportFailed
 from app.core.reply_usage import histogram_in, optional_count_in
 from app.storage import rows
 from app.storage import tree as branches
-from app.storage.export import SCHEMA_VERSION
-from app.storage.import_file import ExportReader
 from app.storage.models import MessageStatus
 from app.storage.store import ChatStore
+from app.storage.transfer.export import SCHEMA_VERSION
+from app.storage.transfer.import_file import ExportReader
 from app.telemetry import ReplyStats
 from app.telemetry.metrics import LEGACY_VERIFY_ROUNDS
 

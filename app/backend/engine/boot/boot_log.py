@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from app.backend.engine.load_progress import STAGES
+from app.backend.engine.boot.load_progress import STAGES
 
 LOAD_STAGE: Final = "Loading weights, compiling Humming kernels, capturing CUDA graphs"
 """The engine's start-up stage whose progress details are lines of SGLang's log."""
@@ -38,7 +38,7 @@ def describe(line: str) -> str | None:
 
     Known lines get a step name; another line of SGLang's logger shows its message, cut
     at a word; anything else (a wrapped line's tail, a warning's continuation) is None.
-    The weight load's progress (app/backend/engine/load_progress.py) shows as it is.
+    The weight load's progress (app/backend/engine/boot/load_progress.py) shows as it is.
     """
     line = line.strip().rsplit("\r", 1)[-1].strip()  # a progress bar redraws with \r
     if line.startswith(tuple(STAGES.values())):

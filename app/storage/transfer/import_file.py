@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from app.core.errors import ImportFailed
-from app.storage.import_json import MAX_DEPTH, DuplicateKey, LimitedDecoder, check, parse
+from app.storage.transfer.import_json import MAX_DEPTH, DuplicateKey, LimitedDecoder, check, parse
 
 MAX_FILE_BYTES: Final = 512 << 20
 """The largest file an import reads: 512 MiB, hundreds of thousands of replies. Streamed,
