@@ -11,7 +11,7 @@ import pytest
 from app.backend.remote.remote import MAX_MODEL_NAME, RemoteBackend
 from app.storage import ChatStore
 from app.ui import LingChatApp
-from tests.backend.test_remote import URL, FakeSGLangServerDouble, server_info
+from tests.backend.remote.test_remote import URL, FakeSGLangServerDouble, server_info
 from tests.support.pilot import chat_screen
 
 SIZE = (120, 40)

@@ -13,8 +13,9 @@ kernel call (`commit_kda_replayssm_after_verify`, looked up at call time as SGLa
 the prepared indices; otherwise it calls SGLang's own commit. The indices are equal in value
 (the kernel's are int64, the eager ones take `accept_index`'s dtype; the fold kernel and the
 conv scatter cast both to int32 before use), so the committed state is bitwise the same
-(tests/backend/test_prepared_commit.py runs both on CPU tensors, the fused kernel through
-Triton's interpreter; tests/gpu/test_replayssm_gpu.py compares the KDA state on the GPU).
+(tests/backend/engine/patches/host/test_prepared_commit.py runs both on CPU tensors, the
+fused kernel through Triton's interpreter; tests/gpu/test_replayssm_gpu.py compares the KDA
+state on the GPU).
 """
 
 from __future__ import annotations
