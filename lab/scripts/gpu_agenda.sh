@@ -278,6 +278,11 @@ fi
 
 # Estimated seconds of the steps of issue #42 on a machine after `flashinfer` and `prepare`
 # (printed with each step's header; untried until they have run once).
+DUMMY="--sglang-arg load_format=dummy"  # a model folder of config alone: no weights to check
+# Beside stock SGLang, ling-chat's engines read the files as stock does (`auto`): the rows then
+# differ by ling-chat's levers alone (the loader changes no decode step), and no boot needs the
+# `loadfmt` wheels (sm_90's default, instanttensor, failed every boot of peer6 without them).
+PEER_LOAD="--sglang-arg load_format=auto"
 declare -A ESTIMATE=([commit-gpu]=30 [ckpt-write-24]=75 [peer6]=540 [peer24]=440 [host-levers6]=210)
 
 run() {  # run NAME LIMIT_S COMMAND...: its output, and the end of each SGLang log it wrote
@@ -339,7 +344,7 @@ peer_bench() {  # peer_bench NAME LAYERS PROFILES BOOTS: the stock server beside
   elif ! python3 -c "import jsonschema, soundfile" 2>/dev/null; then
     echo "$name: stock SGLang's HTTP server needs the serve extra wheels (jsonschema, soundfile)"
   else
-    run "$name" 900 python3 -m app bench --model "$ckpt" --profiles "$3" --peer stock-sglang \
+    run "$name" 900 python3 -m app bench --model "$ckpt" --profiles "$3" $PEER_LOAD --peer stock-sglang \
       --peer-wait 360 --boots "$4" --host-time --input-len 2048 --output-len 256 \
       --num-prompts 2 --reps 2 --peak-gbps 4800 --json "$OUT/$name.json"
     peer_log=$(find /root -maxdepth 6 -name stock-sglang.log -mmin -20 2>/dev/null | head -1)
@@ -360,10 +365,12 @@ for step in "$@"; do
     flashinfer-moe) run flashinfer-moe 560 python3 lab/scripts/gpu_flashinfer_check.py --moe ;;
     prepare)
       python3 -c "from pathlib import Path; from tests.gpu import models; models.write_model_dir(Path('/root/m6'))"
-      run prepare 540 python3 -m app prepare --model /root/m6 --data-dir /root/lcd
+      # /root/m6 holds a config and a tokenizer, no weights: `load_format=dummy` says so, and
+      # the preflight then reads no checkpoint (the prepare's marker leaves load_format out).
+      run prepare 540 python3 -m app prepare --model /root/m6 --data-dir /root/lcd $DUMMY
       [[ -s "$OUT/prepare.log" ]] && grep -q "preflight" "$OUT/prepare.log" && ! grep -q "cached for later" "$OUT/prepare.log" \
-        && run prepare-skip 540 python3 -m app prepare --model /root/m6 --data-dir /root/lcd --skip-preflight
-      run prepare-again 120 python3 -m app prepare --model /root/m6 --data-dir /root/lcd --skip-preflight ;;
+        && run prepare-skip 540 python3 -m app prepare --model /root/m6 --data-dir /root/lcd $DUMMY --skip-preflight
+      run prepare-again 120 python3 -m app prepare --model /root/m6 --data-dir /root/lcd $DUMMY --skip-preflight ;;
     graphs)
       run graphs 540 python3 lab/scripts/gpu_graph_settings.py /root/graphs
       cp /root/graphs/graphs.json "$OUT/" 2>/dev/null ;;
@@ -402,7 +409,7 @@ written_checkpoint(Path('/root/ckpt$layers'))"
       elif ! python3 -c "import jsonschema, soundfile" 2>/dev/null; then
         echo "bench-peer: stock SGLang's HTTP server needs the serve extra wheels (jsonschema, soundfile)"
       else
-        run bench-peer 900 python3 -m app bench --model "$ckpt" --profiles stack \
+        run bench-peer 900 python3 -m app bench --model "$ckpt" --profiles stack $PEER_LOAD \
           --peer stock-sglang --peer-wait 360 --input-len 2048 --output-len 256 --num-prompts 2 \
           --reps 2 --peak-gbps 4800 --json "$OUT/bench-peer.json"
         peer_log=$(find /root -maxdepth 6 -name stock-sglang.log -mmin -15 2>/dev/null | head -1)

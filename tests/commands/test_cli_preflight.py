@@ -52,6 +52,33 @@ def test_skip_preflight_warns_and_starts(
     assert machine["loaded"] == [("prepare", "stack")]
 
 
+def test_a_dummy_load_reads_no_weights_so_the_preflight_checks_no_checkpoint(
+    model: Path,
+    machine: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+):
+    """The GPU agenda's `prepare` of a folder of config alone was refused for its missing
+    weights; with `load_format=dummy` (what the folder is for) no weights are read."""
+    from app.backend.checkpoint.verify import check_checkpoint
+    from app.backend.firststart import probes as preflight_probes
+
+    checked: list[Path | None] = []
+
+    def probe(download_dir: Path, packages: Any = (), checkpoint: Path | None = None) -> Any:
+        checked.append(checkpoint)
+        report = check_checkpoint(checkpoint) if checkpoint is not None else None
+        return dataclasses.replace(HEALTHY_SPARK, checkpoint=report)
+
+    monkeypatch.setattr(preflight_probes, "probe", probe)
+    assert main(["prepare", "--model", str(model)]) == 3
+    assert "FAIL checkpoint" in capsys.readouterr().err
+    dummy = ["--sglang-arg", "load_format=dummy"]
+    assert main(["prepare", "--model", str(model), *dummy]) == 0
+    assert checked == [model, None]
+    assert machine["loaded"] == [("prepare", "stack")]
+
+
 def test_serve_and_bench_prepare_each_engine_before_they_load(
     model: Path, machine: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ):

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 import types
 from typing import Any
+
+import pytest
 
 from app.backend.engine.config import EngineConfig
 from app.backend.engine.engine import EngineBackend
 from app.backend.engine.thread import EngineThread
 from app.backend.protocol import ReplyDone, ReplyError, TextChunk
 from app.core.chat import ChatMessage, PartialReply, Role, Sampling, Thinking
+from tests.fixtures.engine_double.sglang.srt.parser import reasoning_parser as ling3_double
 
 REASONING = [f" r{i}" for i in range(12)]
 ANSWER = [f" a{i}" for i in range(8)]
@@ -154,6 +158,44 @@ async def test_a_thinking_within_its_budget_ends_on_its_own_close_without_a_seco
     assert second["input_ids"] == first["input_ids"] + walked  # `</think>` once
     assert second["max_new_tokens"] == Sampling().max_new_tokens
     assert isinstance(done, ReplyDone) and done.usage.completion_tokens == len(WALK) - 1
+
+
+@pytest.fixture
+def ling3_parser(monkeypatch):
+    """SGLang 0.5.23's `ling3` reasoning parser (its double) for any code that imports it."""
+    monkeypatch.setitem(sys.modules, "sglang.srt.parser.reasoning_parser", ling3_double)
+
+
+@pytest.mark.parametrize("budget", [5, 100], ids=["cut-by-budget", "closed-by-stop"])
+async def test_the_answer_follows_the_thinking_and_is_not_the_thinking_again(
+    ling3_parser, budget, tmp_path
+):
+    # The GPU failures (tests/gpu/test_thinking_gpu.py, test_dspark_gpu.py): the first
+    # request always ends inside the thinking (its budget, or `</think>` taken as the stop and
+    # trimmed from the text); SGLang's ling3 parser then handed the thinking out again as the
+    # answer, and no answer request followed. ling-chat splits the raw text itself.
+    engine = WalkingEngineDouble()
+    reasoning, answer, _, done = await reply(
+        running(engine, tmp_path), Sampling(), thinking=Thinking(budget=budget)
+    )
+    assert reasoning == "".join(REASONING[:budget])
+    assert answer == "".join(ANSWER)
+    assert len(engine.requests) == 2
+    assert engine.requests[1]["input_ids"][-1] == IDS["</think>"]
+    assert isinstance(done, ReplyDone) and done.finish_reason == "stop"
+
+
+def test_the_ling3_parser_double_hands_a_thinking_that_never_closed_out_as_the_answer():
+    # As SGLang 0.5.23's `ReasoningParser("ling3", stream_reasoning=True,
+    # force_reasoning=True)` does (the double matched it on every split of such streams).
+    parser = ling3_double.ReasoningParser("ling3", stream_reasoning=True, force_reasoning=True)
+    parts = [parser.parse_stream_chunk(d) for d in (" r0 r1", " r2</thi")]
+    assert parts == [(" r0 r1", ""), (" r2", "")]
+    assert parser.parse_stream_end() == ("", " r0 r1 r2</thi")
+    closed = ling3_double.ReasoningParser("ling3", force_reasoning=True)
+    assert closed.parse_stream_chunk("<think> r0</th") == (" r0", "")
+    assert closed.parse_stream_chunk("ink> a0") == ("", " a0")
+    assert closed.parse_stream_end() == ("", "")
 
 
 async def test_thinking_off_is_one_request_of_the_answer_alone(tmp_path):
