@@ -128,8 +128,8 @@ class SettingsDialog(Dialog[ChatSettings]):
                 yield Label(THINKING_BUDGET)
                 yield Input(str(thinking.budget or ""), placeholder="no cap", id="thinking-budget")
             yield Label("", id="settings-error", classes="error")
+            yield Label("Ctrl+S saves · Esc cancels", classes="dialog-hint")
             with Horizontal(classes="dialog-buttons"):
-                yield Label("Ctrl+S saves · Esc cancels", classes="dialog-hint")
                 if self._on_save_preset is not None:
                     yield Button("Save as preset…", id="save-preset")
                 yield Button("Save", variant="primary", id="save")
