@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.bench import host_table
 from app.bench.acceptance import SIMULATE_ENV, position_cell
-from app.bench.host import table as host_table
 from app.bench.results import BenchRun, ProfileResult, RooflineColumns, WorkloadSummary
 from app.levers.profiles import DEFAULT_PROFILE, PROFILES
 from app.render.bars import CEILING, bars

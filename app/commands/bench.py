@@ -19,10 +19,10 @@ from typing import Any
 from app import __version__
 from app.backend.engine.config import EngineConfig, draft_models
 from app.backend.engine.setup import check_model_path, engine_missing, gpu_facts
+from app.bench import host_table
 from app.bench.bytemodel.bandwidth import roofline_columns
 from app.bench.bytemodel.roofline import DGX_SPARK_GBPS
 from app.bench.compare import compare_runs, render_comparison
-from app.bench.host import table as host_table
 from app.bench.host.measure import probe
 from app.bench.inputs.gsm8k import load_gsm8k
 from app.bench.inputs.suites import SUITES, nvidia_suite, recipes_suite
