@@ -218,10 +218,12 @@ def choose_kernel(head: Any) -> tuple[tuple[Any, Any], dict[str, dict[str, objec
 
 
 def selftest(full: Any, head: Any) -> dict[str, float]:
-    """The hot head against the full head at the hot ids: the least cosine over random hidden
-    states, and how often the hot top-1 mapped back is the full top-1 on hidden states equal
-    to hot rows (each its own token's clear winner)."""
+    """The hot head's chosen kernel against the full head at the hot ids: the least cosine
+    over random hidden states, and how often the hot top-1 mapped back is the full top-1 on
+    hidden states equal to hot rows (each its own token's clear winner)."""
     import torch
+
+    from app.backend.engine.patches import fp8_head
 
     table = head.hot_ids
     gen = torch.Generator(device=table.device).manual_seed(0)
@@ -231,7 +233,7 @@ def selftest(full: Any, head: Any) -> dict[str, float]:
     own = head.weight.t()[:SELFTEST_ROWS].float() * scale
     own = own / own.pow(2).mean(-1, keepdim=True).sqrt().clamp_min(1e-12)
     states = torch.cat([random, own]).to(torch.bfloat16)
-    hot = head.quant_method.apply(head, states).float()
+    hot = fp8_head._run_blocks(head.quant_method.small, states).float()
     whole = full.quant_method.apply(full, states).float()
     cosine = torch.nn.functional.cosine_similarity(hot, whole[:, table], dim=-1)
     mapped = table[hot[SELFTEST_ROWS:].argmax(-1)] == whole[SELFTEST_ROWS:].argmax(-1)
