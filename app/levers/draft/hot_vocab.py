@@ -44,8 +44,8 @@ METHOD = "LingHotFp8HeadMethod"
 """The class name of the hot head's method: ling-chat's FP8 head method with its own call
 counters."""
 HEAD_ATTR = "ling_chat_hot_head"
-"""Where the patch leaves the hot head: on SGLang's draft worker, and on the draft's logits
-processor whose calls it routes (the evidence compares the two)."""
+"""Where the patch leaves the hot head: on SGLang's draft worker, and on the `forward` it
+gives the draft's logits processor, which passes that head (the evidence compares the two)."""
 MIN_COSINE = 0.999
 """Least cosine of the hot head's logits against the full head's at the hot ids (the same
 FP8 bytes and scales: only the kernels' rounding may differ)."""
@@ -116,7 +116,7 @@ def collect(live: Live) -> dict[str, Any] | None:
     patch = live.sources.patch("hot_vocab")
     head = getattr(live.draft_worker, HEAD_ATTR, None)
     table = getattr(live.draft_worker, "hot_token_id", None)
-    routed = getattr(live.draft.logits_processor, HEAD_ATTR, None)
+    routed = getattr(getattr(live.draft.logits_processor, "forward", None), HEAD_ATTR, None)
     return {
         **patch.FACTS,
         **patch.compare(head, live.target.lm_head),
@@ -137,7 +137,7 @@ def judge(facts: Facts, profile: Profile) -> tuple[ProofLine, ...]:
         return (judged(LINE, False, err),)
     hot, target = facts[FACT], facts["head_target"]
     if not hot.get("installed"):
-        return (judged(LINE, False, f"no hot head was built: {hot.get('why', 'no reason given')}"),)
+        return (judged(LINE, False, "no hot head was built: the draft reads the full head"),)
     if missing := lacking(LINE, FACT, hot, NEEDED):
         return (missing,)
     return (judged(LINE, _ok(hot, target), _evidence(hot, target)),)

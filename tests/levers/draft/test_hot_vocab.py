@@ -22,6 +22,7 @@ from tests.fixtures.sglang_objects import (
     TensorDouble,
     host_patches,
     hot_vocab_facts,
+    route_logits,
     stack_facts,
     stack_scheduler,
 )
@@ -116,7 +117,9 @@ def test_facts_of_an_older_engine_fail_the_line_naming_what_they_lack():
     assert line.verdict is Verdict.FAIL and "lack selftest_top1" in line.evidence
 
 
-def test_a_live_hot_head_that_no_longer_holds_the_target_s_rows_fails_the_line():
+def _collected(*, routed: bool = True, equal: bool = True) -> dict[str, Any]:
+    """`evidence.collect` over a stack whose draft worker holds a hot head: the draft's
+    logits routed to it or to another head, its rows found equal to the target's or not."""
     scheduler = stack_scheduler()
     worker = scheduler.draft_worker.draft_worker
     head = type("Module", (), {})()
@@ -124,11 +127,26 @@ def test_a_live_hot_head_that_no_longer_holds_the_target_s_rows_fails_the_line()
     head.weight = TensorDouble("torch.float8_e4m3fn", (2560, hot_vocab.ROWS))
     head.hot_ids = worker.hot_token_id = TensorDouble("torch.int64", (hot_vocab.ROWS,))
     setattr(worker, hot_vocab.HEAD_ATTR, head)
-    setattr(worker.draft_runner.model.logits_processor, hot_vocab.HEAD_ATTR, head)
-    host = {**host_patches(), "hot_vocab": HotPatchDouble(equal=False)}
-    facts = evidence.collect(scheduler, SourcesDouble(host=host))
+    route_logits(worker.draft_runner.model.logits_processor, head if routed else object())
+    host = {**host_patches(), "hot_vocab": HotPatchDouble(equal=equal)}
+    return evidence.collect(scheduler, SourcesDouble(host=host))
+
+
+def test_a_live_hot_head_collected_whole_passes():
+    assert _line(_collected()).verdict is Verdict.PASS
+
+
+def test_a_live_hot_head_that_no_longer_holds_the_target_s_rows_fails_the_line():
+    facts = _collected(equal=False)
     assert facts["hot_vocab"]["rows_equal"] is False
     assert _line(facts).verdict is Verdict.FAIL
+
+
+def test_a_hot_head_left_on_the_worker_but_not_on_the_draft_s_logits_path_fails_the_line():
+    facts = _collected(routed=False)
+    assert facts["hot_vocab"]["logits_path_reads_hot"] is False
+    line = _line(facts)
+    assert line.verdict is Verdict.FAIL and "(routed: False)" in line.evidence
 
 
 def test_the_stack_s_draft_reads_no_hot_head_and_has_no_hot_line():

@@ -250,9 +250,8 @@ def route(processor: Any, head: Any) -> None:
     def forward(input_ids: Any, hidden_states: Any, lm_head: Any, *args: Any, **kw: Any) -> Any:
         return stock(input_ids, hidden_states, head, *args, **kw)
 
-    # Plain attributes, not submodules: the hot head stays out of the draft's parameters.
-    object.__setattr__(processor, "forward", forward)
-    object.__setattr__(processor, HEAD_ATTR, head)
+    setattr(forward, HEAD_ATTR, head)  # what the evidence reads: the head this forward passes
+    object.__setattr__(processor, "forward", forward)  # an instance attribute, not a submodule
 
 
 def _bytes(head: Any) -> int:

@@ -69,7 +69,7 @@ def test_the_draft_s_logits_processor_reads_the_hot_head_whatever_head_it_is_pas
     hot_vocab.route(processor, hot)
     processor.forward("ids", "states", shared, "batch", aux=None)
     assert calls == [("ids", "states", hot, "batch", {"aux": None})]
-    assert getattr(processor, HEAD_ATTR) is hot
+    assert getattr(processor.forward, HEAD_ATTR) is hot
 
 
 def test_without_a_live_hot_head_nothing_compares_equal():
