@@ -144,24 +144,30 @@ def attach(worker: Any, listed: hot_list.HotList, digest: str) -> None:
 
 
 def sliced(full: Any, table: Any) -> Any:
-    """A head module of `full`'s rows at `table`: the FP8 bytes and the per-row scales copied
-    as they are, the weight kept as `full`'s [K, N] view of row-major [N, K] storage."""
+    """A head module of `full`'s rows at `table` (`rows_at`), its weight kept as `full`'s
+    [K, N] view of row-major [N, K] storage, with ling-chat's FP8 head method."""
     import torch
 
     from app.backend.engine.patches import fp8_head
 
-    vocab = full.weight.shape[-1]
-    rows = full.weight.t()  # the [V, K] row-major storage under the [K, V] view
-    hot_rows = rows.view(torch.uint8).index_select(0, table).view(rows.dtype)
+    rows, scale = rows_at(full, table)
     head = torch.nn.Module()
-    head.weight = torch.nn.Parameter(hot_rows.t(), requires_grad=False)
-    head.weight_scale = torch.nn.Parameter(
-        full.weight_scale.index_select(_vocab_dim(full.weight_scale, vocab), table).contiguous(),
-        requires_grad=False,
-    )
+    head.weight = torch.nn.Parameter(rows.view(full.weight.dtype).t(), requires_grad=False)
+    head.weight_scale = torch.nn.Parameter(scale.contiguous(), requires_grad=False)
     head.hot_ids = table
     head.quant_method = fp8_head.new_method(method_class())
     return head
+
+
+def rows_at(full: Any, table: Any) -> tuple[Any, Any]:
+    """`full`'s FP8 rows at `table` as bytes ([N, K] uint8, copied as they are: no
+    re-quantization) and their per-row scales."""
+    import torch
+
+    rows = full.weight.t()  # the [V, K] row-major storage under the [K, V] view
+    scale = full.weight_scale
+    vocab_dim = _vocab_dim(scale, rows.shape[0])
+    return rows.view(torch.uint8).index_select(0, table), scale.index_select(vocab_dim, table)
 
 
 def compare(head: Any, full: Any) -> dict[str, bool]:
@@ -171,14 +177,10 @@ def compare(head: Any, full: Any) -> dict[str, bool]:
         return {"rows_equal": False, "scales_equal": False, "distinct_storage": False}
     import torch
 
-    table = head.hot_ids
-    rows = full.weight.t().view(torch.uint8).index_select(0, table)
-    scale = full.weight_scale
+    rows, scale = rows_at(full, head.hot_ids)
     return {
         "rows_equal": torch.equal(head.weight.t().view(torch.uint8), rows),
-        "scales_equal": torch.equal(
-            head.weight_scale, scale.index_select(_vocab_dim(scale, full.weight.shape[-1]), table)
-        ),
+        "scales_equal": torch.equal(head.weight_scale, scale),
         "distinct_storage": head.weight.data_ptr() != full.weight.data_ptr(),
     }
 

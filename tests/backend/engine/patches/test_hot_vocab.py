@@ -78,3 +78,82 @@ def test_without_a_live_hot_head_nothing_compares_equal():
         "scales_equal": False,
         "distinct_storage": False,
     }
+
+
+def test_the_hot_rows_are_the_full_head_s_bytes_and_scales_and_compare_so():
+    torch = pytest.importorskip("torch", reason="needs torch (the engine extra)")
+    vocab, hidden = 16, 8
+    rows = torch.randn(vocab, hidden).to(torch.float8_e4m3fn)  # row-major [V, K]
+    full = SimpleNamespace(weight=rows.t(), weight_scale=torch.rand(vocab, 1))
+    table = torch.tensor([5, 0, 9])
+    hot, scale = hot_vocab.rows_at(full, table)
+    assert torch.equal(hot, rows.view(torch.uint8)[[5, 0, 9]])
+    assert torch.equal(scale, full.weight_scale[[5, 0, 9]])
+    head = SimpleNamespace(weight=hot.view(rows.dtype).t(), weight_scale=scale, hot_ids=table)
+    assert hot_vocab.compare(head, full) == dict.fromkeys(
+        ("rows_equal", "scales_equal", "distinct_storage"), True
+    )
+    head.weight_scale = scale * 2
+    assert hot_vocab.compare(head, full)["scales_equal"] is False
+    head.hot_ids = torch.tensor([5, 1, 9])
+    assert hot_vocab.compare(head, full)["rows_equal"] is False
+
+
+class LingFp8LMHeadMethod:
+    """ling-chat's FP8 head method stood in for on the CPU: x @ (FP8 rows * their scales).T."""
+
+    @staticmethod
+    def run(head: Any, x: Any) -> Any:
+        rows = head.weight.t().float() * head.weight_scale.reshape(-1, 1)
+        return x.float() @ rows.t()
+
+    def apply(self, layer: Any, x: Any, bias: Any = None) -> Any:
+        return self.run(layer, x)
+
+
+def test_attach_gives_the_draft_s_logits_the_hot_slice_and_the_worker_its_ids(monkeypatch):
+    torch = pytest.importorskip("torch", reason="needs torch (the engine extra)")
+    from app.backend.engine.patches import fp8_head
+
+    vocab, hidden = ROWS + 4096, 256
+    rows = torch.randn(vocab, hidden, generator=torch.Generator().manual_seed(0))
+    full = SimpleNamespace(
+        weight=rows.to(torch.float8_e4m3fn).t(),
+        weight_scale=torch.rand(vocab, 1) + 0.5,
+        quant_method=LingFp8LMHeadMethod(),
+    )
+    kernel = SimpleNamespace(name="emulated", run=None, max_m=8)
+
+    def choose(head: Any) -> Any:
+        kernel.run = lambda x: LingFp8LMHeadMethod.run(head, x)
+        return (kernel, kernel), {"emulated": {"1": 10.0, "4": 11.0}}
+
+    monkeypatch.setattr(hot_vocab, "FACTS", {"installed": False})
+    monkeypatch.setattr(hot_vocab, "method_class", lambda: None)
+    monkeypatch.setattr(hot_vocab, "choose_kernel", choose)
+    monkeypatch.setattr(fp8_head, "new_method", lambda cls: SimpleNamespace(small=None, large=None))
+    passed: list[Any] = []
+    processor = SimpleNamespace(forward=lambda ids, states, head, batch: passed.append(head))
+    worker = SimpleNamespace(
+        target_worker=SimpleNamespace(
+            model_runner=SimpleNamespace(model=SimpleNamespace(lm_head=full))
+        ),
+        draft_runner=SimpleNamespace(model=SimpleNamespace(logits_processor=processor)),
+    )
+    ids = tuple(range(vocab - 1, vocab - 1 - ROWS, -1))  # the last rows, hottest first
+    hot_vocab.attach(worker, HotList(ids, vocab, "0" * 64, "c"), "d" * 64)
+
+    head = getattr(worker, HEAD_ATTR)
+    assert worker.hot_token_id is head.hot_ids and head.hot_ids.tolist() == list(ids)
+    assert list(head.weight.shape) == [hidden, ROWS] and head.weight.dtype == torch.float8_e4m3fn
+    assert hot_vocab.compare(head, full) == dict.fromkeys(
+        ("rows_equal", "scales_equal", "distinct_storage"), True
+    )
+    processor.forward("ids", "states", full, "batch")
+    assert passed == [head]
+    facts = hot_vocab.FACTS
+    assert facts["installed"] and facts["rows"] == ROWS and facts["vocab"] == vocab
+    assert facts["weight_shape"] == [hidden, ROWS] and facts["scale_shape"] == [ROWS, 1]
+    assert facts["bytes_hot"] == ROWS * (hidden + 4)
+    assert facts["selftest_cosine"] > 0.9999 and facts["selftest_top1"] == 1.0
+    assert facts["kernel"] == "emulated" and facts["timing_us"]["hot"] == 10.0
