@@ -70,12 +70,13 @@ def test_a_lever_s_row_counts_its_own_bytes_at_the_same_tpot_and_accept():
     facts = {"model_config": LING_3_FLASH_CONFIG, "config": {}}
     row = summary(1 / 0.0174, context_tokens=1024.0, accept_length=2.68)
     achieved = {}
-    for profile in ("stack", "stack+bf16-router", "dspark", "dspark+fp8-draft"):
+    for profile in ("stack", "stack+bf16-router", "dspark", "dspark+fp8-draft", "stack+hot-vocab"):
         columns = roofline_columns(profile, row, facts, peak_gbps=273.0)
         assert columns is not None
         achieved[profile] = columns.achieved_gbps
     assert achieved["stack+bf16-router"] < achieved["stack"]
     assert achieved["dspark+fp8-draft"] < achieved["dspark"]
+    assert achieved["stack+hot-vocab"] < achieved["stack"]
 
 
 HOT_ROWS_CUT = 157184 - 32768
