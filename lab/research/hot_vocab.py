@@ -38,7 +38,7 @@ from app.levers.draft.hot_vocab import ROWS
 from app.levers.draft.nextn import STEPS
 
 SIZES = (16384, 32768, 65536)
-"""The hot heads compared: FR-Spec's 32K, half and twice it."""
+"""The hot heads compared: the lever's 32K, half and twice it."""
 PUBLISHED_ACCEPT = 2.68
 """NEXTN's accept length on GSM8K on the Spark at k = 3 (NVIDIA's blog, in
 shared/research/perf-anchors.md): p = 0.74 a draft."""

@@ -11,8 +11,9 @@ keeps the shared module, builds the FP8 slice itself, routes only the draft's lo
 through it and hands SGLang's draft worker the id table (`hot_token_id`), through which
 SGLang maps each draft step's top-1 back to the full vocabulary.
 
-One line, on its own profile only; it fails without the hot list, whose coverage is not
-measured yet (no default profile has the lever until it is).
+One line, on its own profile only. Without the hot list the scheduler refuses to start
+before loading anything; none is shipped until one is built from the real tokenizer and its
+coverage measured (no default profile has the lever until then).
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from app.levers.model.fp8_head import FP8_DTYPE, MIN_TOP1
 from app.levers.model.fp8_head import METHOD as FULL_METHOD
 
 ROWS = 32768
-"""The hot head's rows: FR-Spec's 32K, 21% of the 157,184-row head."""
+"""The hot head's rows: 32K, an EAGLE-3-style draft vocabulary (shared/research/
+perf-anchors.md), 21% of the 157,184-row head."""
 LIST = Path(__file__).with_name("hot_vocab_ids.json")
 """Where the hot list is shipped (built by lab/scripts/hot_vocab.py; none yet)."""
 METHOD = "LingHotFp8HeadMethod"
