@@ -84,6 +84,8 @@ class ByteTerm:
     """False: the verify writes no KDA state snapshot a draft position (ReplaySSM)."""
     draft_linears: str | None = None
     """The DSpark draft's layer linears: `fp8` (None: BF16)."""
+    draft_head_rows: int | None = None
+    """The rows of the head the NEXTN draft reads (None: all of the target's)."""
 
 
 def merged(terms: Iterable[ByteTerm]) -> ByteTerm:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from app.levers.checks import accept_length, no_faking
-from app.levers.draft import dspark, fp8_draft, nextn, replayssm
+from app.levers.draft import dspark, fp8_draft, hot_vocab, nextn, replayssm
 from app.levers.host import fast_cores, gc_freeze, prepared_commit
 from app.levers.lever import Lever, Package, Profile
 from app.levers.model import bf16_router, cuda_graphs, fp8_head, fp32_head, humming
@@ -24,6 +24,7 @@ LEVERS: Final[tuple[Lever, ...]] = (
     nextn.LEVER,
     dspark.LEVER,
     fp8_draft.LEVER,
+    hot_vocab.LEVER,  # after nextn: its patch wraps the draft head's init after sharing's check
     replayssm.LEVER,
     prepared_commit.LEVER,
     gc_freeze.LEVER,
@@ -80,6 +81,9 @@ PROFILES: Final[dict[str, Profile]] = {
             replayssm.LEVER,
             fp8_draft.LEVER,
         ),
+        # Opt-in, coverage unmeasured: the stack whose NEXTN draft reads a hot-vocabulary
+        # slice of the FP8 head (the verify's full head keeps the output; acceptance may drop).
+        profile("stack+hot-vocab", *STACK, replayssm.LEVER, prepared_commit.LEVER, hot_vocab.LEVER),
     )
 }
 """Every profile by name (the others than USER_PROFILES exist for A/B runs)."""

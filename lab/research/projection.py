@@ -58,7 +58,11 @@ HEAD_SPEEDUP_TARGET: Final = 1.10
 KERNELS_FROM: Final = {"baseline": "humming"}
 """Profiles projected from another profile's kernels (see the module docstring)."""
 BF16_HEAD_ROUND: Final = "humming+nextn"
-LEVER_PAIRS: Final = (("stack+bf16-router", "stack"), ("dspark+fp8-draft", "dspark"))
+LEVER_PAIRS: Final = (
+    ("stack+bf16-router", "stack"),
+    ("dspark+fp8-draft", "dspark"),
+    ("stack+hot-vocab", "stack"),
+)
 """The opt-in levers' rigs, each with the profile it changes one lever of."""
 RECURRENT_ROUND: Final = "stack-recurrent"
 """The stack with SGLang's recurrent verify, as NVIDIA ran it and as the BF16-head round

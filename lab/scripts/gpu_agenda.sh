@@ -141,6 +141,12 @@
 #              NEXTN draft) and streams the known answer at accept >= 3.5; dspark+fp8-draft
 #              passes every line with the draft's 20 layer linears on SGLang's FP8 method
 #              (untried; two engines, about 3.5)
+#   hot-vocab  the hot-vocabulary draft head (tests/gpu/test_hot_vocab_gpu.py, 6 layers, known
+#              answer, stack+hot-vocab with a hot list of the test's own): every line passes,
+#              its own included (the draft's logits on the 32K-row FP8 slice, bytes and scales
+#              equal to the target's rows, ids mapped back, the verify on the full head), the
+#              reply is the stack's known answer at accept >= 3.5; with every other answer
+#              token cold the same reply at accept < 2.5 (untried; two engines, about 3.5)
 #   kernels42-levers  one verify round at 42 layers, known-answer target, of stack,
 #              stack+bf16-router, dspark and dspark+fp8-draft (the DSpark draft of dummy
 #              weights: accept about 1), then lab/scripts/spark_projection.py over them with
@@ -469,6 +475,7 @@ written_checkpoint(Path('/root/ckpt$layers'))"
         lab/results/2026-12-01-h200-session10-kernels-dspark-42.json \
         --host "$OUT/host-time.json" --out "$OUT/spark-projection-host.json" ;;
     levers) gpu_tests levers 520 tests/gpu/test_levers_gpu.py ;;
+    hot-vocab) gpu_tests hot-vocab 520 tests/gpu/test_hot_vocab_gpu.py ;;
     kernels42-levers)  # each opt-in lever's round beside its base's, and their projection
       run kernels42-levers 560 python3 lab/scripts/gpu_kernel_profile.py /root/k42l --layers 42 \
         --profiles stack,stack+bf16-router,dspark,dspark+fp8-draft --known-answer

@@ -24,6 +24,7 @@ SHAPES = {
     "dspark": DraftShape(1, 9, block=8),
     "stack+bf16-router": DraftShape(3, 4),
     "dspark+fp8-draft": DraftShape(1, 9, block=8),
+    "stack+hot-vocab": DraftShape(3, 4),
 }
 
 

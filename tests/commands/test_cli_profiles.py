@@ -15,6 +15,7 @@ RIGS = (
     "stack-recurrent",
     "stack+bf16-router",
     "dspark+fp8-draft",
+    "stack+hot-vocab",
 )
 
 

@@ -10,7 +10,9 @@ Environment (set by the test before the engine starts; spawned children inherit 
 - LING_CHAT_TEST_LIVE_KDA=1: with known-answer weights, the KDA layers keep their inputs and
   lose only their output, so their state follows the tokens while the answer stays known;
 - LING_CHAT_TEST_KDA_STATE_DIR: save each released request's KDA state there (`save_kda_states`);
-- LING_CHAT_TEST_BREAKAGE: one of BREAKAGES, undoing part of ling-chat's changes.
+- LING_CHAT_TEST_BREAKAGE: one of BREAKAGES, undoing part of ling-chat's changes;
+- LING_CHAT_TEST_HOT_IDS: the hot list the hot-vocabulary draft head reads instead of the
+  shipped one (the known answer's tokens, some or all of them hot).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ KNOWN_ANSWER_ENV = "LING_CHAT_TEST_KNOWN_ANSWER"
 LIVE_KDA_ENV = "LING_CHAT_TEST_LIVE_KDA"
 KDA_STATE_DIR_ENV = "LING_CHAT_TEST_KDA_STATE_DIR"
 BREAKAGE_ENV = "LING_CHAT_TEST_BREAKAGE"
+HOT_IDS_ENV = "LING_CHAT_TEST_HOT_IDS"
 BREAKAGES = (
     "no_fp8_hook",  # the FP8 head hook is not installed
     "weight_only_share",  # stock SGLang: the draft gets the head weight tensor only
@@ -69,6 +72,10 @@ def run_scheduler_process(*args: Any, **kwargs: Any) -> None:
     plan = PatchPlan.from_env()
     patches.redirect_output(plan.log_file)
     patches.ignore_hang_up()
+    if hot := os.environ.get(HOT_IDS_ENV):
+        from app.backend.engine.patches import hot_vocab
+
+        hot_vocab.SOURCE = Path(hot)
     patches.install(plan)
     known = os.environ.get(KNOWN_ANSWER_ENV)
     if known in ("1", "target"):

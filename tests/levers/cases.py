@@ -55,6 +55,11 @@ CONTRADICTIONS: dict[str, tuple[Contradiction, ...]] = {
         Contradiction("dspark+fp8-draft", ("speculative_draft_model_quantization=unquant",)),
         Contradiction("dspark", ("speculative_draft_model_quantization=fp8",), on=False),
     ),
+    "hot_vocab": (
+        Contradiction("stack+hot-vocab", ("speculative_token_map=/m/hot.pt",)),
+        Contradiction("stack+hot-vocab", ("speculative_use_rejection_sampling=true",)),
+        Contradiction("stack", ("speculative_token_map=/m/hot.pt",), on=False),
+    ),
     "replayssm": (
         Contradiction("stack", ("enable_linear_replayssm_spec=false",)),
         Contradiction("dspark", ("linear_attn_decode_backend=cutedsl",)),

@@ -10,6 +10,7 @@ from app.core.proof_report import ProofReport, Verdict
 from tests.fixtures.sglang_objects import (
     bf16_router_facts,
     dspark_facts,
+    hot_vocab_facts,
     recipe_facts,
     stack_facts,
     stack_recurrent_facts,
@@ -22,6 +23,7 @@ HEALTHY: dict[str, Callable[[], dict[str, Any]]] = {
     "dspark": dspark_facts,
     "stack+bf16-router": bf16_router_facts,
     "dspark+fp8-draft": lambda: dspark_facts(fp8_draft=True),
+    "stack+hot-vocab": hot_vocab_facts,
 }
 """The facts of a healthy engine, by profile: every line passes on them (a lever's tests judge
 it on the first profile here that has it)."""

@@ -28,8 +28,8 @@ def roofline_columns(
 
     Args:
         profile: decides the LM head's format, the config's overrides (the BF16 router) and
-            the round's bytes (a ReplaySSM verify writes no KDA state snapshots; a DSpark
-            round is `unit_bytes`').
+            the round's bytes (a ReplaySSM verify writes no KDA state snapshots, a hot
+            draft head reads its rows only; a DSpark round is `unit_bytes`').
         summary: the measured workload.
         facts: the engine's `describe()`: `model_config` and `config` are read.
         peak_gbps: the memory system's peak bandwidth.
@@ -57,6 +57,7 @@ def roofline_columns(
                 context_tokens=context,
                 draft_steps=int(steps),
                 state_snapshots=term.kda_snapshots is not False,
+                draft_head_rows=term.draft_head_rows,
             )
             per_token = cycle.bytes_per_token(summary.accept_length)
             ceiling = cycle.speedup_ceiling(summary.accept_length)

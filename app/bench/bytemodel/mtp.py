@@ -111,11 +111,17 @@ class MtpCycle:
 
 
 def draft_bytes(
-    shape: ModelShape, precision: Precision, *, context_tokens: int, experts: float | None = None
+    shape: ModelShape,
+    precision: Precision,
+    *,
+    context_tokens: int,
+    experts: float | None = None,
+    head_rows: int | None = None,
 ) -> DraftBytes:
     """One NEXTN draft forward: an MLA + MoE layer, eh_proj, LM head and the draft's KV cache.
 
-    `experts`: distinct routed experts it reads (default top-k, one token).
+    `experts`: distinct routed experts it reads (default top-k, one token); `head_rows`: the
+    rows of the head it reads (default all: a hot-vocabulary head reads fewer).
     """
     s, p, h = shape, precision, shape.hidden_size
     one_expert = mlp_bytes(s, p, s.moe_intermediate_size, p.routed_experts)
@@ -127,7 +133,7 @@ def draft_bytes(
         router=router_bytes(s, p),
         norms=2.0 * (5 * h + s.kv_lora_rank),
         embedding=2.0 * h,
-        lm_head=p.matrix(s.vocab_size, h, p.lm_head),
+        lm_head=p.matrix(head_rows or s.vocab_size, h, p.lm_head),
         mla_kv=context_tokens * s.kv_width * p.kv_cache_bytes,
     )
 
@@ -140,6 +146,7 @@ def mtp_cycle(
     draft_steps: int = 3,
     routing: Routing = Routing.INDEPENDENT,
     state_snapshots: bool = True,
+    draft_head_rows: int | None = None,
 ) -> MtpCycle:
     """Estimate one chain draft+verify round (top-k 1, draft_steps + 1 verify tokens).
 
@@ -154,6 +161,8 @@ def mtp_cycle(
         state_snapshots: Whether the verify writes a KDA state snapshot per position and
             then commits the accepted one, a read and a write (SGLang's default;
             `--enable-linear-replayssm-spec` turns them off).
+        draft_head_rows: The rows of the LM head the draft forwards read (None: all; the
+            hot-vocabulary draft head reads fewer, the verify all).
 
     Raises:
         ValueError: When the model has no NEXTN layer or draft_steps < 1.
@@ -178,12 +187,16 @@ def mtp_cycle(
         embedding=decode.embedding * tokens,
         kda_state=state,
     )
-    extend = draft_bytes(shape, precision, context_tokens=context_tokens, experts=experts)
+    extend = draft_bytes(
+        shape, precision, context_tokens=context_tokens, experts=experts, head_rows=draft_head_rows
+    )
     return MtpCycle(
         decode=decode,
         verify=verify,
         draft_extend=replace(extend, embedding=extend.embedding * tokens),
-        draft_step=draft_bytes(shape, precision, context_tokens=context_tokens),
+        draft_step=draft_bytes(
+            shape, precision, context_tokens=context_tokens, head_rows=draft_head_rows
+        ),
         draft_steps=draft_steps,
         experts_per_layer=experts,
     )

@@ -93,7 +93,8 @@ def unit_bytes(
 
     The head's category also holds the logits it writes: FP32 for the FP32-logits head,
     BF16 otherwise, one row a token. `draft_steps` and `routing` shape a round (see
-    `mtp_cycle`); a ReplaySSM verify writes no KDA state snapshots.
+    `mtp_cycle`); a ReplaySSM verify writes no KDA state snapshots; the draft forwards of a
+    hot-vocabulary draft head read and write its rows only.
 
     A DSpark profile's round is `_dspark_round`'s.
     """
@@ -118,13 +119,15 @@ def unit_bytes(
         draft_steps=draft_steps,
         routing=routing,
         state_snapshots=term.kda_snapshots is not False,
+        draft_head_rows=term.draft_head_rows,
     )
     parts = defaultdict(float, _step_parts(shape, precision, cycle.verify))
     draft = [cycle.draft_extend] + [cycle.draft_step] * (draft_steps - 1)
     for forward in draft:
         for category, nbytes in _draft_parts(shape, precision, forward).items():
             parts[category] += nbytes
-    parts[Category.LM_HEAD] += row * (2 * draft_steps + 1)  # verify k + 1 rows, k drafts
+    draft_row = row * (term.draft_head_rows or shape.vocab_size) / shape.vocab_size
+    parts[Category.LM_HEAD] += row * (draft_steps + 1) + draft_row * draft_steps
     return dict(parts)
 
 

@@ -1,5 +1,6 @@
 """The opt-in levers' bytes: the BF16 router halves every gate a step and a round reads, the
-FP8 draft halves only the DSpark draft's layer linears; nothing else moves."""
+FP8 draft halves only the DSpark draft's layer linears, the hot-vocabulary draft head cuts
+only the head rows the NEXTN draft reads and the logits it writes; nothing else moves."""
 
 from __future__ import annotations
 
@@ -69,9 +70,31 @@ def test_a_lever_s_row_counts_its_own_bytes_at_the_same_tpot_and_accept():
     facts = {"model_config": LING_3_FLASH_CONFIG, "config": {}}
     row = summary(1 / 0.0174, context_tokens=1024.0, accept_length=2.68)
     achieved = {}
-    for profile in ("stack", "stack+bf16-router", "dspark", "dspark+fp8-draft"):
+    for profile in ("stack", "stack+bf16-router", "dspark", "dspark+fp8-draft", "stack+hot-vocab"):
         columns = roofline_columns(profile, row, facts, peak_gbps=273.0)
         assert columns is not None
         achieved[profile] = columns.achieved_gbps
     assert achieved["stack+bf16-router"] < achieved["stack"]
     assert achieved["dspark+fp8-draft"] < achieved["dspark"]
+    assert achieved["stack+hot-vocab"] < achieved["stack"]
+
+
+HOT_ROWS_CUT = 157184 - 32768
+"""The head rows each NEXTN draft forward no longer reads with a 32K hot head."""
+
+
+def test_the_hot_vocab_head_cuts_only_the_draft_s_head_rows_and_logits_of_a_round():
+    stack = unit_bytes("stack", Phase.VERIFY, **KW)
+    hot = unit_bytes("stack+hot-vocab", Phase.VERIFY, **KW)
+    assert _changed(stack, hot) == {Category.LM_HEAD}
+    # 3 draft forwards: an FP8 byte and an FP32 scale a row, and a BF16 logit a row
+    assert stack[Category.LM_HEAD] - hot[Category.LM_HEAD] == pytest.approx(
+        3 * HOT_ROWS_CUT * (2560 + 4 + 2)
+    )
+    assert (stack[Category.LM_HEAD] - hot[Category.LM_HEAD]) / 1e9 == pytest.approx(0.958, abs=5e-4)
+
+
+def test_the_hot_vocab_head_leaves_a_plain_decode_step_alone():
+    assert unit_bytes("stack+hot-vocab", Phase.DECODE, **KW) == unit_bytes(
+        "stack", Phase.DECODE, **KW
+    )

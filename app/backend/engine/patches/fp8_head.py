@@ -85,11 +85,12 @@ def method_class() -> Any:
     return _method_cls
 
 
-def new_method() -> Any:
-    """A head method configured for online (non-serialized) per-channel quantization."""
+def new_method(cls: Any = None) -> Any:
+    """A head method (of `cls`, default `method_class()`) configured for online
+    (non-serialized) per-channel quantization."""
     from sglang.srt.layers.quantization.fp8 import Fp8Config
 
-    method = method_class()(Fp8Config(is_checkpoint_fp8_serialized=False))
+    method = (cls or method_class())(Fp8Config(is_checkpoint_fp8_serialized=False))
     if not method.cutlass_fp8_supported or method.use_marlin or method.block_quant:
         raise refusal(
             "fp8_head",
