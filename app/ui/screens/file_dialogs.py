@@ -87,7 +87,7 @@ class ExportDialog(Dialog[Path]):
             suffixes = " ".join(f".{name}" for name in FORMATS)
             yield Label("", id="export-error", classes="error")
             yield Label(
-                f"The suffix picks the format ({suffixes}) · Enter writes · Esc cancels",
+                f"The suffix picks the format: {suffixes}\nEnter writes · Esc cancels",
                 classes="dialog-hint",
             )
 
