@@ -86,6 +86,9 @@ class ByteTerm:
     """The DSpark draft's layer linears: `fp8` (None: BF16)."""
     draft_head_rows: int | None = None
     """The rows of the head the NEXTN draft reads (None: all of the target's)."""
+    markov_w2_reads: int | None = None
+    """How often a DSpark round reads its draft's Markov `markov_w2`: once per draft position
+    (None: once, with the rest of the draft)."""
 
 
 def merged(terms: Iterable[ByteTerm]) -> ByteTerm:

@@ -52,6 +52,13 @@ LING_3_FLASH_CONFIG: Final[dict[str, Any]] = {
 DSPARK_DRAFT_PARAMS: Final = 1.36e9
 """inclusionAI/Ling-3.0-flash-dspark's own parameters (BF16), as its model card gives them;
 the draft shares the target's embedding and LM head."""
+DSPARK_MARKOV_RANK: Final = 2560
+"""The DSpark draft's `markov_rank`: its Markov head is `markov_w1` (an embedding, vocab x
+rank, one row gathered a position) and `markov_w2` (a linear, vocab x rank, BF16), which
+SGLang 0.5.23 (`VanillaMarkov.step_bias`, models/dspark.py) applies once per draft position.
+2,560 is tests/gpu/dspark_models.py's test draft, chosen with the layer shapes below to give
+the published 1.36B; inclusionAI's config.json is unchecked (a third-party summary of the
+draft's GGUF gives a vanilla head of rank 256)."""
 DSPARK_DRAFT_LAYERS: Final = 5
 DSPARK_DRAFT_LAYER_LINEARS: Final = ((6144, 2560), (2560, 4096), (19456, 2560), (2560, 9728))
 """Each draft layer's linears as SGLang builds them, outputs x inputs: qkv (32 query and 8

@@ -12,6 +12,7 @@ from app.bench.bytemodel.ling_config import (
     DSPARK_DRAFT_LAYER_LINEARS,
     DSPARK_DRAFT_LAYERS,
     DSPARK_DRAFT_PARAMS,
+    DSPARK_MARKOV_RANK,
 )
 from app.bench.bytemodel.mtp import DraftBytes, Routing, mtp_cycle
 from app.bench.bytemodel.roofline import StepBytes, decode_step_bytes
@@ -110,8 +111,13 @@ def unit_bytes(
         return parts
     term = terms(profile)
     if term.round == "dspark":
-        fp8_draft = term.draft_linears == "fp8"
-        return _dspark_round(shape, precision, context_tokens, routing, row, fp8_draft)
+        weights = dspark_draft_bytes(
+            precision,
+            fp8=term.draft_linears == "fp8",
+            vocab_size=shape.vocab_size,
+            markov_w2_reads=term.markov_w2_reads or 1,
+        )
+        return _dspark_round(shape, precision, context_tokens, routing, row, weights)
     cycle = mtp_cycle(
         shape,
         precision,
@@ -131,21 +137,25 @@ def unit_bytes(
     return dict(parts)
 
 
-def dspark_draft_bytes(precision: Precision, *, fp8: bool) -> dict[Category, float]:
-    """The DSpark draft's own weights, read once a round: all BF16, or with `fp8` (the FP8
+def dspark_draft_bytes(
+    precision: Precision, *, fp8: bool, vocab_size: int, markov_w2_reads: int = 1
+) -> dict[Category, float]:
+    """The DSpark draft's own weights a round: its Markov head's `markov_w2` (vocab x
+    `markov_rank`, BF16) `markov_w2_reads` times (SGLang's draft applies it once per draft
+    position, a GEMV each), the rest once. The rest is all BF16, or with `fp8` (the FP8
     draft) its layer linears FP8 with one FP32 scale a row, as SGLang's online FP8 quantizes
-    them; the rest (`fc`, the Markov head, norms) BF16 either way."""
+    them; `fc`, the Markov head and the norms stay BF16 either way."""
+    markov_w2 = 2.0 * vocab_size * DSPARK_MARKOV_RANK
+    parts = {Category.BF16_LINEAR: 2.0 * DSPARK_DRAFT_PARAMS + (markov_w2_reads - 1) * markov_w2}
     if not fp8:
-        return {Category.BF16_LINEAR: 2.0 * DSPARK_DRAFT_PARAMS}
+        return parts
     params = DSPARK_DRAFT_LAYERS * sum(rows * cols for rows, cols in DSPARK_DRAFT_LAYER_LINEARS)
-    fp8_bytes = DSPARK_DRAFT_LAYERS * sum(
+    parts[Category.BF16_LINEAR] -= 2.0 * params
+    parts[Category.FP8_LINEAR] = DSPARK_DRAFT_LAYERS * sum(
         precision.matrix(rows, cols, WeightFormat.FP8_CHANNEL)
         for rows, cols in DSPARK_DRAFT_LAYER_LINEARS
     )
-    return {
-        Category.BF16_LINEAR: 2.0 * (DSPARK_DRAFT_PARAMS - params),
-        Category.FP8_LINEAR: fp8_bytes,
-    }
+    return parts
 
 
 def _dspark_round(
@@ -154,12 +164,13 @@ def _dspark_round(
     context_tokens: int,
     routing: Routing,
     row: float,
-    fp8_draft: bool,
+    draft: dict[Category, float],
 ) -> dict[Category, float]:
     """One DSpark round: the target's ReplaySSM verify of the block and its anchor (9 tokens),
-    then the draft's one forward over the block, whose weights (`dspark_draft_bytes`) are
-    read once and whose hidden states go through the target's FP8 head (a second read of
-    it). The draft's own KV cache is not counted: its attention shapes are not published
+    then the draft's one forward over the block, whose weights are `draft`
+    (`dspark_draft_bytes`: the Markov head's `markov_w2` once per draft position, the rest
+    once) and whose hidden states go through the target's FP8 head (a second read of it).
+    The draft's own KV cache is not counted: its attention shapes are not published
     (2026-12-01)."""
     cycle = mtp_cycle(
         shape,
@@ -170,7 +181,7 @@ def _dspark_round(
         state_snapshots=False,
     )
     parts = _step_parts(shape, precision, cycle.verify)
-    for category, nbytes in dspark_draft_bytes(precision, fp8=fp8_draft).items():
+    for category, nbytes in draft.items():
         parts[category] += nbytes
     parts[Category.LM_HEAD] += cycle.verify.lm_head + row * (DSPARK_WINDOW + DSPARK_BLOCK)
     return parts

@@ -210,8 +210,10 @@ LEVER = Lever(
     judge=judge,
     bytes=ByteTerm(
         why="a round: the target's verify of 9 tokens, then one draft forward over the block "
-        "reading the draft's weights once and the target's FP8 head a second time",
+        "reading the draft's weights once, its Markov head's markov_w2 once per drafted token "
+        "(8 GEMVs), and the target's FP8 head a second time",
         round="dspark",
+        markov_w2_reads=BLOCK,
     ),
     fits=fits,
     draft_window=WINDOW,

@@ -1,18 +1,29 @@
 """The opt-in levers' bytes: the BF16 router halves every gate a step and a round reads, the
 FP8 draft halves only the DSpark draft's layer linears, the hot-vocabulary draft head cuts
-only the head rows the NEXTN draft reads and the logits it writes; nothing else moves."""
+only the head rows the NEXTN draft reads and the logits it writes; nothing else moves. And
+the DSpark round reads its Markov head's `markov_w2` once per draft position, as the H200's
+kernel profiles show."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.bench.bytemodel.bandwidth import roofline_columns
+from app.bench.bytemodel.checkpoint import LmHead, Precision
 from app.bench.bytemodel.kernels import Category, Phase
-from app.bench.bytemodel.ling_config import LING_3_FLASH_CONFIG
-from app.bench.bytemodel.unit_bytes import served_config, unit_bytes
+from app.bench.bytemodel.ling_config import DSPARK_MARKOV_RANK, LING_3_FLASH_CONFIG
+from app.bench.bytemodel.unit_bytes import (
+    dspark_draft_bytes,
+    served_config,
+    terms,
+    unit_bytes,
+)
+from app.levers.draft.dspark import BLOCK
 from tests.support.bench_builders import summary
 
 KW: dict[str, Any] = {"context_tokens": 32768 + 1024, "config": LING_3_FLASH_CONFIG}
@@ -20,6 +31,11 @@ GATE_FP32 = 512 * 2560 * 4
 """One router gate's FP32 weight (experts x hidden); its FP32 expert bias stays."""
 DRAFT_LINEAR_PARAMS = 5 * (6144 * 2560 + 2560 * 4096 + 19456 * 2560 + 2560 * 9728)
 DRAFT_SCALE_ROWS = 5 * (6144 + 2560 + 19456 + 2560)
+MARKOV_W2 = 2 * 157184 * DSPARK_MARKOV_RANK
+"""The Markov head's `markov_w2`, BF16 vocab x rank: 0.805 GB at the test draft's 2,560."""
+RESULTS = Path(__file__).resolve().parents[3] / "lab" / "results"
+MARKOV_GEMV = "nvjet_sm90_tst_256x8_64x6_2x1_v_bz_TNT"
+"""cuBLAS's kernel for the Markov head's GEMV in the H200's DSpark kernel profiles."""
 
 
 def _total(parts: dict[Category, float]) -> float:
@@ -63,7 +79,41 @@ def test_the_fp8_draft_halves_only_the_draft_s_layer_linears():
     # are plain torch linears SGLang does not quantize
     saved = _total(bf16) - _total(fp8)
     assert saved / 1e9 == pytest.approx(0.504, abs=1e-3)
-    assert (_total(bf16) / 1e9, _total(fp8) / 1e9) == pytest.approx((15.446, 14.942), abs=5e-4)
+    assert (_total(bf16) / 1e9, _total(fp8) / 1e9) == pytest.approx((21.080, 20.576), abs=5e-4)
+
+
+def test_the_dspark_round_reads_markov_w2_once_per_draft_position():
+    assert terms("dspark").markov_w2_reads == terms("dspark+fp8-draft").markov_w2_reads == BLOCK
+    precision = Precision.from_config(LING_3_FLASH_CONFIG, LmHead.FP8)
+    once = dspark_draft_bytes(precision, fp8=False, vocab_size=157184)
+    per_position = dspark_draft_bytes(
+        precision, fp8=False, vocab_size=157184, markov_w2_reads=BLOCK
+    )
+    assert once == {Category.BF16_LINEAR: 2 * 1.36e9}
+    assert per_position[Category.BF16_LINEAR] - once[Category.BF16_LINEAR] == pytest.approx(
+        (BLOCK - 1) * MARKOV_W2
+    )
+    # the round: the draft's 2.72 GB read once would make it 15.446 GB; 7 more reads of the
+    # 0.805 GB markov_w2 make it 21.080 (the 8 reads alone 6.44 GB)
+    round_bytes = _total(unit_bytes("dspark", Phase.VERIFY, **KW))
+    assert round_bytes / 1e9 == pytest.approx(15.446 + 7 * MARKOV_W2 / 1e9, abs=5e-4)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "2026-12-01-h200-session10-kernels-dspark-42.json",
+        "2026-12-02-h200-session17-kernels-dspark-42.json",
+        "2026-12-02-h200-session17-kernels-dspark-fp8-draft-42.json",
+    ],
+)
+def test_the_h200_ran_one_markov_w2_gemv_a_draft_position(name: str):
+    profile = json.loads((RESULTS / name).read_text())
+    (gemv,) = [k for k in profile["kernels"] if k["name"] == MARKOV_GEMV]
+    assert gemv["calls"] == BLOCK * profile["rounds"]
+    # about 188 us a call: 0.805 GB at 4.3 TB/s, 89% of the H200's 4.8 TB/s
+    tbps = MARKOV_W2 / (gemv["total_us"] / gemv["calls"] * 1e-6) / 1e12
+    assert 3.8 < tbps < 4.8
 
 
 def test_a_lever_s_row_counts_its_own_bytes_at_the_same_tpot_and_accept():
