@@ -358,6 +358,6 @@ class LingChatApp(App[None], inherit_bindings=False):
             yield SystemCommand(
                 "New chat from preset…",
                 "Start a new chat with a saved preset's settings",
-                screen.new_chat_from_preset,
+                screen.presets.pick_for_new_chat,
             )
         yield SystemCommand("Theme", "Change the colour theme", self.action_change_theme)

@@ -60,7 +60,7 @@ async def test_ctrl_o_attaches_a_file_shows_it_and_sends_its_text_with_its_name_
         prompt = screen.query_one("#prompt", TextArea)
         prompt.load_text("summarize this")
         await attach(pilot, screen, notes)
-        tokens = screen.attached[0].tokens
+        tokens = screen.composing.attached[0].tokens
         assert strip_text(screen) == f"📎 notes.md · 18 B · ≈{tokens} tokens (estimate)"
 
         await attach(pilot, screen, binary)
@@ -72,12 +72,12 @@ async def test_ctrl_o_attaches_a_file_shows_it_and_sends_its_text_with_its_name_
         assert notices.messages[-1].startswith(f"cannot attach {huge}: about 37,5")
         assert "left in the model's context" in notices.messages[-1]
         assert prompt.text == "summarize this"
-        assert [a.name for a in screen.attached] == ["notes.md"]
+        assert [a.name for a in screen.composing.attached] == ["notes.md"]
 
         await pilot.press("ctrl+s")
         await reply_done(pilot)
         assert not screen.query_one("#attached", Static).display
-        assert screen.attached == ()
+        assert screen.composing.attached == ()
     sent = backend.requests[0][0][-1].content
     assert sent == (
         "summarize this\n\n--- file: notes.md ---\nline one\nline two\n"
@@ -108,7 +108,7 @@ async def test_attached_files_can_be_removed_before_sending_and_the_draft_stays(
         dialog.query_one("#detach", Button).press()
         await wait_until(pilot, lambda: pilot.app.screen is screen)
         await pilot.pause()
-        assert screen.attached == ()
+        assert screen.composing.attached == ()
         assert strip_text(screen) == ""
         assert screen.query_one("#prompt", TextArea).text == "draft"
 
@@ -133,5 +133,5 @@ async def test_a_file_picked_in_the_folder_tree_is_attached(
         (node,) = picked()
         tree.move_cursor(node)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: bool(screen.attached))
-        assert [a.text for a in screen.attached] == ["picked"]
+        await wait_until(pilot, lambda: bool(screen.composing.attached))
+        assert [a.text for a in screen.composing.attached] == ["picked"]

@@ -1,5 +1,5 @@
 """The open conversation's path on screen (`app.storage.tree`): `PathView` shows it in the
-transcript, `BranchActionsScreen` moves through it.
+transcript, `BranchActions` moves through it.
 
 Each message with alternatives (regenerated replies, edited messages) shows its place among
 them in its title, e.g. `Ling · 2/3`, and at its bottom (`‹ 2/3 ›`). One message is the one
@@ -14,14 +14,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Final
 
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import TextArea
 
 from app.core.chat import Role
 from app.storage import ChatStore, Conversation, StoredMessage
 from app.storage.tree import alternatives, path, places
+from app.ui.chat_context import ChatContext
 from app.ui.screens.exchange_edit import ExchangeEdit
-from app.ui.screens.report_actions import ReportActionsScreen
+from app.ui.screens.store_errors import storage_errors_noticed
 from app.ui.widgets.messages import ReplyView, UserMessage, message_widget
 from app.ui.widgets.transcript import Transcript
 
@@ -140,104 +142,114 @@ class PathView:
                 transcript.scroll_to_widget(widget, animate=False)
 
 
-class BranchActionsScreen(ReportActionsScreen):
-    """The base of the chat screen: regenerating, continuing and editing into alternatives
-    and branches, moving through them and selecting a message."""
+class BranchActions:
+    """Regenerating, continuing and editing on `screen` into alternatives and branches of the
+    open chat (`conversation`), moving through them and selecting a message.
 
-    conversation: Conversation | None
-    _path: PathView
-    _edit: ExchangeEdit | None
-    """The edit in progress (F4)."""
-    _busy: Callable[[], bool]
-    """Whether a reply streams (then it says so)."""
-    _keys: Callable[[str], str]
-    """The keys of an action, as remapped."""
-    _generate: Callable[[Conversation, int, StoredMessage | None], Awaitable[None]]
-    """Stream a new reply to a message, or continue a reply in place."""
+    `generate` streams a new reply to a message, or continues a reply in place; `busy` says
+    whether a reply streams (and then says so); `keys` gives an action's keys, as remapped.
+    """
 
-    async def action_regenerate(self) -> None:
+    def __init__(
+        self,
+        screen: Screen[None],
+        context: ChatContext,
+        *,
+        conversation: Callable[[], Conversation | None],
+        generate: Callable[[Conversation, int, StoredMessage | None], Awaitable[None]],
+        busy: Callable[[], bool],
+        keys: Callable[[str], str],
+    ) -> None:
+        self._screen = screen
+        self._ctx = context
+        self._conversation = conversation
+        self._generate = generate
+        self._busy = busy
+        self._keys = keys
+        self.path = PathView(context.store)
+        self.edit: ExchangeEdit | None = None
+        """The edit in progress (F4)."""
+
+    @property
+    def _transcript(self) -> Transcript:
+        return self._screen.query_one(Transcript)
+
+    @property
+    def _prompt(self) -> TextArea:
+        return self._screen.query_one("#prompt", TextArea)
+
+    async def regenerate(self) -> None:
         """A new reply in place of the selected one (or to the selected message); the old
         one is kept as an alternative."""
-        conversation = self.conversation
+        conversation = self._conversation()
         if conversation is None or self._busy():
             return
-        self._cancel_edit()
-        with self._storage_errors_reported():
-            taken = self._path.exchange(conversation.id)
+        self.cancel_edit()
+        with storage_errors_noticed(self._screen):
+            taken = self.path.exchange(conversation.id)
             if not taken:
-                self.notify("There is no reply to regenerate.")
+                self._screen.notify("There is no reply to regenerate.")
                 return
             target = taken[0]
             self._ctx.store.check_writable()  # a locked history fails before the screen changes
-            self._path.selected = None
-            await self._path.show(self.query_one(Transcript), conversation.id, until=target.id)
+            self.path.selected = None
+            await self.path.show(self._transcript, conversation.id, until=target.id)
             await self._generate(conversation, target.id, None)
 
-    async def action_continue_reply(self) -> None:
+    async def continue_reply(self) -> None:
         """Continue the last reply, cut off or stopped, in place: one reply, its text and
         figures extended."""
-        conversation = self.conversation
+        conversation = self._conversation()
         if self._busy():
             return
-        self._cancel_edit()
-        with self._storage_errors_reported():
+        self.cancel_edit()
+        with storage_errors_noticed(self._screen):
             messages = self._ctx.store.messages(conversation.id) if conversation else []
             last = messages[-1] if messages else None
             if conversation is None or last is None or not last.continuable:
-                self.notify("There is no cut-off or stopped reply to continue.")
+                self._screen.notify("There is no cut-off or stopped reply to continue.")
                 return
             assert last.parent_id is not None  # a reply answers a message
             await self._generate(conversation, last.parent_id, last)
 
-    def action_edit_message(self) -> None:
+    def edit_message(self) -> None:
         """Put the selected message (the last by default) in the prompt to edit; sent, it
         starts a new branch, and the old one is kept."""
-        conversation = self.conversation
-        if conversation is None or self._busy() or self._edit is not None:
+        conversation = self._conversation()
+        if conversation is None or self._busy() or self.edit is not None:
             return
-        prompt = self.query_one("#prompt", TextArea)
-        with self._storage_errors_reported():
-            taken = self._path.exchange(conversation.id)
+        with storage_errors_noticed(self._screen):
+            taken = self.path.exchange(conversation.id)
             hint = f"editing · {self._keys('send')}: send as a new branch · " + (
                 f"{self._keys('stop_reply')}: cancel"
             )
-            self._edit = ExchangeEdit.begin(taken, prompt, self.query_one(Transcript), hint)
-            if self._edit is None:
-                self.notify("There is no message to edit.")
+            self.edit = ExchangeEdit.begin(taken, self._prompt, self._transcript, hint)
+            if self.edit is None:
+                self._screen.notify("There is no message to edit.")
 
-    def _cancel_edit(self) -> bool:
+    def cancel_edit(self) -> bool:
         """End the edit in progress unsent (the exchange stays); False when there was none."""
-        edit, self._edit = self._edit, None
+        edit, self.edit = self.edit, None
         if edit is not None:
-            edit.cancel(self.query_one("#prompt", TextArea), self.query_one(Transcript))
-            self._path.relabel(edit.widgets(self.query_one(Transcript)))
+            edit.cancel(self._prompt, self._transcript)
+            self.path.relabel(edit.widgets(self._transcript))
         return edit is not None
 
-    async def action_previous_alternative(self) -> None:
-        """Show the previous alternative of the selected message, or of its branch."""
-        await self._switch(-1)
-
-    async def action_next_alternative(self) -> None:
-        """Show the next alternative of the selected message, or of its branch."""
-        await self._switch(+1)
-
-    async def _switch(self, step: int) -> None:
-        conversation = self.conversation
+    async def switch(self, step: int) -> None:
+        """Show the previous (-1) or next (+1) alternative of the selected message, or of
+        its branch."""
+        conversation = self._conversation()
         if conversation is None or self._busy():
             return
-        self._cancel_edit()
-        with self._storage_errors_reported():
-            transcript = self.query_one(Transcript)
-            if notice := await self._path.switch(transcript, conversation.id, step):
-                self.notify(notice)
+        self.cancel_edit()
+        with storage_errors_noticed(self._screen):
+            if notice := await self.path.switch(self._transcript, conversation.id, step):
+                self._screen.notify(notice)
 
-    def action_select_previous(self) -> None:
-        """Select the message above: the one F4, Ctrl+R and Alt+Left/Right act on."""
-        self._path.select(self.query_one(Transcript), -1)
-
-    def action_select_next(self) -> None:
-        """Select the message below."""
-        self._path.select(self.query_one(Transcript), +1)
+    def select(self, step: int) -> None:
+        """Select the message above (-1) or below (+1): the one F4, Ctrl+R and
+        Alt+Left/Right act on."""
+        self.path.select(self._transcript, step)
 
 
 def _messages(transcript: Widget) -> list[UserMessage | ReplyView]:

@@ -6,6 +6,7 @@ from contextlib import suppress
 from dataclasses import replace
 from functools import partial
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -13,25 +14,25 @@ from textual.widgets import Footer, Header, Static
 
 from app.core.attachment import with_attachments
 from app.core.errors import StorageError
+from app.render.speed import speed_by_context
 from app.storage import Conversation, MessageStatus, StoredMessage
-from app.telemetry import ReplyStats
-from app.telemetry.health import check_collapse
-from app.telemetry.session import summarize_session
-from app.textsafe import visible
 from app.ui.bindings import CHAT_ACTIONS, action_by_id, keys_for
 from app.ui.chat_context import ChatContext
-from app.ui.format import title_from
+from app.ui.format import proof_text, title_from
 from app.ui.reply import ReplyRun, reply_request
 from app.ui.reply_controller import ReplyController
-from app.ui.screens.branches import BranchActionsScreen, PathView
+from app.ui.screens.branches import BranchActions
+from app.ui.screens.composer_actions import ComposerActions
 from app.ui.screens.dialogs import (
     ChatSettings,
     ConfirmDialog,
     RenameDialog,
+    ReportScreen,
     SettingsDialog,
 )
-from app.ui.screens.exchange_edit import ExchangeEdit
-from app.ui.screens.preset_actions import PresetActionsScreen
+from app.ui.screens.preset_actions import PresetActions
+from app.ui.screens.store_errors import storage_errors_noticed
+from app.ui.screens.view_actions import ViewActionsScreen
 from app.ui.widgets.banner import Banner
 from app.ui.widgets.composer import Composer
 from app.ui.widgets.messages import UserMessage
@@ -41,8 +42,12 @@ from app.ui.widgets.speed_strip import SpeedStrip
 from app.ui.widgets.transcript import Transcript
 
 
-class ChatScreen(BranchActionsScreen, PresetActionsScreen):
-    """One conversation at a time, with its reply streaming into the transcript."""
+class ChatScreen(ViewActionsScreen):
+    """One conversation at a time, with its reply streaming into the transcript.
+
+    Its actions around the prompt, on branches and on presets are done by `composing`,
+    `branches` and `presets`; its actions on panels and copying by its base.
+    """
 
     # Help comes first (the app's priority binding takes its place) so that the footer
     # keeps it when the terminal is too narrow for every key.
@@ -57,16 +62,17 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
         self.conversation: Conversation | None = None
         """The open conversation; None for a new chat not stored yet."""
         self._draft = ChatSettings("", context.default_sampling)
-        self.session_stats: list[ReplyStats] = []
-        """Measurements of this session's completed replies, oldest first."""
         self._replies = ReplyController(context.backend, self, refresh_s=1 / context.refresh_hz)
-        self._edit: ExchangeEdit | None = None
-        """The edit in progress (F4)."""
-        self._path = PathView(context.store)
-
-    def validate_sub_title(self, sub_title: object) -> str | None:
-        """The header shows a chat's title with its control characters made visible."""
-        return None if sub_title is None else visible(str(sub_title))
+        self.composing = ComposerActions(self, context, lambda: self.conversation)
+        self.branches = BranchActions(
+            self,
+            context,
+            conversation=lambda: self.conversation,
+            generate=self._generate,
+            busy=self._busy,
+            keys=self._keys,
+        )
+        self.presets = PresetActions(self, context, new_chat=self._new_chat, busy=self._busy)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -89,57 +95,54 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
         prompt = self.query_one("#prompt", Composer)
         keys = f"{self._keys('send')}: send · {self._keys('stop_reply')}: stop"
         prompt.show_hints(f"Enter: new line · {keys}", keys)
-        self.query_one(Banner).warn(None)
-        speed = self.query_one(SpeedPanel)
-        speed.show_proof(self._ctx.proof)
-        speed.show_session(summarize_session([]))
-        speed.show_draft(self._ctx.backend.info.draft)
-        speed.replay_speed = self._ctx.backend.info.replay_speed
-        self.query_one(SpeedStrip).replay_speed = speed.replay_speed
-        with self._storage_errors_reported():
+        self.show_start(self._ctx.proof, self._ctx.backend.info)
+        with storage_errors_noticed(self):
             conversations = self._ctx.store.list_conversations(limit=1)
             if conversations:
                 await self._open(conversations[0].id)
             else:
-                await self._new_draft()
+                await self._new_chat()
         prompt.focus()
 
     # Conversations
 
     async def _open(self, conversation_id: int, message_id: int | None = None) -> None:
         """Show a conversation; a search hit (`message_id`) with its branch."""
-        self._cancel_edit()
+        self.branches.cancel_edit()
         store = self._ctx.store
         self.conversation = store.get_conversation(conversation_id)
         self.sub_title = self.conversation.title
         if message_id is not None:
             store.choose(message_id)
-        self._path.selected = None
+        self.branches.path.selected = None
         transcript = self.query_one(Transcript)
-        if not await self._path.show(transcript, conversation_id, found=message_id):
-            await transcript.show([_note("No messages yet.")])
+        if not await self.branches.path.show(transcript, conversation_id, found=message_id):
+            await transcript.show([Static("No messages yet.", classes="note")])
         self._refresh_sidebar()
 
-    async def _new_draft(self) -> None:
-        self._cancel_edit()
+    async def _new_chat(self, settings: ChatSettings | None = None) -> None:
+        """Show a new chat, not stored until its first message, with `settings` (default:
+        the default preset's); the prompt has the focus."""
+        self.branches.cancel_edit()
         self.conversation = None
-        self._draft = self.new_chat_settings()
+        self._draft = settings or self.presets.new_chat_settings()
         self.sub_title = "New chat"
-        note = _note("New chat. Type below; it is saved when you send.")
+        note = Static("New chat. Type below; it is saved when you send.", classes="note")
         await self.query_one(Transcript).show([note])
         self._refresh_sidebar()
+        self.query_one("#prompt").focus()
 
     def _refresh_sidebar(self) -> None:
         sidebar = self.query_one(Sidebar)
         if not sidebar.search_query:
             current = self.conversation.id if self.conversation else None
-            with self._storage_errors_reported():
+            with storage_errors_noticed(self):
                 sidebar.show_conversations(self._ctx.store.list_conversations(), current)
 
     @on(Sidebar.SearchChanged)
     def _search(self, event: Sidebar.SearchChanged) -> None:
         if event.query:
-            with self._storage_errors_reported():
+            with storage_errors_noticed(self):
                 self.query_one(Sidebar).show_hits(self._ctx.store.search(event.query))
         else:
             self._refresh_sidebar()
@@ -147,7 +150,7 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
     @on(Sidebar.Opened)
     async def _opened(self, event: Sidebar.Opened) -> None:
         if not self._busy():
-            with self._storage_errors_reported():
+            with storage_errors_noticed(self):
                 await self._open(event.conversation_id, event.message_id)
 
     # Sending and streaming
@@ -155,13 +158,13 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
     async def action_send(self) -> None:
         """Send the prompt's text and stream the reply."""
         prompt = self.query_one("#prompt", Composer)
-        typed, attached = prompt.message.strip(), self.attached
+        typed, attached = prompt.message.strip(), self.composing.attached
         if not (typed or attached) or self._busy():
             return
         text = with_attachments(typed, attached)
-        store, edit = self._ctx.store, self._edit
+        store, edit = self._ctx.store, self.branches.edit
         transcript = self.query_one(Transcript)
-        with self._storage_errors_reported():
+        with storage_errors_noticed(self):
             conversation = self.conversation or store.create_conversation(
                 title_from(typed or attached[0].name),
                 system_prompt=self._draft.system_prompt,
@@ -183,12 +186,11 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
             self.conversation = conversation
             self.sub_title = conversation.title
             prompt.clear()
-            self.attached = ()
-            self._show_attached()
-            self._path.selected = None
+            self.composing.sent()
+            self.branches.path.selected = None
             if edit is not None:  # the edited branch stays, off screen
-                self._edit = None
-                await self._path.show(transcript, conversation.id)
+                self.branches.edit = None
+                await self.branches.path.show(transcript, conversation.id)
             else:
                 await transcript.query(".note").remove()
                 await transcript.mount(UserMessage(message.content, message.id))
@@ -216,30 +218,17 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
         self._replies.start(ReplyRun(request, writer, ctx.clock, continuing), view)
         self._refresh_sidebar()
 
-    def reply_progressed(self, run: ReplyRun) -> None:
-        """Show the live numbers of the reply in flight."""
-        self.query_one(SpeedPanel).show_live(run.live_snapshot(), run.ttft_s)
-        self.query_one(SpeedStrip).show_live(run.live_snapshot())
-
     def reply_ended(self, run: ReplyRun) -> None:
         """Show how the reply ended, and the session's numbers."""
-        status = run.shown_status
-        speed = self.query_one(SpeedPanel)
-        speed.show_last(status, run.stats, self._ctx.backend.info.context_length)
-        self.query_one(SpeedStrip).show_last(status, run.stats)
-        if status is MessageStatus.COMPLETE and run.stats is not None:
-            self.session_stats.append(run.stats)
-            speed.show_session(summarize_session(self.session_stats))
-            speculative = self._ctx.backend.info.speculative
-            verdict = check_collapse(self.session_stats, speculative=speculative)
-            self.query_one(Banner).show_verdict(verdict)
-        if status is MessageStatus.ERROR:
+        info = self._ctx.backend.info
+        self.show_ended(run, context_length=info.context_length, speculative=info.speculative)
+        if run.shown_status is MessageStatus.ERROR:
             self.notify(run.error or "unknown error", title="The reply failed", severity="error")
         if run.refused:
             self.notify(run.refused, title="The reply was not continued", severity="warning")
         if self.conversation is not None:
-            with self._storage_errors_reported():
-                self._path.retitle(self.query_one(Transcript), self.conversation.id)
+            with storage_errors_noticed(self):
+                self.branches.path.retitle(self.query_one(Transcript), self.conversation.id)
         self._refresh_sidebar()
         if self._ctx.reply_finished is not None:
             self._ctx.reply_finished()
@@ -264,7 +253,7 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
     async def action_stop_reply(self) -> None:
         """Stop the reply (what arrived is kept, marked stopped), else cancel an edit."""
         if not await self._replies.stop():
-            if self._cancel_edit():
+            if self.branches.cancel_edit():
                 self.notify("Edit cancelled: the exchange is kept as it was.")
             self.query_one("#prompt").focus()
 
@@ -276,13 +265,60 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
     async def on_unmount(self) -> None:
         await self._replies.aclose()
 
+    # The actions done by the screen's parts
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("recall_earlier", "recall_later"):
+            return self.composing.may_recall(action)
+        return True
+
+    def action_attach_file(self) -> None:
+        self.composing.attach_file()
+
+    def action_recall_earlier(self) -> None:
+        self.composing.recall_earlier()
+
+    def action_recall_later(self) -> None:
+        self.composing.recall_later()
+
+    def action_open_editor(self) -> None:
+        self.composing.open_editor()
+
+    def action_export_chat(self) -> None:
+        self.composing.export_chat()
+
+    async def action_regenerate(self) -> None:
+        await self.branches.regenerate()
+
+    async def action_continue_reply(self) -> None:
+        await self.branches.continue_reply()
+
+    def action_edit_message(self) -> None:
+        self.branches.edit_message()
+
+    async def action_switch_alternative(self, step: int) -> None:
+        await self.branches.switch(step)
+
+    def action_select_message(self, step: int) -> None:
+        self.branches.select(step)
+
+    def action_show_proof(self) -> None:
+        """Show the start-up proof report."""
+        self.app.push_screen(ReportScreen(proof_text(self._ctx.proof)))
+
+    def action_speed_by_context(self) -> None:
+        """Show how decoding slowed as the stored conversations grew."""
+        with storage_errors_noticed(self):
+            report = speed_by_context(self._ctx.store)
+            title = Text("Speed by context length (prompt tokens)\n\n", style="bold")
+            self.app.push_screen(ReportScreen(title + Text(report)))
+
     # Chat management
 
     async def action_new_chat(self) -> None:
         """Start a new chat (stored when its first message is sent)."""
         if not self._busy():
-            await self._new_draft()
-            self.query_one("#prompt").focus()
+            await self._new_chat()
 
     def action_search(self) -> None:
         """Search all chats."""
@@ -299,7 +335,7 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
 
     def _renamed(self, title: str | None) -> None:
         if title and self.conversation is not None:
-            with self._storage_errors_reported():
+            with storage_errors_noticed(self):
                 self._ctx.store.rename(self.conversation.id, title)
                 self.conversation = self._ctx.store.get_conversation(self.conversation.id)
                 self.sub_title = title
@@ -310,7 +346,7 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
         conversation = self.conversation
         if conversation is None or self._busy():
             return
-        with self._storage_errors_reported():
+        with storage_errors_noticed(self):
             count = len(self._ctx.store.all_messages(conversation.id))
             question = (
                 f"Delete “{conversation.title}” and its {count} messages? This cannot be undone."
@@ -320,13 +356,13 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
     async def _deleted(self, conversation_id: int, confirmed: bool | None) -> None:
         if not confirmed or self._busy():
             return
-        with self._storage_errors_reported():
+        with storage_errors_noticed(self):
             self._ctx.store.delete_conversation(conversation_id)
             remaining = self._ctx.store.list_conversations(limit=1)
             if remaining:
                 await self._open(remaining[0].id)
             else:
-                await self._new_draft()
+                await self._new_chat()
             self.notify("Chat deleted.")
 
     def action_chat_settings(self) -> None:
@@ -337,7 +373,7 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
             if conversation is not None
             else self._draft
         )
-        self.app.push_screen(SettingsDialog(current, self.save_preset), self._settings_saved)
+        self.app.push_screen(SettingsDialog(current, self.presets.save), self._settings_saved)
 
     def _settings_saved(self, settings: ChatSettings | None) -> None:
         if settings is None:
@@ -346,7 +382,7 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
             self._draft = settings
             self.notify("Chat settings saved.")
             return
-        with self._storage_errors_reported():
+        with storage_errors_noticed(self):
             store = self._ctx.store
             store.update_settings(
                 self.conversation.id,
@@ -356,7 +392,3 @@ class ChatScreen(BranchActionsScreen, PresetActionsScreen):
             )
             self.conversation = store.get_conversation(self.conversation.id)
             self.notify("Chat settings saved.")
-
-
-def _note(text: str) -> Static:
-    return Static(text, classes="note")

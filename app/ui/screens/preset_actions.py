@@ -1,13 +1,15 @@
-"""`PresetActionsScreen`: presets on the chat screen: saving F3's settings as one, the
-default one for every new chat, and a new chat from a chosen one."""
+"""`PresetActions`: presets on the chat screen: saving F3's settings as one, the default one
+for every new chat, and a new chat from a chosen one."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from textual.screen import Screen
+
 from app.core.errors import ConfigError, ExportError
 from app.prefs.presets import Preset, Presets
-from app.ui.screens.composer_actions import ComposerActionsScreen
+from app.ui.chat_context import ChatContext
 from app.ui.screens.dialogs import ChatSettings
 from app.ui.screens.preset_dialogs import PresetName, PresetNameDialog, PresetPicker
 
@@ -17,13 +19,22 @@ def settings_of(preset: Preset) -> ChatSettings:
     return ChatSettings(preset.system_prompt, preset.sampling, preset.thinking)
 
 
-class PresetActionsScreen(ComposerActionsScreen):
-    """The base of the chat screen: presets."""
+class PresetActions:
+    """Presets on `screen`: `new_chat` starts a new chat with given settings, `busy` says
+    whether a reply streams (and then says so)."""
 
-    _draft: ChatSettings
-    """The settings of the new chat, until it is stored."""
-    _new_draft: Callable[[], Awaitable[None]]
-    _busy: Callable[[], bool]
+    def __init__(
+        self,
+        screen: Screen[None],
+        context: ChatContext,
+        *,
+        new_chat: Callable[[ChatSettings], Awaitable[None]],
+        busy: Callable[[], bool],
+    ) -> None:
+        self._screen = screen
+        self._ctx = context
+        self._new_chat = new_chat
+        self._busy = busy
 
     def _presets(self) -> Presets | None:
         """The saved presets; None (after a one-line error) when the file does not read."""
@@ -32,7 +43,7 @@ class PresetActionsScreen(ComposerActionsScreen):
         try:
             return self._ctx.presets.load()
         except ConfigError as error:
-            self.notify(str(error), severity="error")
+            self._screen.notify(str(error), severity="error")
             return None
 
     def new_chat_settings(self) -> ChatSettings:
@@ -41,11 +52,11 @@ class PresetActionsScreen(ComposerActionsScreen):
         preset = presets.get(presets.default) if presets else None
         return settings_of(preset) if preset else ChatSettings("", self._ctx.default_sampling)
 
-    def save_preset(self, settings: ChatSettings) -> None:
+    def save(self, settings: ChatSettings) -> None:
         """Ask for a name, then save `settings` (from F3) as a preset."""
         presets = self._presets()
         if presets is not None:
-            self.app.push_screen(
+            self._screen.app.push_screen(
                 PresetNameDialog(presets), lambda named: self._preset_named(settings, named)
             )
 
@@ -57,29 +68,27 @@ class PresetActionsScreen(ComposerActionsScreen):
         try:
             file.save(presets.saved(preset, default=named.default))
         except (ConfigError, ExportError) as error:
-            self.notify(str(error), severity="error")
+            self._screen.notify(str(error), severity="error")
             return
         default = " (the default for new chats)" if named.default else ""
-        self.notify(f"Preset “{named.name}” saved{default} in {file.path}.")
+        self._screen.notify(f"Preset “{named.name}” saved{default} in {file.path}.")
 
-    def new_chat_from_preset(self) -> None:
+    def pick_for_new_chat(self) -> None:
         """Pick a preset, then start a new chat with it."""
         presets = self._presets()
         if presets is None:
             return
         if not presets.presets:
-            self.notify("No presets yet: save one from the chat settings (F3).")
+            self._screen.notify("No presets yet: save one from the chat settings (F3).")
             return
-        self.app.push_screen(PresetPicker(presets), self._preset_picked)
+        self._screen.app.push_screen(PresetPicker(presets), self._preset_picked)
 
     async def _preset_picked(self, name: str | None) -> None:
         if name is None or self._busy():
             return
         presets = self._presets()
         preset = presets.get(name) if presets else None
-        await self._new_draft()
-        self._draft = (
+        await self._new_chat(
             settings_of(preset) if preset else ChatSettings("", self._ctx.default_sampling)
         )
-        self.notify(f"New chat with the preset “{name}”." if preset else "New chat.")
-        self.composer.focus()
+        self._screen.notify(f"New chat with the preset “{name}”." if preset else "New chat.")

@@ -1,8 +1,9 @@
-"""`ViewActionsScreen`: the chat screen's actions on what it shows, needing no store or backend.
+"""`ViewActionsScreen`: the chat screen's view, needing no store or backend.
 
 Copying a reply or its code blocks, folding a reply's thinking, and the side panels: which
 show at which width, that below `SIDEBAR_MIN_WIDTH` columns only one shows at a time, and
-that the speed strip shows whenever the speed panel does not.
+that the speed strip shows whenever the speed panel does not; and a reply's numbers in them,
+live and once it ended, with the session's.
 """
 
 from __future__ import annotations
@@ -13,6 +14,15 @@ from textual import events
 from textual.screen import Screen
 from textual.widget import Widget
 
+from app.backend.protocol import BackendInfo
+from app.core.proof_report import ProofReport
+from app.storage import MessageStatus
+from app.telemetry import ReplyStats
+from app.telemetry.health import check_collapse
+from app.telemetry.session import summarize_session
+from app.textsafe import visible
+from app.ui.reply import ReplyRun
+from app.ui.widgets.banner import Banner
 from app.ui.widgets.messages import ReplyView, code_blocks
 from app.ui.widgets.sidebar import Sidebar
 from app.ui.widgets.speed_panel import SpeedPanel
@@ -40,6 +50,43 @@ class ViewActionsScreen(Screen[None]):
     """The side panels the user showed (True) or hid (False); the others follow the width."""
     _opened_last: type[Widget] | None = None
     """The side panel shown last: the one that stays when only one fits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.session_stats: list[ReplyStats] = []
+        """Measurements of this session's completed replies, oldest first."""
+
+    def validate_sub_title(self, sub_title: object) -> str | None:
+        """The header shows a chat's title with its control characters made visible."""
+        return None if sub_title is None else visible(str(sub_title))
+
+    def show_start(self, proof: ProofReport, info: BackendInfo) -> None:
+        """The panels before the first reply: the proof, the draft, the replay's speed."""
+        self.query_one(Banner).warn(None)
+        speed = self.query_one(SpeedPanel)
+        speed.show_proof(proof)
+        speed.show_session(summarize_session([]))
+        speed.show_draft(info.draft)
+        speed.replay_speed = info.replay_speed
+        self.query_one(SpeedStrip).replay_speed = info.replay_speed
+
+    def reply_progressed(self, run: ReplyRun) -> None:
+        """The live numbers of the reply in flight."""
+        live = run.live_snapshot()
+        self.query_one(SpeedPanel).show_live(live, run.ttft_s)
+        self.query_one(SpeedStrip).show_live(live)
+
+    def show_ended(self, run: ReplyRun, *, context_length: int | None, speculative: bool) -> None:
+        """How the reply ended, and the session's numbers with its verdict on speculation."""
+        status = run.shown_status
+        speed = self.query_one(SpeedPanel)
+        speed.show_last(status, run.stats, context_length)
+        self.query_one(SpeedStrip).show_last(status, run.stats)
+        if status is MessageStatus.COMPLETE and run.stats is not None:
+            self.session_stats.append(run.stats)
+            speed.show_session(summarize_session(self.session_stats))
+            verdict = check_collapse(self.session_stats, speculative=speculative)
+            self.query_one(Banner).show_verdict(verdict)
 
     def _target_reply(self) -> ReplyView | None:
         """The focused reply, else the last one with an answer."""
