@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.core.chat import MAX_THINKING_BUDGET, Sampling, Thinking
 from app.core.errors import ConfigError
-from app.files import private_dir, write_atomic
+from app.prefs.pref_file import read_pref, write_pref
 from app.settings import SamplingSettings
 
 FILE_NAME: Final = "presets.json"
@@ -95,13 +95,9 @@ class PresetFile:
             ConfigError: the file cannot be read or is not valid presets (one line naming it;
                 the file is left as it is).
         """
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        text = read_pref(self.path, "presets")
+        if text is None:
             return Presets()
-        except (OSError, UnicodeDecodeError) as exc:
-            why = getattr(exc, "strerror", None) or str(exc)
-            raise ConfigError(f"{self.path}: cannot read the presets ({why})") from exc
         try:
             found = _File.model_validate_json(text)
         except ValidationError as exc:
@@ -125,18 +121,13 @@ class PresetFile:
         """Write the presets, whole or not at all.
 
         Raises:
-            ExportError: the file or its folder cannot be written (or is a link).
+            ConfigError, ExportError: the folder or the file cannot be written (or is a link).
         """
         document = {
             "default": presets.default,
             "presets": [_record(preset) for preset in presets.presets],
         }
-        try:
-            private_dir(self.path.parent)
-        except OSError as exc:
-            raise ConfigError(f"cannot create {self.path.parent}: {exc.strerror}") from exc
-        text = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
-        write_atomic(self.path, [text], replace=True)
+        write_pref(self.path, json.dumps(document, ensure_ascii=False, indent=2) + "\n")
 
 
 def _preset(found: _Preset) -> Preset:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Final
 
 from app.core.errors import ConfigError
-from app.files import private_dir, write_atomic
+from app.prefs.pref_file import read_pref, unreadable, write_pref
 
 FILE_NAME: Final = "theme.json"
 
@@ -25,13 +25,13 @@ class ThemeFile:
         Raises:
             ConfigError: the file does not read (one line naming it; it is left as it is).
         """
-        try:
-            found = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        text = read_pref(self.path, "theme")
+        if text is None:
             return None
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            why = getattr(exc, "strerror", None) or str(exc)
-            raise ConfigError(f"{self.path}: cannot read the theme ({why})") from exc
+        try:
+            found = json.loads(text)
+        except ValueError as exc:
+            raise unreadable(self.path, "theme", exc) from exc
         name = found.get("theme") if isinstance(found, dict) else None
         if not isinstance(name, str) or not name:
             raise ConfigError(f'{self.path}: cannot read the theme (expected {{"theme": NAME}})')
@@ -43,8 +43,4 @@ class ThemeFile:
         Raises:
             ConfigError, ExportError: the folder or the file cannot be written.
         """
-        try:
-            private_dir(self.path.parent)
-        except OSError as exc:
-            raise ConfigError(f"cannot create {self.path.parent}: {exc.strerror}") from exc
-        write_atomic(self.path, [json.dumps({"theme": name}) + "\n"], replace=True)
+        write_pref(self.path, json.dumps({"theme": name}) + "\n")
