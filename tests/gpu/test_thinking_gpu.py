@@ -13,6 +13,7 @@ import pytest
 
 from app.backend.protocol import ReplyDone, ReplyError, TextChunk
 from app.core.chat import ChatMessage, Role, Sampling, Thinking
+from app.render.proof import format_report
 from tests.gpu import models
 
 pytest.importorskip("tests.gpu.known_answer", reason="needs torch and SGLang")
@@ -57,7 +58,9 @@ async def test_thinking_off_and_a_thinking_budget_on_the_engine(tmp_path, monkey
     try:
         async for stage in backend.start():
             print(f"[{stage.elapsed_s:6.1f}s] {stage.name} {'done' if stage.done else '...'}")
-        assert (await backend.proof()).ok
+        report = await backend.proof()
+        print(format_report(report))
+        assert report.ok
 
         reasoning, answer, _, done = await reply(backend, answer_only, Thinking(enabled=False))
         assert reasoning == ""
