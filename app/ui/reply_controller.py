@@ -1,9 +1,10 @@
 """`ReplyController`: drives one streaming reply at a time, from the backend to a display.
 
-A task drains the backend's events into the `ReplyRun` as they come (cheap bookkeeping
-only); a paced loop hands what arrived to the reply's display and tells the listener; a
-slower loop commits a stalled reply's text. A reply whose ending could not be stored is
-kept in memory and tried again until the database is free.
+Textual workers of the screen that shows the replies do the work: one drains the backend's
+events into the `ReplyRun` as they come (cheap bookkeeping only); a paced loop hands what
+arrived to the reply's display and tells the listener; a slower loop commits a stalled
+reply's text. A reply whose ending could not be stored is kept in memory and tried again
+until the database is free. The screen's workers end with it.
 
 Only a `LingChatError` becomes a stored error. Any other exception is a bug: it is logged
 with its traceback, the reply is stored as stopped with what arrived, and the listener is
@@ -18,7 +19,9 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final, Protocol
 
+from textual.dom import DOMNode
 from textual.notifications import SeverityLevel
+from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from app.backend.protocol import ChatBackend
 from app.core.errors import BackendError, LingChatError, StorageError
@@ -90,19 +93,25 @@ def footer(run: ReplyRun) -> str:
 class ReplyController:
     """Streams replies from `backend` into their displays, one at a time."""
 
-    def __init__(self, backend: ChatBackend, listener: ReplyListener, *, refresh_s: float) -> None:
+    GROUP: Final = "reply"
+    """The workers' group on their node."""
+
+    def __init__(
+        self, backend: ChatBackend, listener: ReplyListener, node: DOMNode, *, refresh_s: float
+    ) -> None:
         self._backend = backend
         self._listener = listener
+        self._node = node
+        """Whose workers do the work (the chat screen)."""
         self._refresh_s = refresh_s
         self._pacer = DrawPacer(refresh_s)
         self.run: ReplyRun | None = None
         """The reply streaming now."""
         self._display: ReplyDisplay | None = None
-        self._stream_task: asyncio.Task[None] | None = None
-        self._loops: tuple[asyncio.Task[None], ...] = ()
+        self._stream: Worker[None] | None = None
         self._unsaved: list[tuple[ReplyRun, ReplyDisplay]] = []
         """Replies that ended but could not be stored yet, kept whole in memory."""
-        self._retry_task: asyncio.Task[None] | None = None
+        self._retry: Worker[None] | None = None
         self._grace: asyncio.TimerHandle | None = None
         """Cancels a stopped reply's stream once STOP_GRACE_S has passed."""
 
@@ -110,11 +119,9 @@ class ReplyController:
         """Stream `run` into `display`."""
         self.run, self._display = run, display
         self._pacer.reset()
-        self._loops = (
-            self._spawn(self._every(run, self._refresh_s, self._draw)),
-            self._spawn(self._every(run, FLUSH_S, self._flush)),
-        )
-        self._stream_task = self._spawn(self._stream(run, display))
+        self._spawn(self._every(run, self._refresh_s, self._draw), "draw")
+        self._spawn(self._every(run, FLUSH_S, self._flush), "flush")
+        self._stream = self._spawn(self._drain(run, display), "stream")
 
     async def stop(self) -> bool:
         """Ask the backend to stop the reply; False when none is streaming."""
@@ -135,12 +142,12 @@ class ReplyController:
     async def stop_for_quit(self, timeout_s: float = STOP_GRACE_S) -> list[ReplyRun]:
         """Stop the reply in flight (if any), store what arrived, and try once more to store
         the replies that could not be; the ones still unsaved."""
-        run, task = self.run, self._stream_task
-        if run is not None and task is not None:
+        run, worker = self.run, self._stream
+        if run is not None and worker is not None:
             await self.stop()
-            await asyncio.wait({task}, timeout=timeout_s)
-            task.cancel()  # a no-op once done
-            await asyncio.wait({task}, timeout=timeout_s)  # its `finally` queues an unsaved reply
+            await self._settled(worker, timeout_s)
+            worker.cancel()  # a no-op once done
+            await self._settled(worker, timeout_s)  # its `finally` queues an unsaved reply
             self._close(run)
         return self.save_unsaved()
 
@@ -165,16 +172,19 @@ class ReplyController:
         return [run for run, _ in self._unsaved]
 
     async def aclose(self) -> None:
-        """Cancel every task (the displays are going away); an unfinished reply is stored as
-        stopped on the way out."""
-        tasks = [task for task in (self._stream_task, self._retry_task, *self._loops) if task]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if self._retry_task is not None:  # one the cancelled stream may have started
-            self._retry_task.cancel()
+        """Cancel every worker (the displays are going away); an unfinished reply is stored
+        as stopped on the way out."""
+        workers = self._node.workers.cancel_group(self._node, self.GROUP)
+        await asyncio.gather(*map(_ended, workers))
+        if self._retry is not None:  # one the cancelled stream may have started
+            self._retry.cancel()
 
-    async def _stream(self, run: ReplyRun, display: ReplyDisplay) -> None:
+    @staticmethod
+    async def _settled(worker: Worker[None], timeout_s: float) -> None:
+        """Wait up to `timeout_s` for `worker` to end, however it ends (it goes on after)."""
+        await asyncio.wait({asyncio.ensure_future(_ended(worker))}, timeout=timeout_s)
+
+    async def _drain(self, run: ReplyRun, display: ReplyDisplay) -> None:
         """Drain the backend's events into the run; drawing happens in `_draw`."""
         try:
             request = run.request
@@ -203,8 +213,8 @@ class ReplyController:
             if not run.finished:
                 self._unsaved.append((run, display))
                 self._listener.replies_unsaved([run for run, _ in self._unsaved])
-                if self._retry_task is None or self._retry_task.done():
-                    self._retry_task = self._spawn(self._retry_saving())
+                if self._retry is None or self._retry.is_finished:
+                    self._retry = self._spawn(self._retry_saving(), "retry saving")
 
     def _report_bug(self, run: ReplyRun, error: Exception) -> None:
         """Log the bug with its traceback and say so; the reply ends as stopped."""
@@ -237,13 +247,13 @@ class ReplyController:
     async def _end(self, run: ReplyRun, display: ReplyDisplay) -> None:
         if self._grace is not None:
             self._grace.cancel()
-        self._loops, self._grace = (), None
+        self._grace = None
         shown = display.is_attached  # not when the app is tearing down with a reply in flight
         if shown:
             await display.write(*run.take_pending())
             await display.finish(footer(run))
         display.message_id = run.message_id
-        self.run = self._display = self._stream_task = None
+        self.run = self._display = self._stream = None
         if shown:
             self._listener.reply_ended(run)
 
@@ -263,8 +273,8 @@ class ReplyController:
             )
 
     def _cancel(self, run: ReplyRun) -> None:
-        if self.run is run and self._stream_task is not None:
-            self._stream_task.cancel()
+        if self.run is run and self._stream is not None:
+            self._stream.cancel()
 
     async def _every(
         self, run: ReplyRun, interval_s: float, tick: Callable[[], Awaitable[None]]
@@ -276,15 +286,19 @@ class ReplyController:
                 return
             await tick()
 
-    @staticmethod
-    def _spawn(work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        """Run `work` as a task whose bug, if any, is logged rather than lost."""
-        task = asyncio.create_task(work)
-        task.add_done_callback(_log_failure)
-        return task
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> Worker[None]:
+        """Run `work` as a worker of the node's reply group; a bug in it is logged, the app
+        goes on."""
+        return self._node.run_worker(_logged(work), name=name, group=self.GROUP)
 
 
-def _log_failure(task: asyncio.Task[None]) -> None:
-    with contextlib.suppress(asyncio.CancelledError):
-        if (error := task.exception()) is not None:
-            logger.error("a reply task failed", exc_info=error)
+async def _logged(work: Coroutine[Any, Any, None]) -> None:
+    try:
+        await work
+    except Exception as error:
+        logger.error("a reply worker failed", exc_info=error)
+
+
+async def _ended(worker: Worker[None]) -> None:
+    with contextlib.suppress(WorkerCancelled, WorkerFailed):
+        await worker.wait()

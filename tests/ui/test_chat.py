@@ -221,6 +221,34 @@ async def test_a_bug_in_a_reply_is_logged_with_its_traceback_and_not_stored_as_a
     ]
 
 
+async def test_a_bug_in_a_reply_s_worker_is_logged_and_the_reply_and_app_go_on(
+    chat_app: LingChatApp,
+    backend: ScriptedBackendDouble,
+    store: ChatStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The loop that commits a stalled reply's text fails: a Textual worker that raised
+    # would end the app; the controller's workers log it and the reply ends as it should.
+    async def broken_flush(self: reply_controller.ReplyController) -> None:
+        raise RuntimeError("flush broke")
+
+    monkeypatch.setattr(reply_controller, "FLUSH_S", 0.01)
+    monkeypatch.setattr(reply_controller.ReplyController, "_flush", broken_flush)
+    backend.enqueue(answer_reply("All", " of", " it", step_s=0.05))
+    with logging_to(tmp_path / "logs") as log:
+        async with chat_app.run_test(size=SIZE) as pilot:
+            await chat_screen(pilot)
+            await send(pilot, "one")
+            await reply_done(pilot)
+            assert chat_app.is_running
+    logged = log.read_text(encoding="utf-8")
+    assert "a reply worker failed" in logged
+    assert "RuntimeError: flush broke" in logged
+    (reply,) = [m for m in only_chat(store) if m.role is Role.ASSISTANT]
+    assert (reply.status, reply.content) == (MessageStatus.COMPLETE, "All of it")
+
+
 async def test_regenerate_shows_a_new_reply_and_keeps_the_old_one(
     chat_app: LingChatApp, backend: ScriptedBackendDouble, store: ChatStore
 ) -> None:

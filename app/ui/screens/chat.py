@@ -62,7 +62,9 @@ class ChatScreen(ViewActionsScreen):
         self.conversation: Conversation | None = None
         """The open conversation; None for a new chat not stored yet."""
         self._draft = ChatSettings("", context.default_sampling)
-        self._replies = ReplyController(context.backend, self, refresh_s=1 / context.refresh_hz)
+        self._replies = ReplyController(
+            context.backend, self, self, refresh_s=1 / context.refresh_hz
+        )
         self.composing = ComposerActions(self, context, lambda: self.conversation)
         self.branches = BranchActions(
             self,
