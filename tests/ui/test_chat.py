@@ -235,15 +235,16 @@ async def test_a_bug_in_a_reply_s_worker_is_logged_and_the_reply_and_app_go_on(
 
     monkeypatch.setattr(reply_controller, "FLUSH_S", 0.01)
     monkeypatch.setattr(reply_controller.ReplyController, "_flush", broken_flush)
-    backend.enqueue(answer_reply("All", " of", " it", step_s=0.05))
+    backend.enqueue(answer_reply("All", " of", " it", hold_after=1))
     with logging_to(tmp_path / "logs") as log:
         async with chat_app.run_test(size=SIZE) as pilot:
             await chat_screen(pilot)
             await send(pilot, "one")
+            await wait_until(pilot, lambda: "a reply worker failed" in log.read_text("utf-8"))
+            backend.release()
             await reply_done(pilot)
             assert chat_app.is_running
     logged = log.read_text(encoding="utf-8")
-    assert "a reply worker failed" in logged
     assert "RuntimeError: flush broke" in logged
     (reply,) = [m for m in only_chat(store) if m.role is Role.ASSISTANT]
     assert (reply.status, reply.content) == (MessageStatus.COMPLETE, "All of it")
