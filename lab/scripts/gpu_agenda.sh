@@ -532,6 +532,8 @@ dspark_models.write_draft_dir(Path('/root/d$layers'), $layers)"
     ui) gpu_tests ui 360 tests/gpu/test_ui_gpu.py ;;
     thinking) gpu_tests thinking 240 tests/gpu/test_thinking_gpu.py ;;
     exits) gpu_tests exits 500 tests/gpu/test_exit_gpu.py ;;
+    exits-cold)  # the window case alone on a bare machine, its boot building every kernel
+      gpu_tests exits-cold 580 tests/gpu/test_exit_gpu.py -k window ;;
     serve) gpu_tests serve 360 tests/gpu/test_serve_gpu.py ;;
     resident) run resident 560 python3 lab/scripts/gpu_resident_bench.py /root/resident ;;
     bench) bench bench 400 humming,humming+fp8,humming+nextn,stack ;;
