@@ -192,7 +192,13 @@
 #              (SIGHUP to the app and its process group) or sent SIGTERM mid-reply: the app and
 #              SGLang's processes gone, the reply stored stopped, nvidia-smi's memory.used back
 #              to its level before the start; a line each with the times and the memory
-#              (untried; two boots, about 3; after `prepare`)
+#              (untried; two boots, about 3; after `prepare`); exits-cold: the window case
+#              alone with no `prepare` before it, its boot building every kernel (about 8)
+#   hot-head   the hot-vocabulary draft head against the full FP8 head, no engine
+#              (lab/scripts/gpu_hot_head_bench.py): each head's kernel as the lever's patch
+#              picks it, its GPU time at M = 1 and 4 under CUDA graphs, M = 1 with L2 cold,
+#              bytes, and the patch's selftest; $OUT/hot-head.json (untried; about 1, needs
+#              only the kit: run it first)
 #   serve      `ling-chat serve` proves itself over HTTP; a remote chat through the app; random
 #              weights refused (3; needs the `serve` extra wheels, see below)
 #   resident   `keep_engine` on the 6-layer known-answer model (lab/scripts/gpu_resident_bench.py):
@@ -532,6 +538,7 @@ dspark_models.write_draft_dir(Path('/root/d$layers'), $layers)"
     ui) gpu_tests ui 360 tests/gpu/test_ui_gpu.py ;;
     thinking) gpu_tests thinking 240 tests/gpu/test_thinking_gpu.py ;;
     exits) gpu_tests exits 500 tests/gpu/test_exit_gpu.py ;;
+    hot-head) run hot-head 240 python3 lab/scripts/gpu_hot_head_bench.py --json "$OUT/hot-head.json" ;;
     exits-cold)  # the window case alone on a bare machine, its boot building every kernel
       gpu_tests exits-cold 580 tests/gpu/test_exit_gpu.py -k window ;;
     serve) gpu_tests serve 360 tests/gpu/test_serve_gpu.py ;;
