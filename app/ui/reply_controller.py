@@ -181,8 +181,12 @@ class ReplyController:
 
     @staticmethod
     async def _settled(worker: Worker[None], timeout_s: float) -> None:
-        """Wait up to `timeout_s` for `worker` to end, however it ends (it goes on after)."""
-        await asyncio.wait({asyncio.ensure_future(_ended(worker))}, timeout=timeout_s)
+        """Wait up to `timeout_s` for `worker` to end, however it ends; past that the worker
+        is cancelled (no waiter is left behind)."""
+        ended = asyncio.ensure_future(_ended(worker))
+        _, late = await asyncio.wait({ended}, timeout=timeout_s)
+        for waiter in late:
+            waiter.cancel()
 
     async def _drain(self, run: ReplyRun, display: ReplyDisplay) -> None:
         """Drain the backend's events into the run; drawing happens in `_draw`."""
