@@ -24,27 +24,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from gpu_head_bench import HIDDEN, VOCAB, HeadDouble, cold_us  # noqa: E402
+
 from app.backend.engine.patches import fp8_head, hot_vocab  # noqa: E402
-
-VOCAB, HIDDEN = 157184, 2560
-
-
-class HeadDouble(torch.nn.Module):
-    """A stand-in for ParallelLMHead: just the weight the quant method reads and replaces."""
-
-    def __init__(self, weight: torch.Tensor) -> None:
-        super().__init__()
-        self.weight = torch.nn.Parameter(weight, requires_grad=False)
-
-
-def cold_us(fn: Any, scrub: torch.Tensor, scrub_us: float) -> float:
-    """`fn`'s GPU time when the L2 cache holds none of its data: each call after a scrub."""
-
-    def scrubbed() -> None:
-        scrub.zero_()
-        fn()
-
-    return round(fp8_head.graph_time_us(scrubbed) - scrub_us, 2)
 
 
 def timed(head: Any, scrub: torch.Tensor, scrub_us: float) -> dict[str, Any]:
